@@ -1,0 +1,5 @@
+#!/usr/bin/env node
+// Runs the TypeScript sources through tsx's loader, so `aula` works from a checkout without a build step.
+import { register } from 'tsx/esm/api';
+register();
+await import('../src/cli/main.ts');

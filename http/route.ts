@@ -1,0 +1,85 @@
+import type { z } from 'zod';
+import type { Db } from '../src/db/index.ts';
+import type { ErrorCode } from '../src/errors.ts';
+import type { Logger } from '../src/logger.ts';
+import type { Scope } from '../src/scopes.ts';
+import type { ApiPrincipal } from '../src/services/api-keys.ts';
+import type { SessionPrincipal } from '../src/services/sessions.ts';
+import type { App } from '../src/app.ts';
+
+export type Method = 'get' | 'post' | 'patch' | 'delete';
+
+/** What a route declares about itself; the same object drives routing, checks and the OpenAPI document. */
+export interface RouteSpec {
+  method: Method;
+  /** Under /api/v1 unless `root` is set; `:name` marks a path parameter. */
+  path: string;
+  root?: boolean;
+  summary: string;
+  description?: string;
+  tag: string;
+  auth: 'none' | 'apiKey' | 'session';
+  /** Any one of these scopes suffices. */
+  scope?: Scope | readonly Scope[];
+  /** Per-IP budget for routes without an API key. */
+  ipLimit?: { name: string; perMinute: number };
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  response?: z.ZodType;
+  /** Success status; 200 unless given. */
+  status?: number;
+  /** Listing routes put `nextCursor` beside `data`. */
+  list?: boolean;
+  errors?: readonly ErrorCode[];
+  maxBodyBytes?: number;
+  /** Raw (non-JSON) responses such as the OpenAPI document itself. */
+  raw?: boolean;
+}
+
+export interface RequestInfo {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  headers: Record<string, string>;
+  ip: string;
+  requestId: string;
+}
+
+export interface Ctx<P, Q, B> {
+  app: App;
+  req: RequestInfo;
+  params: P;
+  query: Q;
+  body: B;
+  log: Logger;
+  /** The transaction of an idempotent request, otherwise the pool. */
+  db: Db;
+  apiKey: ApiPrincipal | null;
+  session: SessionPrincipal | null;
+}
+
+export interface Reply {
+  status?: number;
+  data: unknown;
+  nextCursor?: string | null;
+  headers?: Record<string, string>;
+  /** Sent as is with this content type instead of the `{ data }` envelope. */
+  raw?: { contentType: string; body: string };
+}
+
+type Infer<T> = T extends z.ZodType ? z.output<T> : undefined;
+
+export interface Route<S extends RouteSpec = RouteSpec> {
+  spec: S;
+  handler: (ctx: Ctx<Infer<S['params']>, Infer<S['query']>, Infer<S['body']>>) => Promise<Reply> | Reply;
+}
+
+export function route<const S extends RouteSpec>(
+  spec: S,
+  handler: (ctx: Ctx<Infer<S['params']>, Infer<S['query']>, Infer<S['body']>>) => Promise<Reply> | Reply,
+): Route {
+  return { spec, handler } as unknown as Route;
+}
+
+export const fullPath = (spec: RouteSpec): string => (spec.root ? spec.path : `/api/v1${spec.path}`);

@@ -1,0 +1,19 @@
+import { z } from 'zod';
+import { buildOpenApi } from '../openapi.ts';
+import { route, type Route } from '../route.ts';
+import { classRoutes } from './classes.ts';
+import { healthRoutes } from './health.ts';
+import { joinRoutes } from './join.ts';
+import { meetingRoutes } from './meetings.ts';
+import { userRoutes } from './users.ts';
+
+const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...joinRoutes];
+
+let doc: string | null = null;
+const openApiRoute = route(
+  { method: 'get', path: '/openapi.json', tag: 'Operations', auth: 'none', summary: 'This OpenAPI 3.1 document.', raw: true, response: z.object({}).loose() },
+  ({ app }) => ({ data: null, raw: { contentType: 'application/json', body: (doc ??= JSON.stringify(buildOpenApi(routes, `${app.baseUrl}/api/v1`))) } }),
+);
+
+/** Every route the HTTP server serves, in one table that also generates the OpenAPI document. */
+export const routes: Route[] = [...apiRoutes, openApiRoute];

@@ -1,0 +1,85 @@
+import { z } from 'zod';
+import { idParam } from '../../src/services/common.ts';
+import { bulkUsersBody, jobRecord, toJobRecord } from '../../src/services/jobs.ts';
+import { toUserRecord, userInput, userListQuery, userRecord } from '../../src/services/users.ts';
+import { route } from '../route.ts';
+
+const tag = 'Users';
+
+export const userRoutes = [
+  route(
+    {
+      method: 'post',
+      path: '/public/users',
+      tag,
+      auth: 'apiKey',
+      scope: 'users:write',
+      summary: 'Create or update a user by externalId.',
+      description: 'Upsert: a new externalId creates the user (201, user.created); a known one updates it (200, user.updated when something changed). Omitted optional fields keep their value. Upserting does not reactivate a deactivated user.',
+      body: userInput,
+      response: userRecord,
+      status: 201,
+      errors: ['validation_failed'],
+    },
+    async ({ app, db, apiKey, body }) => {
+      const { user, created } = await app.services.users.upsert(db, apiKey!.orgId, body);
+      return { status: created ? 201 : 200, data: toUserRecord(user) };
+    },
+  ),
+  route(
+    {
+      method: 'post',
+      path: '/public/users/bulk',
+      tag,
+      auth: 'apiKey',
+      scope: 'users:write',
+      summary: 'Create or update up to 1,000 users as a background job.',
+      description: 'Answers 202 with the job at once; poll GET /public/jobs/:id. Each user is validated and upserted on its own, exactly as POST /public/users; failures are listed per user in the job.',
+      body: bulkUsersBody,
+      response: jobRecord,
+      status: 202,
+      maxBodyBytes: 4 * 1024 * 1024,
+    },
+    async ({ app, db, apiKey, body }) => ({ status: 202, data: toJobRecord(await app.services.jobs.createBulkUsers(db, apiKey!.orgId, body.users)) }),
+  ),
+  route(
+    { method: 'get', path: '/public/users', tag, auth: 'apiKey', scope: 'users:read', summary: 'List users, newest first.', query: userListQuery, response: z.array(userRecord), list: true },
+    async ({ app, db, apiKey, query }) => {
+      const page = await app.services.users.list(db, apiKey!.orgId, query);
+      return { data: page.items.map(toUserRecord), nextCursor: page.nextCursor };
+    },
+  ),
+  route(
+    { method: 'get', path: '/public/users/:id', tag, auth: 'apiKey', scope: 'users:read', summary: 'Read a user by service id or externalId.', params: idParam, response: userRecord, errors: ['user_not_found'] },
+    async ({ app, db, apiKey, params }) => ({ data: toUserRecord(await app.services.users.get(db, apiKey!.orgId, params.id)) }),
+  ),
+  route(
+    {
+      method: 'post',
+      path: '/public/users/:id/deactivate',
+      tag,
+      auth: 'apiKey',
+      scope: 'users:write',
+      summary: 'Deactivate a user: revokes their join links and meeting sessions.',
+      description: 'Emits user.deactivated. Links minted before this call answer join_token_revoked; sessions can no longer be refreshed. Deactivating again returns the user unchanged.',
+      params: idParam,
+      response: userRecord,
+      errors: ['user_not_found'],
+    },
+    async ({ app, db, apiKey, params }) => ({ data: toUserRecord(await app.services.users.deactivate(db, apiKey!.orgId, params.id)) }),
+  ),
+  route(
+    {
+      method: 'get',
+      path: '/public/jobs/:id',
+      tag: 'Jobs',
+      auth: 'apiKey',
+      scope: 'users:read',
+      summary: 'Status, progress and per-item failures of a background job.',
+      params: z.object({ id: z.string().max(64) }),
+      response: jobRecord,
+      errors: ['job_not_found'],
+    },
+    async ({ app, db, apiKey, params }) => ({ data: toJobRecord(await app.services.jobs.get(db, apiKey!.orgId, params.id)) }),
+  ),
+];

@@ -1,0 +1,40 @@
+import type { Redis } from 'ioredis';
+import type { Clock } from './clock.ts';
+import type { Bus } from './cluster/bus.ts';
+import type { RateLimits } from './cluster/rate-limit.ts';
+import type { Config } from './config.ts';
+import type { Database, Sql } from './db/index.ts';
+import type { Logger } from './logger.ts';
+import type { ApiKeys } from './services/api-keys.ts';
+import type { Classes } from './services/classes.ts';
+import type { Idempotency } from './services/idempotency.ts';
+import type { Jobs } from './services/jobs.ts';
+import type { JoinLinks } from './services/join-links.ts';
+import type { Meetings } from './services/meetings.ts';
+import type { Sessions } from './services/sessions.ts';
+import type { Tokens } from './services/tokens.ts';
+import type { Users } from './services/users.ts';
+
+/** Everything a member runs with, built once at start and handed to the HTTP layer. */
+export interface App {
+  config: Config;
+  log: Logger;
+  clock: Clock;
+  database: Database;
+  sql: Sql;
+  redis: Redis | null;
+  bus: Bus;
+  rateLimits: RateLimits;
+  tokens: Tokens;
+  baseUrl: string;
+  services: {
+    apiKeys: ApiKeys;
+    users: Users;
+    classes: Classes;
+    meetings: Meetings;
+    joinLinks: JoinLinks;
+    sessions: Sessions;
+    jobs: Jobs;
+    idempotency: Idempotency;
+  };
+}

@@ -1,0 +1,38 @@
+import type { Clock } from './clock.ts';
+
+/** A small TTL cache with LRU eviction, for hot-path reads that the bus invalidates on change. */
+export class TtlCache<V> {
+  readonly #map = new Map<string, { v: V; at: number }>();
+  readonly #ttlMs: number;
+  readonly #max: number;
+  readonly #clock: Clock;
+
+  constructor(clock: Clock, ttlMs: number, max = 50_000) {
+    this.#clock = clock;
+    this.#ttlMs = ttlMs;
+    this.#max = max;
+  }
+
+  get(key: string): V | undefined {
+    const e = this.#map.get(key);
+    if (!e) return undefined;
+    if (this.#clock.now() - e.at > this.#ttlMs) {
+      this.#map.delete(key);
+      return undefined;
+    }
+    return e.v;
+  }
+
+  set(key: string, v: V): void {
+    if (this.#map.size >= this.#max) this.#map.delete(this.#map.keys().next().value!);
+    this.#map.set(key, { v, at: this.#clock.now() });
+  }
+
+  delete(key: string): void {
+    this.#map.delete(key);
+  }
+
+  clear(): void {
+    this.#map.clear();
+  }
+}

@@ -1,0 +1,111 @@
+import { parseArgs } from 'node:util';
+import { loadConfig, ConfigError } from '../config.ts';
+import { openDatabase } from '../db/index.ts';
+import { migrate } from '../db/migrate.ts';
+import { createLogger } from '../logger.ts';
+import { PLAN_NAMES, type PlanName } from '../plans.ts';
+import { isScope, SCOPES, type Scope } from '../scopes.ts';
+import { createOrg } from '../services/orgs.ts';
+import { ApiKeys } from '../services/api-keys.ts';
+import { LocalBus } from '../cluster/bus.ts';
+import { systemClock } from '../clock.ts';
+import { startMember } from '../member.ts';
+
+const USAGE = `usage: aula <command> [options]
+
+commands:
+  serve                                     start a server member (embedded database unless AULA_DATABASE_URL is set)
+  migrate                                   apply database migrations
+  org create --name N --plan P [--json]     create an organization; plans: ${PLAN_NAMES.join(', ')}
+  keys create --org ID --name N --scopes s1,s2 [--json]
+                                            create an API key (printed once); scopes: ${SCOPES.join(', ')}
+  keys revoke --id KEY_ID [--json]          revoke an API key
+`;
+
+class UsageError extends Error {}
+
+async function withDb<T>(fn: (sql: Awaited<ReturnType<typeof openDatabase>>['sql']) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const log = createLogger({ AULA_LOG_LEVEL: config.AULA_LOG_LEVEL === 'info' ? 'warn' : config.AULA_LOG_LEVEL });
+  const db = await openDatabase(config, log);
+  try {
+    await migrate(db.sql, log);
+    return await fn(db.sql);
+  } finally {
+    await db.close();
+  }
+}
+
+function out(json: boolean, obj: Record<string, unknown>, text: string): void {
+  process.stdout.write(json ? JSON.stringify(obj) + '\n' : text + '\n');
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [cmd, sub, ...rest] = argv;
+  const opts = (args: string[]) =>
+    parseArgs({
+      args,
+      options: { name: { type: 'string' }, plan: { type: 'string' }, org: { type: 'string' }, scopes: { type: 'string' }, id: { type: 'string' }, json: { type: 'boolean', default: false } },
+      strict: true,
+    }).values;
+  try {
+    if (cmd === 'serve') {
+      const member = await startMember();
+      const stop = async () => {
+        await member.close();
+        process.exit(0);
+      };
+      process.once('SIGTERM', stop);
+      process.once('SIGINT', stop);
+      return -1;
+    }
+    if (cmd === 'migrate') {
+      const applied = await withDb((sql) => migrate(sql));
+      out(false, {}, applied.length ? `applied migrations ${applied.join(', ')}` : 'database is up to date');
+      return 0;
+    }
+    if (cmd === 'org' && sub === 'create') {
+      const o = opts(rest);
+      if (!o.name) throw new UsageError('--name is required');
+      if (!o.plan || !(PLAN_NAMES as string[]).includes(o.plan)) throw new UsageError(`--plan must be one of ${PLAN_NAMES.join(', ')}`);
+      const org = await withDb((sql) => createOrg(sql, systemClock, { name: o.name!, plan: o.plan as PlanName }));
+      out(o.json!, { id: org.id, name: org.name, plan: org.plan }, org.id);
+      return 0;
+    }
+    if (cmd === 'keys' && sub === 'create') {
+      const o = opts(rest);
+      if (!o.org || !o.name || !o.scopes) throw new UsageError('--org, --name and --scopes are required');
+      const scopes = o.scopes.split(',').map((s) => s.trim()).filter(Boolean);
+      const bad = scopes.filter((s) => !isScope(s));
+      if (bad.length || !scopes.length) throw new UsageError(`unknown scopes: ${bad.join(', ') || '(none given)'}; known: ${SCOPES.join(', ')}`);
+      const key = await withDb((sql) => new ApiKeys(sql, systemClock, new LocalBus()).create(sql, { orgId: o.org!, name: o.name!, scopes: scopes as Scope[] }));
+      out(o.json!, { id: key.id, orgId: key.orgId, name: key.name, scopes: key.scopes, key: key.key }, key.key);
+      return 0;
+    }
+    if (cmd === 'keys' && sub === 'revoke') {
+      const o = opts(rest);
+      if (!o.id) throw new UsageError('--id is required');
+      const revoked = await withDb((sql) => new ApiKeys(sql, systemClock, new LocalBus()).revoke(sql, o.id!));
+      out(o.json!, { id: o.id, revoked }, revoked ? `revoked ${o.id}` : `${o.id} was not active`);
+      return 0;
+    }
+    throw new UsageError(cmd ? `unknown command: ${[cmd, sub].filter(Boolean).join(' ')}` : 'no command given');
+  } catch (err) {
+    if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`aula: ${(err as Error).message}\n\n${USAGE}`);
+      return 2;
+    }
+    if (err instanceof ConfigError) {
+      process.stderr.write(`aula: ${err.message}\n`);
+      return 78;
+    }
+    if ((err as { code?: string }).code === 'not_found' || (err as { code?: string }).code === '23503') {
+      process.stderr.write(`aula: ${(err as Error).message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+const code = await main(process.argv.slice(2));
+if (code >= 0) process.exit(code);

@@ -1,0 +1,56 @@
+import { z } from 'zod';
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+/** Every setting the server reads, from environment variables prefixed `AULA_`. */
+export const configSchema = z.object({
+  AULA_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  AULA_HOST: z.string().min(1).default('0.0.0.0'),
+  AULA_PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  AULA_BASE_URL: z.url().optional(),
+  AULA_DATABASE_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+  AULA_DATABASE_POOL: z.coerce.number().int().min(1).max(100).default(10),
+  AULA_REDIS_URL: z.string().regex(/^rediss?:\/\//, 'must be a redis:// URL').optional(),
+  AULA_REDIS_PREFIX: z.string().regex(/^[\w:.-]*$/).default('aula:'),
+  AULA_SECRET_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
+  AULA_DATA_DIR: z.string().min(1).default('.aula'),
+  AULA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  AULA_MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+  AULA_BULK_MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(4 * 1024 * 1024),
+  AULA_TRUST_PROXY: bool.default(false),
+  AULA_MIGRATE_ON_START: bool.default(true),
+  AULA_JOB_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Parses the environment once; a bad value fails fast naming every offending variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
+  const picked: Record<string, string> = {};
+  for (const key of Object.keys(configSchema.shape)) {
+    const v = env[key];
+    if (v !== undefined && v !== '') picked[key] = v;
+  }
+  const parsed = configSchema.safeParse(picked);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  const config = { ...parsed.data, ...overrides };
+  if (config.AULA_ENV === 'production' && !config.AULA_SECRET_KEY) {
+    throw new ConfigError('invalid configuration:\n  AULA_SECRET_KEY: required in production');
+  }
+  return config;
+}
+
+export function baseUrl(config: Config, port: number): string {
+  if (config.AULA_BASE_URL) return config.AULA_BASE_URL.replace(/\/+$/, '');
+  const host = config.AULA_HOST === '0.0.0.0' || config.AULA_HOST === '::' ? '127.0.0.1' : config.AULA_HOST;
+  return `http://${host}:${port}`;
+}

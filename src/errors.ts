@@ -1,0 +1,97 @@
+/**
+ * The one error catalog. Every failure the service reports, over HTTP or the media gateway,
+ * is one of these codes, rendered as `{ error: { code, message, details }, requestId }`.
+ */
+export const errorCatalog = {
+  // request shape
+  bad_request: { status: 400, message: 'The request is not valid.' },
+  invalid_json: { status: 400, message: 'The request body is not valid JSON.' },
+  validation_failed: { status: 400, message: 'One or more fields are invalid.' },
+  idempotency_key_invalid: { status: 400, message: 'Idempotency-Key must be 1 to 255 printable ASCII characters.' },
+  payload_too_large: { status: 413, message: 'The request body is larger than this route accepts.' },
+  unsupported_media_type: { status: 415, message: 'Send the request body as application/json.' },
+  route_not_found: { status: 404, message: 'No route matches this path.' },
+  method_not_allowed: { status: 405, message: 'This path does not accept that method.' },
+  request_timeout: { status: 408, message: 'The request body did not arrive in time.', retryable: true },
+
+  // authentication and authorization
+  auth_missing: { status: 401, message: 'Send an API key as "Authorization: Bearer <key>".' },
+  auth_malformed: { status: 401, message: 'The Authorization header is not a Bearer credential of the expected form.' },
+  api_key_invalid: { status: 401, message: 'The API key is not known.' },
+  api_key_revoked: { status: 401, message: 'The API key has been revoked.' },
+  insufficient_scope: { status: 403, message: 'The API key lacks the scope this operation needs.' },
+  session_invalid: { status: 401, message: 'The meeting session token is not valid.' },
+  session_expired: { status: 401, message: 'The meeting session can no longer be refreshed; open a new join link.' },
+  session_revoked: { status: 401, message: 'The meeting session was revoked.' },
+  session_wrong_meeting: { status: 403, message: 'The meeting session is valid only on its own meeting\'s routes.' },
+
+  // limits
+  rate_limited: { status: 429, message: 'Too many requests; retry after the time given.', retryable: true },
+  plan_feature_unavailable: { status: 402, message: 'The organization\'s plan does not include this feature.' },
+  limit_reached: { status: 409, message: 'A limit of the organization has been reached.' },
+
+  // idempotency
+  idempotency_in_progress: { status: 409, message: 'A request with this Idempotency-Key is still being processed.', retryable: true },
+  idempotency_key_reused: { status: 422, message: 'This Idempotency-Key was used with a different request.' },
+
+  // resources
+  not_found: { status: 404, message: 'The resource does not exist.' },
+  user_not_found: { status: 404, message: 'No user with this id or externalId in the organization.' },
+  meeting_not_found: { status: 404, message: 'No meeting with this id or externalId in the organization.' },
+  class_not_found: { status: 404, message: 'No class with this id or externalId in the organization.' },
+  job_not_found: { status: 404, message: 'No job with this id in the organization.' },
+  enrollment_not_found: { status: 404, message: 'The user is not enrolled in this class.' },
+  invitation_not_found: { status: 404, message: 'The user is not invited to this meeting.' },
+  meeting_exists: { status: 409, message: 'A meeting with this externalId already exists.' },
+  slug_taken: { status: 409, message: 'This slug is already in use.' },
+  invalid_state: { status: 409, message: 'The resource is not in a state that allows this operation.' },
+  role_not_allowed: { status: 403, message: 'The requested room role exceeds what the user\'s organization role allows.' },
+
+  // joining
+  join_token_invalid: { status: 401, message: 'The join token is not valid.' },
+  join_token_expired: { status: 410, message: 'The join link has expired.' },
+  join_token_used: { status: 409, message: 'The single-use join link was already used.' },
+  join_token_revoked: { status: 410, message: 'The join link was revoked.' },
+  user_deactivated: { status: 403, message: 'The user was deactivated.' },
+  not_a_member: { status: 403, message: 'The user is not a member of the organization.' },
+  not_enrolled: { status: 403, message: 'Only students enrolled in the class may join this meeting.' },
+  not_invited: { status: 403, message: 'Only invited users may join this meeting.' },
+  meeting_ended: { status: 410, message: 'The meeting has ended or was cancelled.' },
+
+  // server
+  internal_error: { status: 500, message: 'Something went wrong on our side.', retryable: true },
+  service_unavailable: { status: 503, message: 'The service is temporarily unavailable.', retryable: true },
+} as const satisfies Record<string, { status: number; message: string; retryable?: boolean }>;
+
+export type ErrorCode = keyof typeof errorCatalog;
+
+export class AppError extends Error {
+  override name = 'AppError';
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details: Record<string, unknown>;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    code: ErrorCode,
+    opts: { message?: string; details?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(opts.message ?? errorCatalog[code].message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.code = code;
+    this.status = errorCatalog[code].status;
+    this.details = opts.details ?? {};
+    this.headers = opts.headers ?? {};
+  }
+
+  toBody(requestId: string) {
+    return { error: { code: this.code, message: this.message, details: this.details }, requestId };
+  }
+}
+
+export const isRetryable = (code: ErrorCode): boolean => 'retryable' in errorCatalog[code];
+
+/** Any thrown value as an AppError; unknown failures become internal_error with the cause kept for the log. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  return new AppError('internal_error', { cause: err });
+}

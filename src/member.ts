@@ -1,0 +1,116 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { App } from './app.ts';
+import { systemClock, type Clock } from './clock.ts';
+import { LocalBus, RedisBus, type Bus } from './cluster/bus.ts';
+import { RateLimits } from './cluster/rate-limit.ts';
+import { connectRedis } from './cluster/redis.ts';
+import { baseUrl as resolveBaseUrl, loadConfig, type Config } from './config.ts';
+import { openDatabase } from './db/index.ts';
+import { migrate } from './db/migrate.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { ApiKeys } from './services/api-keys.ts';
+import { Classes } from './services/classes.ts';
+import { Idempotency } from './services/idempotency.ts';
+import { Jobs } from './services/jobs.ts';
+import { JoinLinks } from './services/join-links.ts';
+import { Meetings } from './services/meetings.ts';
+import { Sessions } from './services/sessions.ts';
+import { Tokens } from './services/tokens.ts';
+import { Users } from './services/users.ts';
+import { startHttp } from '../http/server.ts';
+import { routes } from '../http/routes/index.ts';
+
+export interface MemberOptions {
+  config?: Config;
+  env?: Record<string, string | undefined>;
+  overrides?: Partial<Config>;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+export interface Member {
+  app: App;
+  port: number;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** The secret that seals tokens: AULA_SECRET_KEY, or outside production one generated once into the data folder. */
+function secretKey(config: Config, log: Logger): string {
+  if (config.AULA_SECRET_KEY) return config.AULA_SECRET_KEY;
+  const file = join(config.AULA_DATA_DIR, 'secret.key');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(config.AULA_DATA_DIR, { recursive: true });
+  const key = randomBytes(32).toString('base64url');
+  writeFileSync(file, key + '\n', { mode: 0o600 });
+  log.warn({ file }, 'AULA_SECRET_KEY is unset: generated a secret key for this data folder');
+  return key;
+}
+
+/** Starts one server process ("member"): database, Redis, services, job runner, HTTP. */
+export async function startMember(opts: MemberOptions = {}): Promise<Member> {
+  const config = opts.config ?? loadConfig(opts.env ?? process.env, opts.overrides);
+  const log = opts.logger ?? createLogger(config);
+  const clock = opts.clock ?? systemClock;
+  const database = await openDatabase(config, log);
+  const sql = database.sql;
+  if (config.AULA_MIGRATE_ON_START) await migrate(sql, log);
+
+  const redis = config.AULA_REDIS_URL ? connectRedis(config.AULA_REDIS_URL, log, 'aula') : null;
+  const origin = `${process.pid}:${randomBytes(6).toString('hex')}`;
+  const bus: Bus = redis ? new RedisBus(redis, config.AULA_REDIS_PREFIX, origin) : new LocalBus();
+  const tokens = new Tokens(secretKey(config, log));
+
+  const apiKeys = new ApiKeys(sql, clock, bus);
+  const users = new Users(clock, bus);
+  const classes = new Classes(clock);
+  const meetings = new Meetings(clock, bus, users, classes);
+  const sessions = new Sessions(clock, tokens, meetings);
+  const app: App = {
+    config,
+    log,
+    clock,
+    database,
+    sql,
+    redis,
+    bus,
+    rateLimits: new RateLimits(redis, config.AULA_REDIS_PREFIX),
+    tokens,
+    baseUrl: '',
+    services: {
+      apiKeys,
+      users,
+      classes,
+      meetings,
+      joinLinks: new JoinLinks(clock, tokens, users, meetings),
+      sessions,
+      jobs: new Jobs(sql, clock, bus, users, log),
+      idempotency: new Idempotency(sql, clock, tokens.data),
+    },
+  };
+  if (bus instanceof RedisBus) await bus.ready();
+
+  const http = await startHttp(app, routes, { host: config.AULA_HOST, port: config.AULA_PORT });
+  app.baseUrl = resolveBaseUrl(config, http.port);
+  sessions.setBaseUrl(app.baseUrl);
+  app.services.jobs.start(config.AULA_JOB_POLL_MS);
+  log.info({ port: http.port, baseUrl: app.baseUrl, embedded: database.embedded, redis: !!redis }, 'aula member listening');
+
+  let closed = false;
+  return {
+    app,
+    port: http.port,
+    url: app.baseUrl,
+    async close() {
+      if (closed) return;
+      closed = true;
+      http.close();
+      await app.services.jobs.stop();
+      await bus.close();
+      redis?.disconnect();
+      await database.close();
+    },
+  };
+}

@@ -1,0 +1,14 @@
+/** The plan table: API rate budget per key per minute, meeting-duration cap, features. */
+export const PLANS = {
+  free: { rateLimitPerMinute: 600, maxMeetingMinutes: 40, features: [] },
+  standard: { rateLimitPerMinute: 1_200, maxMeetingMinutes: 300, features: [] },
+  pro: { rateLimitPerMinute: 3_000, maxMeetingMinutes: 720, features: ['webhooks'] },
+  enterprise: { rateLimitPerMinute: 10_000, maxMeetingMinutes: 1_440, features: ['webhooks'] },
+} as const satisfies Record<string, { rateLimitPerMinute: number; maxMeetingMinutes: number; features: readonly string[] }>;
+
+export type PlanName = keyof typeof PLANS;
+export type Feature = 'webhooks';
+export const PLAN_NAMES = Object.keys(PLANS) as PlanName[];
+
+export const planHas = (plan: PlanName, feature: Feature): boolean =>
+  (PLANS[plan].features as readonly string[]).includes(feature);

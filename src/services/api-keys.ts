@@ -1,0 +1,79 @@
+import { TtlCache } from '../cache.ts';
+import { iso, type Clock } from '../clock.ts';
+import type { Bus } from '../cluster/bus.ts';
+import { sha256 } from '../crypto.ts';
+import type { Db, Sql } from '../db/index.ts';
+import { AppError } from '../errors.ts';
+import { newId, randomToken } from '../ids.ts';
+import { PLANS, type PlanName } from '../plans.ts';
+import type { Scope } from '../scopes.ts';
+import { getOrg } from './orgs.ts';
+
+export interface ApiPrincipal {
+  keyId: string;
+  orgId: string;
+  plan: PlanName;
+  scopes: ReadonlySet<Scope>;
+  rateLimitPerMinute: number;
+}
+
+const KEY_FORMAT = /^aula_sk_[A-Za-z0-9_-]{43}$/;
+const BEARER = /^Bearer +(\S+)\s*$/i;
+
+/** API keys: shown once at creation, stored as SHA-256 (keys carry 256 bits of entropy, so no KDF is needed). */
+export class ApiKeys {
+  readonly #sql: Sql;
+  readonly #clock: Clock;
+  readonly #bus: Bus;
+  readonly #cache: TtlCache<ApiPrincipal | { revoked: true }>;
+
+  constructor(sql: Sql, clock: Clock, bus: Bus) {
+    this.#sql = sql;
+    this.#clock = clock;
+    this.#bus = bus;
+    this.#cache = new TtlCache(clock, 60_000, 100_000);
+    bus.subscribe('api-keys', (m) => {
+      if (typeof m.hash === 'string') this.#cache.delete(m.hash);
+      else this.#cache.clear();
+    });
+  }
+
+  async create(db: Db, input: { orgId: string; name: string; scopes: Scope[] }) {
+    await getOrg(db, input.orgId);
+    const key = `aula_sk_${randomToken(32)}`;
+    const id = newId('key');
+    const [row] = await db<{ id: string; createdAt: Date }[]>`insert into api_keys (id, org_id, name, key_hash, key_prefix, scopes, created_at)
+      values (${id}, ${input.orgId}, ${input.name}, ${sha256(key)}, ${key.slice(0, 12)}, ${input.scopes}, ${iso(this.#clock.now())})
+      returning id, created_at`;
+    return { id: row!.id, orgId: input.orgId, name: input.name, scopes: input.scopes, key, createdAt: row!.createdAt };
+  }
+
+  async revoke(db: Db, keyId: string): Promise<boolean> {
+    const rows = await db<{ keyHash: Buffer }[]>`update api_keys set revoked_at = ${iso(this.#clock.now())}
+      where id = ${keyId} and revoked_at is null returning key_hash`;
+    if (rows[0]) await this.#bus.publish('api-keys', { hash: rows[0].keyHash.toString('hex') });
+    return rows.length > 0;
+  }
+
+  /** Resolves `Authorization: Bearer <key>` to the key's organization and scopes, or throws the distinct refusal. */
+  async authenticate(header: string | undefined): Promise<ApiPrincipal> {
+    if (!header) throw new AppError('auth_missing');
+    const m = BEARER.exec(header);
+    if (!m || !KEY_FORMAT.test(m[1]!)) throw new AppError('auth_malformed');
+    const hash = sha256(m[1]!);
+    const hex = hash.toString('hex');
+    let p = this.#cache.get(hex);
+    if (!p) {
+      const [row] = await this.#sql<{ id: string; orgId: string; scopes: Scope[]; revokedAt: Date | null; plan: PlanName }[]>`
+        select k.id, k.org_id, k.scopes, k.revoked_at, o.plan from api_keys k join organizations o on o.id = k.org_id
+        where k.key_hash = ${hash}`;
+      if (!row) throw new AppError('api_key_invalid');
+      p = row.revokedAt
+        ? { revoked: true }
+        : { keyId: row.id, orgId: row.orgId, plan: row.plan, scopes: new Set(row.scopes), rateLimitPerMinute: PLANS[row.plan].rateLimitPerMinute };
+      this.#cache.set(hex, p);
+    }
+    if ('revoked' in p) throw new AppError('api_key_revoked');
+    return p;
+  }
+}

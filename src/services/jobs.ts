@@ -1,0 +1,197 @@
+import { hostname } from 'node:os';
+import { z } from 'zod';
+import { iso, type Clock } from '../clock.ts';
+import type { Bus } from '../cluster/bus.ts';
+import type { Db, Sql } from '../db/index.ts';
+import { afterCommit, savepoint, transaction } from '../db/tx.ts';
+import { AppError, toAppError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import type { Logger } from '../logger.ts';
+import { validationError } from '../../http/validation.ts';
+import { userInput, type Users } from './users.ts';
+
+export const BULK_MAX_USERS = 1000;
+const CHUNK = 100;
+const LEASE_MS = 30_000;
+
+export const bulkUsersBody = z.strictObject({
+  users: z.array(z.unknown()).min(1).max(BULK_MAX_USERS).describe(`1 to ${BULK_MAX_USERS} users, each as for POST /public/users; each is validated on its own and failures are reported per user.`),
+});
+
+const failure = z.object({
+  index: z.number().describe('Position in the request\'s users array.'),
+  externalId: z.string().nullable(),
+  error: z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()) }),
+});
+
+export const jobRecord = z.object({
+  id: z.string(),
+  kind: z.literal('users.bulk_upsert'),
+  status: z.enum(['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED']),
+  total: z.number(),
+  processed: z.number(),
+  succeeded: z.number(),
+  failed: z.number(),
+  failures: z.array(failure),
+  createdAt: z.string(),
+  startedAt: z.string().nullable(),
+  finishedAt: z.string().nullable(),
+});
+
+interface JobRow {
+  id: string;
+  orgId: string;
+  kind: 'users.bulk_upsert';
+  status: 'QUEUED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED';
+  input: { users: unknown[] };
+  total: number;
+  processed: number;
+  succeeded: number;
+  failed: number;
+  failures: z.infer<typeof failure>[];
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export const toJobRecord = (j: JobRow) => ({
+  id: j.id,
+  kind: j.kind,
+  status: j.status,
+  total: j.total,
+  processed: j.processed,
+  succeeded: j.succeeded,
+  failed: j.failed,
+  failures: j.failures,
+  createdAt: j.createdAt.toISOString(),
+  startedAt: j.startedAt?.toISOString() ?? null,
+  finishedAt: j.finishedAt?.toISOString() ?? null,
+});
+
+/**
+ * Durable background jobs. A job is a row; a member claims it with a lease, works through it in chunks,
+ * and commits each chunk's changes together with the job's progress, so a crash repeats no work and
+ * another member resumes once the lease runs out.
+ */
+export class Jobs {
+  readonly #sql: Sql;
+  readonly #clock: Clock;
+  readonly #bus: Bus;
+  readonly #users: Users;
+  readonly #log: Logger;
+  readonly #worker = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
+  #timer: NodeJS.Timeout | null = null;
+  #running = false;
+  #again = false;
+  #stopped = false;
+
+  constructor(sql: Sql, clock: Clock, bus: Bus, users: Users, log: Logger) {
+    this.#sql = sql;
+    this.#clock = clock;
+    this.#bus = bus;
+    this.#users = users;
+    this.#log = log;
+  }
+
+  async createBulkUsers(db: Db, orgId: string, users: unknown[]): Promise<JobRow> {
+    const now = iso(this.#clock.now());
+    const [job] = await db<JobRow[]>`insert into jobs (id, org_id, kind, status, input, total, created_at)
+      values (${newId('job')}, ${orgId}, 'users.bulk_upsert', 'QUEUED', ${db.json({ users } as never)}, ${users.length}, ${now})
+      returning *`;
+    afterCommit(db, () => this.#bus.publish('jobs', {}));
+    return job!;
+  }
+
+  async get(db: Db, orgId: string, id: string): Promise<JobRow> {
+    const [job] = await db<JobRow[]>`select * from jobs where id = ${id} and org_id = ${orgId}`;
+    if (!job) throw new AppError('job_not_found', { details: { id } });
+    return job;
+  }
+
+  start(pollMs: number): void {
+    this.#bus.subscribe('jobs', () => this.kick());
+    this.#timer = setInterval(() => this.kick(), pollMs);
+    this.#timer.unref();
+    this.kick();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearInterval(this.#timer);
+    while (this.#running) await new Promise((r) => setTimeout(r, 10));
+  }
+
+  /** Runs claimable jobs until none is left; concurrent kicks coalesce. */
+  kick(): void {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = true;
+    void (async () => {
+      try {
+        do {
+          this.#again = false;
+          while (!this.#stopped && (await this.#runOne()));
+        } while (this.#again && !this.#stopped);
+      } catch (err) {
+        this.#log.error({ err }, 'job runner failed');
+      } finally {
+        this.#running = false;
+      }
+    })();
+  }
+
+  async #runOne(): Promise<boolean> {
+    const now = this.#clock.now();
+    const [job] = await this.#sql<JobRow[]>`update jobs set status = 'RUNNING', locked_by = ${this.#worker},
+        locked_until = ${iso(now + LEASE_MS)}, attempts = attempts + 1, started_at = coalesce(started_at, ${iso(now)})
+      where id = (select id from jobs where status = 'QUEUED' or (status = 'RUNNING' and locked_until < ${iso(now)})
+        order by created_at limit 1 for update skip locked)
+      returning *`;
+    if (!job) return false;
+    this.#log.info({ jobId: job.id, from: job.processed, total: job.total }, 'job claimed');
+    try {
+      for (let from = job.processed; from < job.total && !this.#stopped; from += CHUNK) {
+        await this.#chunk(job, from, Math.min(from + CHUNK, job.total));
+      }
+      if (!this.#stopped) {
+        await this.#sql`update jobs set status = 'SUCCEEDED', finished_at = ${iso(this.#clock.now())}, locked_by = null, locked_until = null
+          where id = ${job.id} and locked_by = ${this.#worker}`;
+      }
+    } catch (err) {
+      this.#log.error({ err, jobId: job.id }, 'job chunk failed; the lease will let it be retried');
+    }
+    return true;
+  }
+
+  async #chunk(job: JobRow, from: number, to: number): Promise<void> {
+    await transaction(this.#sql, async (tx) => {
+      const failures: z.infer<typeof failure>[] = [];
+      let ok = 0;
+      for (let i = from; i < to; i++) {
+        const raw = job.input.users[i];
+        const parsed = userInput.safeParse(raw);
+        const ext = typeof (raw as { externalId?: unknown })?.externalId === 'string' ? (raw as { externalId: string }).externalId : null;
+        if (!parsed.success) {
+          const e = validationError(parsed.error, 'item');
+          failures.push({ index: i, externalId: ext, error: { code: e.code, message: e.message, details: e.details } });
+          continue;
+        }
+        try {
+          await savepoint(tx, (sp) => this.#users.upsert(sp, job.orgId, parsed.data));
+          ok++;
+        } catch (err) {
+          const e = toAppError(err);
+          failures.push({ index: i, externalId: ext, error: { code: e.code, message: e.message, details: e.details } });
+        }
+      }
+      const now = this.#clock.now();
+      const rows = await tx`update jobs set processed = ${to}, succeeded = succeeded + ${ok}, failed = failed + ${failures.length},
+          failures = failures || ${tx.json(failures as never)}, locked_until = ${iso(now + LEASE_MS)}
+        where id = ${job.id} and locked_by = ${this.#worker} returning id`;
+      if (!rows.length) throw new Error('job lease lost');
+    });
+  }
+}

@@ -1,0 +1,102 @@
+import { z } from 'zod';
+import type { Clock } from '../clock.ts';
+import type { Db } from '../db/index.ts';
+import { AppError } from '../errors.ts';
+import { randomToken } from '../ids.ts';
+import { hasScope, type Scope } from '../scopes.ts';
+import { externalId, httpsUrl } from './common.ts';
+import type { Meetings } from './meetings.ts';
+import type { RoomRole, Tokens } from './tokens.ts';
+import type { UserRole, Users } from './users.ts';
+
+export const ROOM_ROLES = ['HOST', 'COHOST', 'PARTICIPANT', 'VIEWER'] as const;
+export const DEFAULT_EXPIRY_SECONDS = 300;
+export const MAX_EXPIRY_SECONDS = 86_400;
+
+export const joinLinkCreate = z
+  .strictObject({
+    userId: externalId.optional().describe('Service user id or externalId.'),
+    externalUserId: externalId.optional().describe('Your externalId of the user.'),
+    role: z.enum(ROOM_ROLES).optional().describe('Default PARTICIPANT; capped by the user\'s organization role.'),
+    displayName: z.string().trim().min(1).max(200).optional().describe('Defaults to the user\'s full name.'),
+    expiresInSeconds: z.number().int().min(1).max(MAX_EXPIRY_SECONDS).optional().describe(`Default ${DEFAULT_EXPIRY_SECONDS}, at most ${MAX_EXPIRY_SECONDS}.`),
+    singleUse: z.boolean().optional().describe('Default true.'),
+    redirectUrl: httpsUrl.optional().describe('https URL the join page sends the user to after they leave or the meeting ends.'),
+  })
+  .refine((b) => (b.userId === undefined) !== (b.externalUserId === undefined), {
+    message: 'give exactly one of userId and externalUserId',
+    path: ['userId'],
+  });
+
+export const joinLinkRecord = z.object({
+  url: z.string(),
+  embedUrl: z.string(),
+  token: z.string(),
+  expiresAt: z.string(),
+  role: z.enum(ROOM_ROLES),
+  singleUse: z.boolean(),
+  userId: z.string(),
+});
+
+/**
+ * Caps the asked role by the user's organization role: teachers and admins may hold any role; a student
+ * is HOST or COHOST only when asked for explicitly by a key with meetings:write.
+ */
+export function capRole(asked: RoomRole | undefined, userRole: UserRole, scopes: ReadonlySet<Scope>): RoomRole {
+  const role = asked ?? 'PARTICIPANT';
+  if (userRole !== 'STUDENT' || role === 'PARTICIPANT' || role === 'VIEWER') return role;
+  if (hasScope(scopes, 'meetings:write')) return role;
+  throw new AppError('role_not_allowed', {
+    message: 'A student becomes host or cohost only through a key with meetings:write.',
+    details: { role, userRole },
+  });
+}
+
+export class JoinLinks {
+  readonly #clock: Clock;
+  readonly #tokens: Tokens;
+  readonly #users: Users;
+  readonly #meetings: Meetings;
+
+  constructor(clock: Clock, tokens: Tokens, users: Users, meetings: Meetings) {
+    this.#clock = clock;
+    this.#tokens = tokens;
+    this.#users = users;
+    this.#meetings = meetings;
+  }
+
+  /** Mints a link: cached reads and one AES-GCM seal, no write. */
+  async mint(db: Db, orgId: string, scopes: ReadonlySet<Scope>, meetingId: string, input: z.infer<typeof joinLinkCreate>, baseUrl: string) {
+    const meeting = await this.#meetings.getCached(db, orgId, meetingId);
+    if (meeting.status === 'ENDED' || meeting.status === 'CANCELLED') {
+      throw new AppError('meeting_ended', { details: { status: meeting.status } });
+    }
+    const user = await this.#users.getCached(db, orgId, (input.userId ?? input.externalUserId)!);
+    if (user.status !== 'ACTIVE') throw new AppError('user_deactivated', { details: { userId: user.id } });
+    const role = capRole(input.role, user.role, scopes);
+    const now = this.#clock.now();
+    const exp = now + (input.expiresInSeconds ?? DEFAULT_EXPIRY_SECONDS) * 1000;
+    const singleUse = input.singleUse ?? true;
+    const token = this.#tokens.join.issue({
+      j: randomToken(16),
+      o: orgId,
+      m: meeting.id,
+      u: user.id,
+      r: role,
+      n: input.displayName ?? null,
+      i: now,
+      e: exp,
+      s: singleUse,
+      d: input.redirectUrl ?? null,
+    });
+    return {
+      url: `${baseUrl}/join/${meeting.slug}#jt=${token}`,
+      embedUrl: `${baseUrl}/embed/${meeting.slug}?jt=${token}`,
+      token,
+      expiresAt: new Date(exp).toISOString(),
+      role,
+      singleUse,
+      userId: user.id,
+    };
+  }
+}

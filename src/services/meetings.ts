@@ -1,0 +1,365 @@
+import { z } from 'zod';
+import { TtlCache } from '../cache.ts';
+import { iso, type Clock } from '../clock.ts';
+import type { Bus } from '../cluster/bus.ts';
+import type { Db } from '../db/index.ts';
+import { afterCommit, inTx } from '../db/tx.ts';
+import { AppError } from '../errors.ts';
+import { newId, newSlug } from '../ids.ts';
+import { decodeCursor, encodeCursor, externalId, isoDate, pageQuery, ts } from './common.ts';
+import { emitEvent, type EventType } from './outbox.ts';
+import type { Users } from './users.ts';
+import type { Classes } from './classes.ts';
+
+export const MEETING_STATUSES = ['SCHEDULED', 'LIVE', 'ENDED', 'CANCELLED'] as const;
+export type MeetingStatus = (typeof MEETING_STATUSES)[number];
+export const ACCESS_MODES = ['ORG_MEMBERS', 'ENROLLED', 'INVITED'] as const;
+export const ENDED_REASONS = ['HOST_ENDED', 'ROOM_FINISHED', 'PLAN_LIMIT', 'API', 'TIMEOUT'] as const;
+
+export const meetingSettings = z.strictObject({
+  waitingRoom: z.boolean().optional().describe('People wait until a host admits them. Default false.'),
+  muteOnEntry: z.boolean().optional().describe('Default false.'),
+  recordAutomatically: z.boolean().optional().describe('Default false.'),
+  lectureMode: z.boolean().optional().describe('Only hosts and cohosts speak and show video. Default false.'),
+  allowStudentScreenShare: z.boolean().optional().describe('Default true for MEETING, false for CLASS.'),
+});
+export type MeetingSettings = Required<z.infer<typeof meetingSettings>>;
+
+const slug = z.string().regex(/^[a-z0-9](?:[a-z0-9-]{1,62}[a-z0-9])$/, 'lowercase letters, digits and inner hyphens, 3 to 64 characters');
+
+export const meetingCreate = z
+  .strictObject({
+    externalId: externalId.optional().describe('Your own id; the meeting can then be addressed by it.'),
+    title: z.string().trim().min(1).max(300),
+    type: z.enum(['MEETING', 'CLASS']).describe('MEETING, or CLASS for an academic live class (needs classId).'),
+    classId: externalId.optional().describe('Class service id or externalId; required for CLASS.'),
+    batchId: z.string().max(255).optional(),
+    hostUserId: externalId.describe('Service user id or externalId of the host.'),
+    scheduledStart: isoDate,
+    durationMinutes: z.number().int().min(1).max(1440),
+    slug: slug.optional().describe('Room address; generated when absent.'),
+    settings: meetingSettings.optional(),
+    access: z.strictObject({ mode: z.enum(ACCESS_MODES) }).optional().describe('Default ORG_MEMBERS. ENROLLED is for CLASS meetings.'),
+  })
+  .superRefine((m, ctx) => {
+    if (m.type === 'CLASS' && !m.classId) ctx.addIssue({ code: 'custom', path: ['classId'], message: 'required when type is CLASS' });
+    if (m.type === 'MEETING' && m.classId) ctx.addIssue({ code: 'custom', path: ['classId'], message: 'only for type CLASS' });
+    if (m.access?.mode === 'ENROLLED' && m.type !== 'CLASS') ctx.addIssue({ code: 'custom', path: ['access', 'mode'], message: 'ENROLLED needs type CLASS' });
+  });
+export type MeetingCreate = z.infer<typeof meetingCreate>;
+
+export const meetingUpdate = z
+  .strictObject({
+    title: z.string().trim().min(1).max(300).optional(),
+    hostUserId: externalId.optional(),
+    scheduledStart: isoDate.optional(),
+    durationMinutes: z.number().int().min(1).max(1440).optional(),
+    settings: meetingSettings.optional().describe('Only the settings given change.'),
+    access: z.strictObject({ mode: z.enum(ACCESS_MODES) }).optional(),
+  })
+  .refine((u) => Object.keys(u).length > 0, { message: 'give at least one field to change' });
+
+export const meetingListQuery = z.strictObject({
+  ...pageQuery,
+  status: z.enum(MEETING_STATUSES).optional(),
+  classId: externalId.optional().describe('Class service id or externalId.'),
+  from: isoDate.optional().describe('scheduledStart at or after'),
+  to: isoDate.optional().describe('scheduledStart before'),
+  externalId: externalId.optional(),
+});
+
+export const meetingRecord = z.object({
+  id: z.string(),
+  externalId: z.string().nullable(),
+  slug: z.string(),
+  kind: z.enum(['MEETING', 'CLASS']),
+  type: z.enum(['MEETING', 'CLASSROOM']),
+  title: z.string(),
+  status: z.enum(MEETING_STATUSES),
+  hostUserId: z.string(),
+  classId: z.string().nullable(),
+  externalClassId: z.string().nullable(),
+  courseId: z.string().nullable(),
+  batchId: z.string().nullable(),
+  scheduledStart: z.string(),
+  scheduledEnd: z.string(),
+  durationMinutes: z.number(),
+  settings: z.object({
+    waitingRoom: z.boolean(),
+    muteOnEntry: z.boolean(),
+    recordAutomatically: z.boolean(),
+    lectureMode: z.boolean(),
+    allowStudentScreenShare: z.boolean(),
+  }),
+  access: z.object({ mode: z.enum(ACCESS_MODES) }),
+  startedAt: z.string().nullable(),
+  endedAt: z.string().nullable(),
+  durationSeconds: z.number().nullable(),
+  endedReason: z.enum(ENDED_REASONS).nullable(),
+  cancelledAt: z.string().nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export type MeetingRecord = z.infer<typeof meetingRecord>;
+
+export interface MeetingRow {
+  id: string;
+  orgId: string;
+  externalId: string | null;
+  slug: string;
+  kind: 'MEETING' | 'CLASS';
+  title: string;
+  classId: string | null;
+  batchId: string | null;
+  hostUserId: string;
+  scheduledStart: Date;
+  durationMinutes: number;
+  settings: MeetingSettings;
+  accessMode: (typeof ACCESS_MODES)[number];
+  status: MeetingStatus;
+  startedAt: Date | null;
+  endedAt: Date | null;
+  endedReason: (typeof ENDED_REASONS)[number] | null;
+  cancelledAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+  // joined from classes
+  externalClassId: string | null;
+  courseId: string | null;
+}
+
+export const toMeetingRecord = (m: MeetingRow): MeetingRecord => ({
+  id: m.id,
+  externalId: m.externalId,
+  slug: m.slug,
+  kind: m.kind,
+  type: m.kind === 'CLASS' ? 'CLASSROOM' : 'MEETING',
+  title: m.title,
+  status: m.status,
+  hostUserId: m.hostUserId,
+  classId: m.classId,
+  externalClassId: m.externalClassId,
+  courseId: m.courseId,
+  batchId: m.batchId,
+  scheduledStart: m.scheduledStart.toISOString(),
+  scheduledEnd: new Date(m.scheduledStart.getTime() + m.durationMinutes * 60_000).toISOString(),
+  durationMinutes: m.durationMinutes,
+  settings: m.settings,
+  access: { mode: m.accessMode },
+  startedAt: ts(m.startedAt),
+  endedAt: ts(m.endedAt),
+  durationSeconds: m.startedAt && m.endedAt ? Math.round((m.endedAt.getTime() - m.startedAt.getTime()) / 1000) : null,
+  endedReason: m.endedReason,
+  cancelledAt: ts(m.cancelledAt),
+  createdAt: m.createdAt.toISOString(),
+  updatedAt: m.updatedAt.toISOString(),
+});
+
+/** The data of meeting.* events. */
+export function meetingEventData(m: MeetingRow) {
+  const r = toMeetingRecord(m);
+  return {
+    meetingId: r.id,
+    externalMeetingId: r.externalId,
+    kind: r.kind,
+    title: r.title,
+    type: r.type,
+    status: r.status,
+    slug: r.slug,
+    hostUserId: r.hostUserId,
+    classId: r.classId,
+    externalClassId: r.externalClassId,
+    courseId: r.courseId,
+    batchId: r.batchId,
+    scheduledStart: r.scheduledStart,
+    scheduledEnd: r.scheduledEnd,
+    startedAt: r.startedAt,
+    endedAt: r.endedAt,
+    durationSeconds: r.durationSeconds,
+    ...(r.status === 'ENDED' ? { endedReason: r.endedReason } : {}),
+  };
+}
+
+const defaults = (kind: 'MEETING' | 'CLASS', s: z.infer<typeof meetingSettings> = {}): MeetingSettings => ({
+  waitingRoom: s.waitingRoom ?? false,
+  muteOnEntry: s.muteOnEntry ?? false,
+  recordAutomatically: s.recordAutomatically ?? false,
+  lectureMode: s.lectureMode ?? false,
+  allowStudentScreenShare: s.allowStudentScreenShare ?? kind === 'MEETING',
+});
+
+export class Meetings {
+  readonly #clock: Clock;
+  readonly #bus: Bus;
+  readonly #users: Users;
+  readonly #classes: Classes;
+  readonly #cache: TtlCache<MeetingRow>;
+
+  constructor(clock: Clock, bus: Bus, users: Users, classes: Classes) {
+    this.#clock = clock;
+    this.#bus = bus;
+    this.#users = users;
+    this.#classes = classes;
+    this.#cache = new TtlCache(clock, 30_000);
+    bus.subscribe('meetings', (m) => {
+      for (const k of (m.keys as string[] | undefined) ?? []) this.#cache.delete(k);
+    });
+  }
+
+  #invalidate(db: Db, m: MeetingRow): void {
+    const keys = [`${m.orgId}:${m.id}`, `slug:${m.slug}`];
+    if (m.externalId) keys.push(`${m.orgId}:${m.externalId}`);
+    afterCommit(db, () => this.#bus.publish('meetings', { keys }));
+  }
+
+  async #emit(db: Db, type: EventType, m: MeetingRow): Promise<void> {
+    await emitEvent(db, m.orgId, type, meetingEventData(m), this.#clock.now());
+  }
+
+  create(pool: Db, orgId: string, input: MeetingCreate): Promise<MeetingRow> {
+    return inTx(pool, async (db) => {
+      const host = await this.#users.get(db, orgId, input.hostUserId);
+      if (host.status !== 'ACTIVE') throw new AppError('user_deactivated', { message: 'The host user is deactivated.', details: { hostUserId: host.id } });
+      const cls = input.classId ? await this.#classes.get(db, orgId, input.classId) : null;
+      if (input.externalId) {
+        const [dupe] = await db<{ id: string }[]>`select id from meetings where org_id = ${orgId} and external_id = ${input.externalId}`;
+        if (dupe) throw new AppError('meeting_exists', { details: { meetingId: dupe.id, externalId: input.externalId } });
+      }
+      const now = iso(this.#clock.now());
+      const id = newId('mtg');
+      for (let attempt = 0; ; attempt++) {
+        const s = input.slug ?? newSlug();
+        const rows = await db`insert into meetings (id, org_id, external_id, slug, kind, title, class_id, batch_id, host_user_id,
+            scheduled_start, duration_minutes, settings, access_mode, status, created_at, updated_at)
+          values (${id}, ${orgId}, ${input.externalId ?? null}, ${s}, ${input.type}, ${input.title}, ${cls?.id ?? null},
+            ${input.batchId ?? null}, ${host.id}, ${input.scheduledStart}, ${input.durationMinutes},
+            ${db.json(defaults(input.type, input.settings))}, ${input.access?.mode ?? 'ORG_MEMBERS'}, 'SCHEDULED', ${now}, ${now})
+          on conflict (slug) do nothing returning id`;
+        if (rows.length) break;
+        if (input.slug) throw new AppError('slug_taken', { details: { slug: input.slug } });
+        if (attempt > 5) throw new Error('could not allocate a meeting slug');
+      }
+      const m = await this.get(db, orgId, id);
+      await this.#emit(db, 'meeting.created', m);
+      return m;
+    });
+  }
+
+  async get(db: Db, orgId: string, idOrExternal: string, forUpdate = false): Promise<MeetingRow> {
+    const rows = await db<MeetingRow[]>`select m.*, c.external_id as external_class_id, c.course_id
+      from meetings m left join classes c on c.id = m.class_id
+      where m.org_id = ${orgId} and (m.id = ${idOrExternal} or m.external_id = ${idOrExternal})
+      order by (m.id = ${idOrExternal}) desc limit 1 ${forUpdate ? db`for update of m` : db``}`;
+    if (!rows[0]) throw new AppError('meeting_not_found', { details: { id: idOrExternal } });
+    return rows[0];
+  }
+
+  async getCached(db: Db, orgId: string, idOrExternal: string): Promise<MeetingRow> {
+    const key = `${orgId}:${idOrExternal}`;
+    const hit = this.#cache.get(key);
+    if (hit) return hit;
+    const m = await this.get(db, orgId, idOrExternal);
+    this.#cache.set(key, m);
+    return m;
+  }
+
+  async getBySlug(db: Db, slug: string): Promise<MeetingRow | null> {
+    const rows = await db<MeetingRow[]>`select m.*, c.external_id as external_class_id, c.course_id
+      from meetings m left join classes c on c.id = m.class_id where m.slug = ${slug}`;
+    return rows[0] ?? null;
+  }
+
+  async list(db: Db, orgId: string, q: z.infer<typeof meetingListQuery>): Promise<{ items: MeetingRow[]; nextCursor: string | null }> {
+    const after = decodeCursor(q.cursor, 2);
+    const classId = q.classId ? (await this.#classes.get(db, orgId, q.classId)).id : null;
+    const rows = await db<MeetingRow[]>`select m.*, c.external_id as external_class_id, c.course_id
+      from meetings m left join classes c on c.id = m.class_id
+      where m.org_id = ${orgId}
+      ${q.status ? db`and m.status = ${q.status}` : db``}
+      ${classId ? db`and m.class_id = ${classId}` : db``}
+      ${q.from ? db`and m.scheduled_start >= ${q.from}` : db``}
+      ${q.to ? db`and m.scheduled_start < ${q.to}` : db``}
+      ${q.externalId ? db`and m.external_id = ${q.externalId}` : db``}
+      ${after ? db`and (m.scheduled_start, m.id) > (${after[0]!}::timestamptz, ${after[1]!})` : db``}
+      order by m.scheduled_start, m.id limit ${q.limit + 1}`;
+    const items = rows.slice(0, q.limit);
+    const last = items.at(-1);
+    return { items, nextCursor: rows.length > q.limit && last ? encodeCursor([last.scheduledStart.toISOString(), last.id]) : null };
+  }
+
+  update(pool: Db, orgId: string, idOrExternal: string, patch: z.infer<typeof meetingUpdate>): Promise<MeetingRow> {
+    return inTx(pool, async (db) => {
+      const m = await this.get(db, orgId, idOrExternal, true);
+      if (m.status === 'ENDED' || m.status === 'CANCELLED') {
+        throw new AppError('invalid_state', { message: `A meeting that is ${m.status} cannot be changed.`, details: { status: m.status } });
+      }
+      if (m.status === 'LIVE' && (patch.scheduledStart || patch.access)) {
+        throw new AppError('invalid_state', { message: 'The schedule and access mode of a LIVE meeting cannot be changed.', details: { status: m.status } });
+      }
+      if (patch.access?.mode === 'ENROLLED' && m.kind !== 'CLASS') {
+        throw new AppError('validation_failed', { details: { fields: [{ field: 'access.mode', in: 'body', code: 'custom', message: 'ENROLLED needs type CLASS' }] } });
+      }
+      const host = patch.hostUserId ? await this.#users.get(db, orgId, patch.hostUserId) : null;
+      if (host && host.status !== 'ACTIVE') throw new AppError('user_deactivated', { message: 'The host user is deactivated.' });
+      const next = {
+        title: patch.title ?? m.title,
+        hostUserId: host?.id ?? m.hostUserId,
+        scheduledStart: patch.scheduledStart ? new Date(patch.scheduledStart) : m.scheduledStart,
+        durationMinutes: patch.durationMinutes ?? m.durationMinutes,
+        settings: { ...m.settings, ...patch.settings },
+        accessMode: patch.access?.mode ?? m.accessMode,
+      };
+      const changed =
+        next.title !== m.title ||
+        next.hostUserId !== m.hostUserId ||
+        next.scheduledStart.getTime() !== m.scheduledStart.getTime() ||
+        next.durationMinutes !== m.durationMinutes ||
+        JSON.stringify(next.settings) !== JSON.stringify(m.settings) ||
+        next.accessMode !== m.accessMode;
+      if (!changed) return m;
+      await db`update meetings set title = ${next.title}, host_user_id = ${next.hostUserId},
+        scheduled_start = ${next.scheduledStart.toISOString()}, duration_minutes = ${next.durationMinutes},
+        settings = ${db.json(next.settings)}, access_mode = ${next.accessMode}, updated_at = ${iso(this.#clock.now())}
+        where id = ${m.id}`;
+      const updated = await this.get(db, orgId, m.id);
+      await this.#emit(db, 'meeting.updated', updated);
+      this.#invalidate(db, updated);
+      return updated;
+    });
+  }
+
+  /** SCHEDULED to CANCELLED (meeting.cancelled). Cancelling again is a no-op; a LIVE meeting must be ended instead. */
+  cancel(pool: Db, orgId: string, idOrExternal: string): Promise<MeetingRow> {
+    return inTx(pool, async (db) => {
+      const m = await this.get(db, orgId, idOrExternal, true);
+      if (m.status === 'CANCELLED') return m;
+      if (m.status !== 'SCHEDULED') {
+        throw new AppError('invalid_state', { message: `A meeting that is ${m.status} cannot be cancelled.`, details: { status: m.status } });
+      }
+      const now = iso(this.#clock.now());
+      await db`update meetings set status = 'CANCELLED', cancelled_at = ${now}, updated_at = ${now} where id = ${m.id}`;
+      await db`update meeting_sessions set revoked_at = ${now}, revoked_reason = 'meeting_cancelled' where meeting_id = ${m.id} and revoked_at is null`;
+      const updated = await this.get(db, orgId, m.id);
+      await this.#emit(db, 'meeting.cancelled', updated);
+      this.#invalidate(db, updated);
+      return updated;
+    });
+  }
+
+  /** LIVE to ENDED with the given reason (meeting.ended). Ending again is a no-op; a SCHEDULED meeting is cancelled instead. */
+  end(pool: Db, orgId: string, idOrExternal: string, reason: 'HOST_ENDED' | 'ROOM_FINISHED' | 'PLAN_LIMIT'): Promise<MeetingRow> {
+    return inTx(pool, async (db) => {
+      const m = await this.get(db, orgId, idOrExternal, true);
+      if (m.status === 'ENDED') return m;
+      if (m.status !== 'LIVE') {
+        throw new AppError('invalid_state', { message: `A meeting that is ${m.status} cannot be ended; cancel a scheduled meeting instead.`, details: { status: m.status } });
+      }
+      const now = iso(this.#clock.now());
+      await db`update meetings set status = 'ENDED', ended_at = ${now}, ended_reason = ${reason}, updated_at = ${now} where id = ${m.id}`;
+      const updated = await this.get(db, orgId, m.id);
+      await this.#emit(db, 'meeting.ended', updated);
+      this.#invalidate(db, updated);
+      return updated;
+    });
+  }
+}

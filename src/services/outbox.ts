@@ -1,0 +1,26 @@
+import { iso } from '../clock.ts';
+import type { Db } from '../db/index.ts';
+import { newId } from '../ids.ts';
+
+/** Event types of catalog v1. */
+export const EVENT_TYPES = [
+  'meeting.created', 'meeting.updated', 'meeting.started', 'meeting.ended', 'meeting.cancelled',
+  'participant.joined', 'participant.left', 'participant.waiting', 'participant.admitted',
+  'recording.started', 'recording.ready', 'recording.failed', 'recording.deleted',
+  'transcript.ready', 'insights.ready', 'attendance.finalized',
+  'user.created', 'user.updated', 'user.deactivated',
+  'enrollment.created', 'enrollment.removed', 'class.created', 'class.updated',
+  'poll.closed', 'question.answered', 'webhook.test',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/**
+ * Writes an event to the outbox. Always called with the transaction that makes the change it reports,
+ * so the event exists if and only if the change committed.
+ */
+export async function emitEvent(db: Db, orgId: string, type: EventType, data: Record<string, unknown>, at: number): Promise<string> {
+  const id = newId('evt', at);
+  await db`insert into outbox (id, org_id, type, data, created_at)
+    values (${id}, ${orgId}, ${type}, ${db.json(data as never)}, ${iso(at)})`;
+  return id;
+}

@@ -1,0 +1,188 @@
+import { z } from 'zod';
+import { TtlCache } from '../cache.ts';
+import { iso, type Clock } from '../clock.ts';
+import type { Bus } from '../cluster/bus.ts';
+import type { Db } from '../db/index.ts';
+import { afterCommit, inTx } from '../db/tx.ts';
+import { AppError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { decodeCursor, encodeCursor, externalId, pageQuery, ts } from './common.ts';
+import { emitEvent } from './outbox.ts';
+
+export const USER_ROLES = ['TEACHER', 'STUDENT', 'ADMIN'] as const;
+export type UserRole = (typeof USER_ROLES)[number];
+
+export const userInput = z.strictObject({
+  externalId: externalId.describe('Your own id for the user; sending it again updates the user.'),
+  fullName: z.string().trim().min(1).max(200).describe('Display name default in rooms.'),
+  email: z.email().max(320).nullable().optional().describe('Optional; null clears it.'),
+  role: z.enum(USER_ROLES).describe('Organization role. TEACHER and ADMIN may hold any room role; STUDENT is capped at PARTICIPANT unless a meetings:write key asks for more.'),
+  avatarUrl: z.url({ protocol: /^https?$/ }).max(2048).nullable().optional(),
+});
+export type UserInput = z.infer<typeof userInput>;
+
+export const userRecord = z.object({
+  id: z.string(),
+  externalId: z.string(),
+  fullName: z.string(),
+  email: z.string().nullable(),
+  role: z.enum(USER_ROLES),
+  avatarUrl: z.string().nullable(),
+  status: z.enum(['ACTIVE', 'DEACTIVATED']),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  deactivatedAt: z.string().nullable(),
+});
+export type UserRecord = z.infer<typeof userRecord>;
+
+export const userListQuery = z.strictObject({
+  ...pageQuery,
+  status: z.enum(['ACTIVE', 'DEACTIVATED']).optional(),
+  role: z.enum(USER_ROLES).optional(),
+  externalId: externalId.optional(),
+});
+
+export interface UserRow {
+  id: string;
+  orgId: string;
+  externalId: string;
+  fullName: string;
+  email: string | null;
+  role: UserRole;
+  avatarUrl: string | null;
+  status: 'ACTIVE' | 'DEACTIVATED';
+  createdAt: Date;
+  updatedAt: Date;
+  deactivatedAt: Date | null;
+  revokedBefore: Date | null;
+}
+
+export const toUserRecord = (u: UserRow): UserRecord => ({
+  id: u.id,
+  externalId: u.externalId,
+  fullName: u.fullName,
+  email: u.email,
+  role: u.role,
+  avatarUrl: u.avatarUrl,
+  status: u.status,
+  createdAt: u.createdAt.toISOString(),
+  updatedAt: u.updatedAt.toISOString(),
+  deactivatedAt: ts(u.deactivatedAt),
+});
+
+/** The user shape of user.* events. */
+export const userEventData = (u: UserRow) => ({
+  userId: u.id,
+  externalId: u.externalId,
+  email: u.email,
+  name: u.fullName,
+  role: u.role,
+  status: u.status,
+  avatarUrl: u.avatarUrl,
+  createdAt: u.createdAt.toISOString(),
+  updatedAt: u.updatedAt.toISOString(),
+  deactivatedAt: ts(u.deactivatedAt),
+});
+
+export class Users {
+  readonly #clock: Clock;
+  readonly #bus: Bus;
+  /** Hot-path cache for join-link minting, keyed by org and by both id and externalId. */
+  readonly #cache: TtlCache<UserRow>;
+
+  constructor(clock: Clock, bus: Bus) {
+    this.#clock = clock;
+    this.#bus = bus;
+    this.#cache = new TtlCache(clock, 30_000);
+    bus.subscribe('users', (m) => {
+      for (const k of (m.keys as string[] | undefined) ?? []) this.#cache.delete(k);
+    });
+  }
+
+  #invalidate(db: Db, u: UserRow): void {
+    afterCommit(db, () => this.#bus.publish('users', { keys: [`${u.orgId}:${u.id}`, `${u.orgId}:${u.externalId}`] }));
+  }
+
+  /** Creates or updates by externalId; emits user.created or, when something changed, user.updated. */
+  upsert(pool: Db, orgId: string, input: UserInput): Promise<{ user: UserRow; created: boolean }> {
+    return inTx(pool, async (db) => {
+    const now = iso(this.#clock.now());
+    const [inserted] = await db<UserRow[]>`insert into users (id, org_id, external_id, full_name, email, role, avatar_url, created_at, updated_at)
+      values (${newId('usr')}, ${orgId}, ${input.externalId}, ${input.fullName}, ${input.email ?? null}, ${input.role},
+        ${input.avatarUrl ?? null}, ${now}, ${now})
+      on conflict (org_id, external_id) do nothing returning *`;
+    if (inserted) {
+      await emitEvent(db, orgId, 'user.created', userEventData(inserted), this.#clock.now());
+      return { user: inserted, created: true };
+    }
+    const [current] = await db<UserRow[]>`select * from users where org_id = ${orgId} and external_id = ${input.externalId} for update`;
+    const next = {
+      fullName: input.fullName,
+      role: input.role,
+      email: input.email === undefined ? current!.email : input.email,
+      avatarUrl: input.avatarUrl === undefined ? current!.avatarUrl : input.avatarUrl,
+    };
+    const changed = (Object.keys(next) as (keyof typeof next)[]).some((k) => next[k] !== current![k]);
+    if (!changed) return { user: current!, created: false };
+    const [updated] = await db<UserRow[]>`update users set full_name = ${next.fullName}, role = ${next.role}, email = ${next.email},
+      avatar_url = ${next.avatarUrl}, updated_at = ${now} where id = ${current!.id} returning *`;
+    await emitEvent(db, orgId, 'user.updated', userEventData(updated!), this.#clock.now());
+    this.#invalidate(db, updated!);
+    return { user: updated!, created: false };
+    });
+  }
+
+  /** Finds by service id or externalId, or throws user_not_found. */
+  async get(db: Db, orgId: string, idOrExternal: string, forUpdate = false): Promise<UserRow> {
+    const rows = forUpdate
+      ? await db<UserRow[]>`select * from users where org_id = ${orgId} and (id = ${idOrExternal} or external_id = ${idOrExternal})
+          order by (id = ${idOrExternal}) desc limit 1 for update`
+      : await db<UserRow[]>`select * from users where org_id = ${orgId} and (id = ${idOrExternal} or external_id = ${idOrExternal})
+          order by (id = ${idOrExternal}) desc limit 1`;
+    if (!rows[0]) throw new AppError('user_not_found', { details: { id: idOrExternal } });
+    return rows[0];
+  }
+
+  /** Cached read for the join-link hot path; every change to a user invalidates it on every member. */
+  async getCached(db: Db, orgId: string, idOrExternal: string): Promise<UserRow> {
+    const key = `${orgId}:${idOrExternal}`;
+    const hit = this.#cache.get(key);
+    if (hit) return hit;
+    const u = await this.get(db, orgId, idOrExternal);
+    this.#cache.set(key, u);
+    return u;
+  }
+
+  async list(db: Db, orgId: string, q: z.infer<typeof userListQuery>): Promise<{ items: UserRow[]; nextCursor: string | null }> {
+    const after = decodeCursor(q.cursor, 1);
+    const rows = await db<UserRow[]>`select * from users where org_id = ${orgId}
+      ${q.status ? db`and status = ${q.status}` : db``}
+      ${q.role ? db`and role = ${q.role}` : db``}
+      ${q.externalId ? db`and external_id = ${q.externalId}` : db``}
+      ${after ? db`and id < ${after[0]!}` : db``}
+      order by id desc limit ${q.limit + 1}`;
+    const items = rows.slice(0, q.limit);
+    return { items, nextCursor: rows.length > q.limit ? encodeCursor([items.at(-1)!.id]) : null };
+  }
+
+  /**
+   * Deactivates the user, revokes every join link minted for them so far and every meeting session
+   * they hold. Deactivating twice is a no-op that returns the current state.
+   */
+  deactivate(pool: Db, orgId: string, idOrExternal: string): Promise<UserRow> {
+    return inTx(pool, async (db) => {
+    const current = await this.get(db, orgId, idOrExternal, true);
+    if (current.status === 'DEACTIVATED') return current;
+    const at = this.#clock.now();
+    const now = iso(at);
+    const [u] = await db<UserRow[]>`update users set status = 'DEACTIVATED', deactivated_at = ${now}, revoked_before = ${now},
+      updated_at = ${now} where id = ${current.id} returning *`;
+    await db`update meeting_sessions set revoked_at = ${now}, revoked_reason = 'user_deactivated'
+      where user_id = ${current.id} and revoked_at is null`;
+    await emitEvent(db, orgId, 'user.deactivated', userEventData(u!), at);
+    this.#invalidate(db, u!);
+    afterCommit(db, () => this.#bus.publish('user-deactivated', { orgId, userId: u!.id }));
+    return u!;
+    });
+  }
+}

@@ -1,0 +1,71 @@
+import t from 'tap';
+import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { assertError } from '../helpers/assert.ts';
+
+const member = await startTestMember(t);
+const tenant = await createTenant(member);
+
+t.test('GET /healthz and /readyz answer', async (t) => {
+  const h = await api(member, 'GET', '/healthz');
+  t.equal(h.status, 200);
+  t.same(h.body, { data: { status: 'ok' } });
+  const r = await api(member, 'GET', '/readyz');
+  t.equal(r.status, 200);
+  t.same(r.body, { data: { status: 'ready', database: 'ok', redis: 'ok' } });
+});
+
+t.test('unknown routes and wrong methods get the error envelope', async (t) => {
+  assertError(t, await api(member, 'GET', '/api/v1/nowhere'), 404, 'route_not_found');
+  const res = await api(member, 'DELETE', '/public/users', { key: tenant.key });
+  const d = assertError(t, res, 405, 'method_not_allowed');
+  t.same(d.allowed.sort(), ['GET', 'POST']);
+  t.equal(res.headers.get('allow'), 'POST, GET');
+});
+
+t.test('request ids are echoed or generated', async (t) => {
+  const given = await api(member, 'GET', '/healthz', { headers: { 'x-request-id': 'client-abc.1' } });
+  t.equal(given.headers.get('x-request-id'), 'client-abc.1');
+  const made = await api(member, 'GET', '/api/v1/nope', { headers: { 'x-request-id': 'bad id with spaces' } });
+  t.match(made.body.requestId, /^req_[0-9a-f]{32}$/);
+  t.equal(made.headers.get('x-request-id'), made.body.requestId);
+});
+
+t.test('malformed JSON, wrong content type and oversized bodies are refused', async (t) => {
+  const bad = await api(member, 'POST', '/public/users', { key: tenant.key, body: '{"externalId": ' });
+  assertError(t, bad, 400, 'invalid_json');
+  const ct = await api(member, 'POST', '/public/users', { key: tenant.key, body: 'externalId=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  assertError(t, ct, 415, 'unsupported_media_type');
+  const huge = await api(member, 'POST', '/public/users', { key: tenant.key, body: JSON.stringify({ externalId: 'x', fullName: 'y'.repeat(2 * 1024 * 1024), role: 'STUDENT' }) });
+  const d = assertError(t, huge, 413, 'payload_too_large');
+  t.equal(d.limitBytes, 1024 * 1024);
+});
+
+t.test('validation failures name the offending fields', async (t) => {
+  const res = await api(member, 'POST', '/public/users', { key: tenant.key, body: { externalId: 42, role: 'WIZARD', extra: true } });
+  const d = assertError(t, res, 400, 'validation_failed');
+  const fields = d.fields.map((f: { field: string }) => f.field).sort();
+  t.same(fields, ['(root)', 'externalId', 'fullName', 'role']);
+  t.ok(d.fields.every((f: { in: string }) => f.in === 'body'));
+});
+
+t.test('authentication failures are distinct', async (t) => {
+  assertError(t, await api(member, 'GET', '/public/users'), 401, 'auth_missing');
+  assertError(t, await api(member, 'GET', '/public/users', { headers: { authorization: 'Basic abc' } }), 401, 'auth_malformed');
+  assertError(t, await api(member, 'GET', '/public/users', { key: 'aula_sk_short' }), 401, 'auth_malformed');
+  assertError(t, await api(member, 'GET', '/public/users', { key: `aula_sk_${'A'.repeat(43)}` }), 401, 'api_key_invalid');
+  const other = await createTenant(member, 'free', ['users:read']);
+  assertError(t, await api(member, 'POST', '/public/users', { key: other.key, body: { externalId: 'a', fullName: 'A', role: 'STUDENT' } }), 403, 'insufficient_scope');
+  t.equal((await api(member, 'GET', '/public/users', { key: other.key })).status, 200, 'read scope suffices for GET');
+  await member.app.services.apiKeys.revoke(member.app.sql, other.keyId);
+  assertError(t, await api(member, 'GET', '/public/users', { key: other.key }), 401, 'api_key_revoked');
+});
+
+t.test('every API response carries rate-limit headers', async (t) => {
+  const res = await api(member, 'GET', '/public/users', { key: tenant.key });
+  t.equal(res.headers.get('x-ratelimit-limit'), '3000');
+  t.ok(Number(res.headers.get('x-ratelimit-remaining')) < 3000);
+  t.ok(Number(res.headers.get('x-ratelimit-reset')) > Date.now() / 1000);
+  const err = await api(member, 'GET', '/public/users/nobody', { key: tenant.key });
+  t.equal(err.status, 404);
+  t.ok(err.headers.get('x-ratelimit-remaining'), 'errors carry them too');
+});
