@@ -88,9 +88,10 @@ export async function api<T = any>(
   const headers: Record<string, string> = { ...opts.headers };
   const token = opts.key ?? opts.bearer;
   if (token && !('authorization' in headers)) headers.authorization = `Bearer ${token}`;
-  let body: string | Buffer | undefined;
+  let body: string | Blob | undefined;
   if (opts.body !== undefined) {
-    if (typeof opts.body === 'string' || Buffer.isBuffer(opts.body)) body = opts.body;
+    if (typeof opts.body === 'string') body = opts.body;
+    else if (Buffer.isBuffer(opts.body)) body = new Blob([new Uint8Array(opts.body)]);
     else body = JSON.stringify(opts.body);
     if (!('content-type' in headers)) headers['content-type'] = 'application/json';
   }
