@@ -147,16 +147,11 @@ async function handle(
   try {
     if (tooLarge) throw new AppError('payload_too_large', { details: { limitBytes: maxBody }, headers: { Connection: 'close' } });
 
+    // Per-IP budgets count every attempt, credential or not; per-key budgets need the key first.
+    if (spec.ipLimit) limit = checkLimit(await app.rateLimits.consume(spec.ipLimit.name, info.ip, spec.ipLimit.perMinute));
     const apiKey = spec.auth === 'apiKey' ? await app.services.apiKeys.authenticate(info.headers.authorization) : null;
     const session = spec.auth === 'session' ? app.services.sessions.authenticate(info.headers.authorization) : null;
-    if (apiKey) limit = await app.rateLimits.consume('key', apiKey.keyId, apiKey.rateLimitPerMinute);
-    else if (spec.ipLimit) limit = await app.rateLimits.consume(spec.ipLimit.name, info.ip, spec.ipLimit.perMinute);
-    if (limit && !limit.allowed) {
-      throw new AppError('rate_limited', {
-        details: { limit: limit.limit, retryAfterSeconds: limit.retryAfterSeconds },
-        headers: { 'Retry-After': String(limit.retryAfterSeconds) },
-      });
-    }
+    if (apiKey) limit = checkLimit(await app.rateLimits.consume('key', apiKey.keyId, apiKey.rateLimitPerMinute));
     if (apiKey && spec.scope && !hasScope(apiKey.scopes, spec.scope)) {
       throw new AppError('insufficient_scope', { details: { required: spec.scope, granted: [...apiKey.scopes] } });
     }
@@ -198,6 +193,7 @@ async function handle(
       reply = await r.handler(ctx as never);
     }
   } catch (err) {
+    if (err instanceof RateLimitedError) limit = err.limit;
     error = toAppError(err);
     if (error.status >= 500) log.error({ err: (err as Error)?.cause ?? err, route: spec.path }, 'request failed');
     reply = { data: null };
@@ -223,6 +219,20 @@ async function handle(
       log.info({ method: info.method, path: info.path, status, ms: +(performance.now() - started).toFixed(2) }, 'request');
     }
   });
+}
+
+class RateLimitedError extends AppError {
+  constructor(readonly limit: RateLimitResult) {
+    super('rate_limited', {
+      details: { limit: limit.limit, retryAfterSeconds: limit.retryAfterSeconds },
+      headers: { 'Retry-After': String(limit.retryAfterSeconds) },
+    });
+  }
+}
+
+function checkLimit(limit: RateLimitResult): RateLimitResult {
+  if (!limit.allowed) throw new RateLimitedError(limit);
+  return limit;
 }
 
 /** uWS sends the status line with the first header, so the status is always written first. */
