@@ -1,0 +1,82 @@
+import t from 'tap';
+import { ManualClock } from '../../src/clock.ts';
+import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { assertError } from '../helpers/assert.ts';
+
+const clock = new ManualClock(Date.parse('2026-04-01T12:00:00Z'));
+const member = await startTestMember(t, { clock });
+const tenant = await createTenant(member);
+const key = tenant.key;
+const sql = member.app.sql;
+await api(member, 'POST', '/public/users', { key, body: { externalId: 'host', fullName: 'Host', role: 'TEACHER' } });
+const body = (title: string) => ({ title, type: 'MEETING', hostUserId: 'host', scheduledStart: '2026-04-02T09:00:00Z', durationMinutes: 30 });
+const post = (path: string, b: unknown, idem: string, k = key) => api(member, 'POST', path, { key: k, body: b, headers: { 'idempotency-key': idem } });
+const countMeetings = async (title: string) => (await sql`select id from meetings where title = ${title}`).length;
+
+t.test('the same key and body replay the first response with no second meeting', async (t) => {
+  const a = await post('/public/meetings', body('Replay'), 'k-1');
+  t.equal(a.status, 201);
+  t.equal(a.headers.get('idempotent-replayed'), null);
+  const b = await post('/public/meetings', body('Replay'), 'k-1');
+  t.equal(b.status, 201);
+  t.same(b.body, a.body);
+  t.equal(b.headers.get('idempotent-replayed'), 'true');
+  t.equal(await countMeetings('Replay'), 1);
+  assertError(t, await post('/public/meetings', body('Different'), 'k-1'), 422, 'idempotency_key_reused');
+  t.equal(await countMeetings('Different'), 0);
+});
+
+t.test('50 concurrent identical requests create exactly one meeting', async (t) => {
+  const results = await Promise.all(Array.from({ length: 50 }, () => post('/public/meetings', body('Storm'), 'storm-key')));
+  const statuses = results.map((r) => r.status);
+  t.ok(statuses.every((s) => s === 201 || s === 409), `only 201 and 409: ${[...new Set(statuses)]}`);
+  const ids = new Set(results.filter((r) => r.status === 201).map((r) => r.body.data.id));
+  t.equal(ids.size, 1, 'every success names the same meeting');
+  for (const r of results.filter((r) => r.status === 409)) t.equal(r.body.error.code, 'idempotency_in_progress');
+  t.equal(await countMeetings('Storm'), 1);
+  const [ev] = await sql<{ n: number }[]>`select count(*)::int as n from outbox where type = 'meeting.created' and data->>'title' = 'Storm'`;
+  t.equal(ev!.n, 1, 'one meeting.created');
+  const after = await post('/public/meetings', body('Storm'), 'storm-key');
+  t.equal(after.status, 201, 'once done, a retry replays');
+  t.ok(ids.has(after.body.data.id));
+});
+
+t.test('validation failures are not stored; handler refusals are', async (t) => {
+  assertError(t, await post('/public/meetings', { title: 'Bad' }, 'k-valid'), 400, 'validation_failed');
+  t.equal((await post('/public/meetings', body('Fixed'), 'k-valid')).status, 201, 'the key is free after a validation failure');
+  const nf = await post('/public/meetings', { ...body('Ghost'), hostUserId: 'ghost' }, 'k-404');
+  assertError(t, nf, 404, 'user_not_found');
+  const again = await post('/public/meetings', { ...body('Ghost'), hostUserId: 'ghost' }, 'k-404');
+  assertError(t, again, 404, 'user_not_found');
+  t.equal(again.headers.get('idempotent-replayed'), 'true');
+  assertError(t, await post('/public/meetings', body('Long'), 'x'.repeat(256)), 400, 'idempotency_key_invalid');
+  assertError(t, await post('/public/meetings', body('Empty'), ''), 400, 'idempotency_key_invalid');
+});
+
+t.test('keys are scoped per API key and kept 24 hours', async (t) => {
+  const second = await member.app.services.apiKeys.create(sql, { orgId: tenant.orgId, name: 'second', scopes: ['meetings:write'] });
+  t.equal((await post('/public/meetings', body('Scoped'), 'shared')).status, 201);
+  t.equal((await post('/public/meetings', body('Scoped'), 'shared', second.key)).status, 201);
+  t.equal(await countMeetings('Scoped'), 2, 'another key, another request');
+  clock.advance(24 * 3600_000 - 1000);
+  t.equal((await post('/public/meetings', body('Scoped'), 'shared')).headers.get('idempotent-replayed'), 'true', 'still replayed before 24 hours');
+  clock.advance(2000);
+  const late = await post('/public/meetings', body('Scoped'), 'shared');
+  t.equal(late.status, 201);
+  t.equal(late.headers.get('idempotent-replayed'), null, 'after 24 hours the key runs anew');
+  t.equal(await countMeetings('Scoped'), 3);
+  const purged = await member.app.services.idempotency.purge();
+  t.ok(purged >= 1, 'expired records are purged');
+});
+
+t.test('a replayed join link is the same token, stored only encrypted', async (t) => {
+  const m = (await post('/public/meetings', body('Links'), 'links-m')).body.data;
+  const a = await post(`/public/meetings/${m.id}/join-links`, { externalUserId: 'host' }, 'link-1');
+  const b = await post(`/public/meetings/${m.id}/join-links`, { externalUserId: 'host' }, 'link-1');
+  t.equal(a.status, 201);
+  t.equal(b.body.data.token, a.body.data.token);
+  const rows = await sql<{ responseBody: Buffer }[]>`select response_body from idempotency_keys where key = 'link-1'`;
+  t.equal(rows.length, 1);
+  t.notOk(rows[0]!.responseBody.includes(Buffer.from(a.body.data.token)), 'the token is not stored in the clear');
+  t.notOk(rows[0]!.responseBody.includes(Buffer.from('join')), 'nothing of the response is readable');
+});
