@@ -163,6 +163,9 @@ async function handle(
       } catch {
         throw new AppError('bad_request', { message: `Path parameter ${paramNames[i]} is not valid percent-encoding.` });
       }
+      if (params[paramNames[i]!]!.includes('\u0000')) {
+        throw new AppError('validation_failed', { details: { fields: [{ field: paramNames[i], in: 'path', code: 'invalid_string', message: 'must not contain the NUL character' }] } });
+      }
     }
     const parsedParams = spec.params ? parse(spec.params, params, 'path') : params;
     const parsedQuery = spec.query ? parse(spec.query, Object.fromEntries(info.query), 'query') : undefined;
@@ -267,11 +270,37 @@ function parseJson(body: Buffer, contentType: string | undefined): unknown {
   if (mediaType !== 'application/json' && !mediaType?.endsWith('+json')) {
     throw new AppError('unsupported_media_type', { details: { contentType: contentType ?? null } });
   }
+  let value: unknown;
   try {
-    return JSON.parse(body.toString('utf8'));
+    value = JSON.parse(body.toString('utf8'));
   } catch (err) {
     throw new AppError('invalid_json', { details: { reason: (err as Error).message } });
   }
+  const nul = findNul(value, '');
+  if (nul !== null) {
+    throw new AppError('validation_failed', {
+      details: { fields: [{ field: nul || '(root)', in: 'body', code: 'invalid_string', message: 'must not contain the NUL character' }] },
+    });
+  }
+  return value;
+}
+
+/** Postgres text cannot hold U+0000, so no string anywhere in a body may carry it. Iterative: bodies may nest deeply. */
+function findNul(root: unknown, _path: string): string | null {
+  const stack: [unknown, string][] = [[root, '']];
+  while (stack.length) {
+    const [v, path] = stack.pop()!;
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) return path;
+    } else if (v !== null && typeof v === 'object') {
+      for (const [k, child] of Object.entries(v)) {
+        const p = path ? `${path}.${k}` : k;
+        if (k.includes('\u0000')) return p;
+        stack.push([child, p]);
+      }
+    }
+  }
+  return null;
 }
 
 function parse<T extends z.ZodType>(schema: T, value: unknown, where: 'path' | 'query' | 'body'): z.output<T> {

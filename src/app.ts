@@ -7,7 +7,9 @@ import type { Database, Sql } from './db/index.ts';
 import type { Logger } from './logger.ts';
 import type { ApiKeys } from './services/api-keys.ts';
 import type { Classes } from './services/classes.ts';
+import type { Enrollments } from './services/enrollments.ts';
 import type { Idempotency } from './services/idempotency.ts';
+import type { Invitations } from './services/invitations.ts';
 import type { Jobs } from './services/jobs.ts';
 import type { JoinLinks } from './services/join-links.ts';
 import type { Meetings } from './services/meetings.ts';
@@ -32,6 +34,8 @@ export interface App {
     users: Users;
     classes: Classes;
     meetings: Meetings;
+    enrollments: Enrollments;
+    invitations: Invitations;
     joinLinks: JoinLinks;
     sessions: Sessions;
     jobs: Jobs;

@@ -12,7 +12,9 @@ import { migrate } from './db/migrate.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { ApiKeys } from './services/api-keys.ts';
 import { Classes } from './services/classes.ts';
+import { Enrollments } from './services/enrollments.ts';
 import { Idempotency } from './services/idempotency.ts';
+import { Invitations } from './services/invitations.ts';
 import { Jobs } from './services/jobs.ts';
 import { JoinLinks } from './services/join-links.ts';
 import { Meetings } from './services/meetings.ts';
@@ -84,6 +86,8 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       users,
       classes,
       meetings,
+      enrollments: new Enrollments(clock, users, classes),
+      invitations: new Invitations(clock, users, meetings),
       joinLinks: new JoinLinks(clock, tokens, users, meetings),
       sessions,
       jobs: new Jobs(sql, clock, bus, users, log),

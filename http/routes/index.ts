@@ -2,12 +2,13 @@ import { z } from 'zod';
 import { buildOpenApi } from '../openapi.ts';
 import { route, type Route } from '../route.ts';
 import { classRoutes } from './classes.ts';
+import { enrollmentRoutes } from './enrollments.ts';
 import { healthRoutes } from './health.ts';
 import { joinRoutes } from './join.ts';
 import { meetingRoutes } from './meetings.ts';
 import { userRoutes } from './users.ts';
 
-const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...joinRoutes];
+const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...joinRoutes];
 
 let doc: string | null = null;
 const openApiRoute = route(

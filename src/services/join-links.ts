@@ -71,7 +71,9 @@ export class JoinLinks {
     if (meeting.status === 'ENDED' || meeting.status === 'CANCELLED') {
       throw new AppError('meeting_ended', { details: { status: meeting.status } });
     }
-    const user = await this.#users.getCached(db, orgId, (input.userId ?? input.externalUserId)!);
+    const user = input.userId
+      ? await this.#users.getCached(db, orgId, input.userId)
+      : await this.#users.getCached(db, orgId, input.externalUserId!, 'external');
     if (user.status !== 'ACTIVE') throw new AppError('user_deactivated', { details: { userId: user.id } });
     const role = capRole(input.role, user.role, scopes);
     const now = this.#clock.now();

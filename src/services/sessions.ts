@@ -170,6 +170,8 @@ export class Sessions {
     if (now > session.refreshUntil.getTime()) throw new AppError(via === 'join' ? 'join_token_expired' : 'session_expired');
     const meeting = await this.#meetings.get(db, session.orgId, session.meetingId);
     if (meeting.status === 'ENDED' || meeting.status === 'CANCELLED') throw new AppError('meeting_ended', { details: { status: meeting.status } });
+    // Access is a standing condition: a student removed from the class or an invitation withdrawn ends it too.
+    await this.#checkAccess(db, meeting, user, session.role);
     const [waiting] = await db<WaitingRow[]>`select id, status from waiting_room_entries where session_id = ${session.id}
       order by requested_at desc limit 1`;
     return this.#present(session, meeting, user, waiting ?? null);

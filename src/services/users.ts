@@ -100,7 +100,7 @@ export class Users {
   }
 
   #invalidate(db: Db, u: UserRow): void {
-    afterCommit(db, () => this.#bus.publish('users', { keys: [`${u.orgId}:${u.id}`, `${u.orgId}:${u.externalId}`] }));
+    afterCommit(db, () => this.#bus.publish('users', { keys: [`${u.orgId}:${u.id}`, `${u.orgId}:${u.externalId}`, `${u.orgId}:ext:${u.externalId}`] }));
   }
 
   /** Creates or updates by externalId; emits user.created or, when something changed, user.updated. */
@@ -132,23 +132,24 @@ export class Users {
     });
   }
 
-  /** Finds by service id or externalId, or throws user_not_found. */
-  async get(db: Db, orgId: string, idOrExternal: string, forUpdate = false): Promise<UserRow> {
-    const rows = forUpdate
-      ? await db<UserRow[]>`select * from users where org_id = ${orgId} and (id = ${idOrExternal} or external_id = ${idOrExternal})
-          order by (id = ${idOrExternal}) desc limit 1 for update`
-      : await db<UserRow[]>`select * from users where org_id = ${orgId} and (id = ${idOrExternal} or external_id = ${idOrExternal})
-          order by (id = ${idOrExternal}) desc limit 1`;
+  /**
+   * Finds by service id or externalId (a service id wins), or by externalId only when `by` says so,
+   * or throws user_not_found.
+   */
+  async get(db: Db, orgId: string, idOrExternal: string, forUpdate = false, by: 'any' | 'external' = 'any'): Promise<UserRow> {
+    const match = by === 'external' ? db`external_id = ${idOrExternal}` : db`(id = ${idOrExternal} or external_id = ${idOrExternal})`;
+    const rows = await db<UserRow[]>`select * from users where org_id = ${orgId} and ${match}
+      order by (id = ${idOrExternal}) desc limit 1 ${forUpdate ? db`for update` : db``}`;
     if (!rows[0]) throw new AppError('user_not_found', { details: { id: idOrExternal } });
     return rows[0];
   }
 
   /** Cached read for the join-link hot path; every change to a user invalidates it on every member. */
-  async getCached(db: Db, orgId: string, idOrExternal: string): Promise<UserRow> {
-    const key = `${orgId}:${idOrExternal}`;
+  async getCached(db: Db, orgId: string, idOrExternal: string, by: 'any' | 'external' = 'any'): Promise<UserRow> {
+    const key = by === 'external' ? `${orgId}:ext:${idOrExternal}` : `${orgId}:${idOrExternal}`;
     const hit = this.#cache.get(key);
     if (hit) return hit;
-    const u = await this.get(db, orgId, idOrExternal);
+    const u = await this.get(db, orgId, idOrExternal, false, by);
     this.#cache.set(key, u);
     return u;
   }

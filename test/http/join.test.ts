@@ -218,3 +218,19 @@ t.test('exchange is limited to 300 per minute per IP, refresh to 120', async (t)
   for (let i = 0; i < 121; i++) r = await refresh('sat_x');
   t.equal(assertError(t, r!, 429, 'rate_limited').limit, 120);
 });
+
+t.test('access is a standing condition: a withdrawn invitation ends refresh', async (t) => {
+  const m = await meeting({ access: { mode: 'INVITED' } });
+  const guest = await user('s-invited');
+  t.equal((await api(member, 'POST', `/public/meetings/${m.id}/invitations`, { key, body: { userIds: [guest.id] } })).status, 200);
+  const s = (await exchange((await mint(m.id, { userId: guest.id })).body.data.token)).body.data;
+  t.equal((await refresh(s.accessToken)).status, 200);
+  t.equal((await api(member, 'DELETE', `/public/meetings/${m.id}/invitations/${guest.id}`, { key })).status, 200);
+  assertError(t, await refresh(s.accessToken), 403, 'not_invited');
+});
+
+t.test('externalUserId matches external ids only', async (t) => {
+  const m = await meeting();
+  assertError(t, await mint(m.id, { externalUserId: student.id }), 404, 'user_not_found');
+  t.equal((await mint(m.id, { userId: 's-1' })).body.data.userId, student.id, 'userId takes either');
+});

@@ -1,0 +1,97 @@
+import { request } from 'node:http';
+import t from 'tap';
+import { routes } from '../../http/routes/index.ts';
+import { fullPath } from '../../http/route.ts';
+import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { assertError } from '../helpers/assert.ts';
+
+const member = await startTestMember(t);
+const tenant = await createTenant(member, 'enterprise');
+const key = tenant.key;
+
+const deep = '['.repeat(100_000) + ']'.repeat(100_000);
+const hostileBodies: (string | object)[] = [
+  'null', '[]', '[1,2,3]', '"string"', '42', 'true', '{}', deep, '{"a":', '\u0000', '{"__proto__":{"admin":true}}',
+  { externalId: "'; drop table users; --", fullName: 'Robert"); DROP TABLE meetings;--', role: 'STUDENT' },
+  { externalId: 'x', fullName: 'nul\u0000inside', role: 'STUDENT' },
+  { externalId: 'zw\u200b\u202eRTL', fullName: '👩‍🏫 Ms. Ünïcødé 李老师 مرحبا', role: 'TEACHER', email: 'ü@exämple.com' },
+  { externalId: '\ud800', fullName: 'lone surrogate \udfff', role: 'STUDENT' },
+  { title: 'x'.repeat(100_000), type: 'MEETING', hostUserId: 'x', scheduledStart: '+275760-09-13T00:00:00Z', durationMinutes: 1e308 },
+  { token: 'jt_' + 'A'.repeat(4000), deviceId: 'd' },
+  { userIds: Array.from({ length: 2000 }, (_, i) => `u${i}`) },
+  { users: [{ nested: { deeper: ['\u0000'] } }] },
+  { userId: { $ne: null }, role: ['HOST'], expiresInSeconds: '300' },
+];
+const hostileIds = ["' OR 1=1 --", '%00', '..%2F..%2Fetc%2Fpasswd', '%E0%A4%A', 'x'.repeat(300), '%F0%9F%98%80', '1;select pg_sleep(5)'];
+
+t.test('every route answers hostile input with the error envelope and never a 500', async (t) => {
+  let checked = 0;
+  for (const r of routes) {
+    const ids = r.spec.path.includes(':') ? hostileIds : [''];
+    for (const id of ids) {
+      const path = fullPath(r.spec).replace(/:\w+/g, id || 'x');
+      const bodies = r.spec.body ? hostileBodies : [undefined];
+      for (const body of bodies) {
+        const res = await api(member, r.spec.method.toUpperCase(), path, { key, ...(body === undefined ? {} : { body }) });
+        checked++;
+        if (res.status >= 500 || (res.status >= 400 && typeof res.body?.error?.code !== 'string')) {
+          t.fail(`${r.spec.method} ${path} answered ${res.status}`, { body, res: res.body });
+        }
+      }
+    }
+  }
+  t.ok(checked > 200, `${checked} hostile requests, none answered 500`);
+});
+
+t.test('injection strings are stored verbatim', async (t) => {
+  const body = { externalId: "'; drop table users; --", fullName: 'Robert"); DROP TABLE meetings;--', role: 'STUDENT' };
+  const r = await api(member, 'POST', '/public/users', { key, body });
+  t.ok(r.status === 201 || r.status === 200);
+  const back = await api(member, 'GET', `/public/users/${encodeURIComponent(body.externalId)}`, { key });
+  t.match(back.body.data, body);
+  await api(member, 'POST', '/public/users', { key, body: { externalId: 'zw\u200b\u202eRTL', fullName: '👩‍🏫 Ms. Ünïcødé 李老师 مرحبا', role: 'TEACHER' } });
+  const uni = await api(member, 'GET', `/public/users/${encodeURIComponent('zw\u200b\u202eRTL')}`, { key });
+  t.equal(uni.body.data.fullName, '👩‍🏫 Ms. Ünïcødé 李老师 مرحبا');
+});
+
+t.test('a NUL in any string is a validation error naming the field', async (t) => {
+  const d = assertError(t, await api(member, 'POST', '/public/users', { key, body: { externalId: 'x', fullName: 'a\u0000b', role: 'STUDENT' } }), 400, 'validation_failed');
+  t.equal(d.fields[0].field, 'fullName');
+  const d2 = assertError(t, await api(member, 'POST', '/public/users/bulk', { key, body: { users: [{ nested: ['\u0000'] }] } }), 400, 'validation_failed');
+  t.equal(d2.fields[0].field, 'users.0.nested.0');
+});
+
+t.test('deep nesting is invalid JSON or a validation error, not a crash', async (t) => {
+  const r = await api(member, 'POST', '/public/users', { key, body: deep });
+  t.equal(r.status, 400);
+  t.equal((await api(member, 'GET', '/healthz')).status, 200, 'the server is still up');
+});
+
+t.test('a chunked body over the cap is cut off with 413', async (t) => {
+  const res = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = request(`${member.url}/api/v1/public/users`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (r) => {
+      let body = '';
+      r.on('data', (d) => (body += d));
+      r.on('end', () => resolve({ status: r.statusCode!, body }));
+    });
+    req.on('error', reject);
+    const chunk = 'x'.repeat(64 * 1024);
+    let sent = 0;
+    const pump = () => {
+      while (sent < 40) {
+        sent++;
+        if (!req.write(chunk)) return req.once('drain', pump);
+      }
+      req.end();
+    };
+    pump();
+  });
+  t.equal(res.status, 413);
+  t.equal(JSON.parse(res.body).error.code, 'payload_too_large');
+});
+
+t.test('oversized headers and odd authorization values are refused cleanly', async (t) => {
+  assertError(t, await api(member, 'GET', '/public/users', { headers: { authorization: `Bearer ${'a'.repeat(8000)}` } }), 401, 'auth_malformed');
+  assertError(t, await api(member, 'GET', '/public/users', { headers: { authorization: 'Bearer' } }), 401, 'auth_malformed');
+  t.equal((await api(member, 'GET', '/public/users', { headers: { authorization: `bearer  ${key}` } })).status, 200, 'the scheme is case-insensitive');
+});
