@@ -206,19 +206,6 @@ t.test('a waiting room: the exchange queues the user with a null mediaToken', as
   t.type(ev!.data.requestedAt, 'string');
 });
 
-t.test('exchange is limited to 300 per minute per IP, refresh to 120', async (t) => {
-  let last = null as Awaited<ReturnType<typeof exchange>> | null;
-  for (let i = 0; i < 301; i++) last = await exchange('jt_x');
-  const d = assertError(t, last!, 429, 'rate_limited');
-  t.equal(d.limit, 300);
-  t.ok(d.retryAfterSeconds >= 1 && d.retryAfterSeconds <= 60);
-  t.equal(last!.headers.get('retry-after'), String(d.retryAfterSeconds));
-  t.equal(last!.headers.get('x-ratelimit-remaining'), '0');
-  let r = null as Awaited<ReturnType<typeof refresh>> | null;
-  for (let i = 0; i < 121; i++) r = await refresh('sat_x');
-  t.equal(assertError(t, r!, 429, 'rate_limited').limit, 120);
-});
-
 t.test('access is a standing condition: a withdrawn invitation ends refresh', async (t) => {
   const m = await meeting({ access: { mode: 'INVITED' } });
   const guest = await user('s-invited');
@@ -233,4 +220,18 @@ t.test('externalUserId matches external ids only', async (t) => {
   const m = await meeting();
   assertError(t, await mint(m.id, { externalUserId: student.id }), 404, 'user_not_found');
   t.equal((await mint(m.id, { userId: 's-1' })).body.data.userId, student.id, 'userId takes either');
+});
+
+// Last: it spends this IP's exchange and refresh budgets.
+t.test('exchange is limited to 300 per minute per IP, refresh to 120', async (t) => {
+  let last = null as Awaited<ReturnType<typeof exchange>> | null;
+  for (let i = 0; i < 301; i++) last = await exchange('jt_x');
+  const d = assertError(t, last!, 429, 'rate_limited');
+  t.equal(d.limit, 300);
+  t.ok(d.retryAfterSeconds >= 1 && d.retryAfterSeconds <= 60);
+  t.equal(last!.headers.get('retry-after'), String(d.retryAfterSeconds));
+  t.equal(last!.headers.get('x-ratelimit-remaining'), '0');
+  let r = null as Awaited<ReturnType<typeof refresh>> | null;
+  for (let i = 0; i < 121; i++) r = await refresh('sat_x');
+  t.equal(assertError(t, r!, 429, 'rate_limited').limit, 120);
 });
