@@ -24,13 +24,14 @@ commands:
 
 class UsageError extends Error {}
 
-async function withDb<T>(fn: (sql: Awaited<ReturnType<typeof openDatabase>>['sql']) => Promise<T>): Promise<T> {
+/** Opens the configured database, brings its schema up to date, and runs `fn`. */
+async function withDb<T>(fn: (sql: Awaited<ReturnType<typeof openDatabase>>['sql'], applied: number[]) => Promise<T>): Promise<T> {
   const config = loadConfig();
   const log = createLogger({ AULA_LOG_LEVEL: config.AULA_LOG_LEVEL === 'info' ? 'warn' : config.AULA_LOG_LEVEL });
   const db = await openDatabase(config, log);
   try {
-    await migrate(db.sql, log);
-    return await fn(db.sql);
+    const applied = await migrate(db.sql, log);
+    return await fn(db.sql, applied);
   } finally {
     await db.close();
   }
@@ -60,7 +61,7 @@ export async function main(argv: string[]): Promise<number> {
       return -1;
     }
     if (cmd === 'migrate') {
-      const applied = await withDb((sql) => migrate(sql));
+      const applied = await withDb(async (_sql, applied) => applied);
       out(false, {}, applied.length ? `applied migrations ${applied.join(', ')}` : 'database is up to date');
       return 0;
     }

@@ -1,0 +1,64 @@
+import t from 'tap';
+import { aula } from '../helpers/cli.ts';
+import { createTestDatabase, TEST_SECRET } from '../helpers/member.ts';
+import { spawnMember } from '../helpers/process.ts';
+
+const env = { AULA_DATABASE_URL: await createTestDatabase(t), AULA_SECRET_KEY: TEST_SECRET };
+
+t.test('aula migrate applies migrations once', async (t) => {
+  const first = await aula(['migrate'], env);
+  t.equal(first.code, 0, first.stderr);
+  t.match(first.stdout, /^applied migrations 1/);
+  const second = await aula(['migrate'], env);
+  t.equal(second.stdout.trim(), 'database is up to date');
+});
+
+t.test('aula org create and aula keys create bootstrap a working key', async (t) => {
+  const org = await aula(['org', 'create', '--name', 'Northwind Academy', '--plan', 'standard', '--json'], env);
+  t.equal(org.code, 0, org.stderr);
+  const o = JSON.parse(org.stdout);
+  t.match(o, { id: /^org_/, name: 'Northwind Academy', plan: 'standard' });
+  t.equal(org.stdout.trim().split('\n').length, 1, 'one JSON object on stdout');
+  const plain = await aula(['org', 'create', '--name', 'Plain', '--plan', 'free'], env);
+  t.match(plain.stdout.trim(), /^org_[0-9a-z]{26}$/, 'without --json: the id alone');
+
+  const key = await aula(['keys', 'create', '--org', o.id, '--name', 'backend', '--scopes', 'users:write,meetings:read', '--json'], env);
+  t.equal(key.code, 0, key.stderr);
+  const k = JSON.parse(key.stdout);
+  t.match(k, { id: /^key_/, orgId: o.id, name: 'backend', scopes: ['users:write', 'meetings:read'], key: /^aula_sk_/ });
+
+  const member = await spawnMember(t, { ...env, AULA_REDIS_URL: '' });
+  const res = await fetch(`${member.url}/api/v1/public/users`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${k.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ externalId: 'cli-user', fullName: 'From CLI', role: 'TEACHER' }),
+  });
+  t.equal(res.status, 201);
+  t.equal(res.headers.get('x-ratelimit-limit'), '1200', 'the standard plan budget');
+  const stored = await (await import('postgres')).default(env.AULA_DATABASE_URL, { max: 1 });
+  const rows = await stored`select key_hash, key_prefix from api_keys where id = ${k.id}`;
+  await stored.end();
+  t.notOk(rows[0]!.key_hash.toString().includes(k.key), 'only a hash is stored');
+  t.equal(rows[0]!.key_prefix, k.key.slice(0, 12));
+
+  const revoked = await aula(['keys', 'revoke', '--id', k.id, '--json'], env);
+  t.same(JSON.parse(revoked.stdout), { id: k.id, revoked: true });
+});
+
+t.test('bad invocations exit non-zero with a clear message', async (t) => {
+  const plan = await aula(['org', 'create', '--name', 'X', '--plan', 'platinum'], env);
+  t.equal(plan.code, 2);
+  t.match(plan.stderr, /--plan must be one of free, standard, pro, enterprise/);
+  const scope = await aula(['keys', 'create', '--org', 'org_x', '--name', 'n', '--scopes', 'users:write,root'], env);
+  t.equal(scope.code, 2);
+  t.match(scope.stderr, /unknown scopes: root/);
+  const org = await aula(['keys', 'create', '--org', 'org_missing', '--name', 'n', '--scopes', 'users:read'], env);
+  t.equal(org.code, 1);
+  t.match(org.stderr, /No organization org_missing/);
+  const unknown = await aula(['frobnicate'], env);
+  t.equal(unknown.code, 2);
+  t.match(unknown.stderr, /usage: aula/);
+  const badEnv = await aula(['migrate'], { ...env, AULA_PORT: 'eighty' });
+  t.equal(badEnv.code, 78);
+  t.match(badEnv.stderr, /AULA_PORT/);
+});

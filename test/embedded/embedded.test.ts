@@ -1,0 +1,47 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { aula } from '../helpers/cli.ts';
+import { spawnMember } from '../helpers/process.ts';
+
+// The README's quick start: no AULA_DATABASE_URL, no AULA_REDIS_URL, no AULA_SECRET_KEY.
+const dir = mkdtempSync(join(tmpdir(), 'aula-embedded-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+const env = { AULA_DATA_DIR: dir, AULA_DATABASE_URL: '', AULA_REDIS_URL: '', AULA_SECRET_KEY: '' };
+
+const org = JSON.parse((await aula(['org', 'create', '--name', 'Embedded', '--plan', 'pro', '--json'], env)).stdout);
+const { key } = JSON.parse((await aula(['keys', 'create', '--org', org.id, '--name', 'k', '--scopes', 'users:write,meetings:write', '--json'], env)).stdout);
+
+async function call(url: string, method: string, path: string, body?: unknown, bearer = key) {
+  const res = await fetch(`${url}/api/v1${path}`, {
+    method,
+    headers: { authorization: `Bearer ${bearer}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+t.test('the embedded default runs the whole join flow and keeps its data across restarts', async (t) => {
+  let member = await spawnMember(t, env);
+  t.match(member.logs.find((l) => l.msg === 'embedded database started (PGlite)'), { dir: join(dir, 'pgdata') });
+  t.equal((await call(member.url, 'POST', '/public/users', { externalId: 'e1', fullName: 'Em', role: 'TEACHER' })).status, 201);
+  const m = await call(member.url, 'POST', '/public/meetings', { externalId: 'em', title: 'Embedded class', type: 'MEETING', hostUserId: 'e1', scheduledStart: '2026-09-01T08:00:00Z', durationMinutes: 30 });
+  t.equal(m.status, 201);
+  const concurrent = await Promise.all(Array.from({ length: 20 }, (_, i) => call(member.url, 'POST', '/public/users', { externalId: `c${i}`, fullName: `C ${i}`, role: 'STUDENT' })));
+  t.ok(concurrent.every((r) => r.status === 201), 'concurrent writes on the one embedded connection');
+  const link = await call(member.url, 'POST', '/public/meetings/em/join-links', { externalUserId: 'e1', role: 'HOST' });
+  t.equal(link.status, 201);
+  const session = await fetch(`${member.url}/api/v1/join-tokens/exchange`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token: link.body.data.token, deviceId: 'tab' }) });
+  t.equal(session.status, 200);
+  const s = (await session.json()).data;
+
+  member.proc.kill('SIGTERM');
+  await new Promise((r) => member.proc.once('exit', r));
+  member = await spawnMember(t, env);
+  t.equal((await call(member.url, 'GET', '/public/meetings/em')).body.data.title, 'Embedded class', 'data survived the restart');
+  const refreshed = await call(member.url, 'POST', '/join-tokens/refresh', undefined, s.accessToken);
+  t.equal(refreshed.status, 200, 'the generated secret survived the restart too');
+  member.proc.kill('SIGTERM');
+  await new Promise((r) => member.proc.once('exit', r));
+});
