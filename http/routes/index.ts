@@ -7,8 +7,9 @@ import { healthRoutes } from './health.ts';
 import { joinRoutes } from './join.ts';
 import { meetingRoutes } from './meetings.ts';
 import { userRoutes } from './users.ts';
+import { pageRoutes } from '../pages/join.ts';
 
-const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...joinRoutes];
+const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...joinRoutes, ...pageRoutes];
 
 let doc: string | null = null;
 const openApiRoute = route(

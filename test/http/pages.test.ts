@@ -1,0 +1,25 @@
+import t from 'tap';
+import { api, createTenant, startTestMember } from '../helpers/member.ts';
+
+const member = await startTestMember(t, { redis: false });
+const tenant = await createTenant(member);
+await api(member, 'POST', '/public/users', { key: tenant.key, body: { externalId: 'p1', fullName: 'Pat', role: 'STUDENT' } });
+const m = (await api(member, 'POST', '/public/meetings', { key: tenant.key, body: { title: 'Page', type: 'MEETING', hostUserId: 'p1', scheduledStart: '2026-10-01T10:00:00Z', durationMinutes: 5 } })).body.data;
+
+t.test('GET /join/:slug and /embed/:slug serve the join page without spending the link', async (t) => {
+  const link = (await api(member, 'POST', `/public/meetings/${m.id}/join-links`, { key: tenant.key, body: { userId: 'p1' } })).body.data;
+  for (const url of [link.url, link.embedUrl]) {
+    const res = await fetch(url, { headers: { 'user-agent': 'Slackbot-LinkExpanding 1.0' } });
+    t.equal(res.status, 200);
+    t.match(res.headers.get('content-type'), /^text\/html/);
+    t.equal(res.headers.get('cache-control'), 'no-store');
+    t.equal(res.headers.get('referrer-policy'), 'no-referrer');
+    t.match(res.headers.get('content-security-policy'), /default-src 'none'/);
+    const html = await res.text();
+    t.match(html, /join-tokens\/exchange/);
+    t.notOk(html.includes(link.token), 'the token is never echoed into the page');
+  }
+  t.match((await fetch(link.url)).headers.get('content-security-policy'), /frame-ancestors 'none'/, 'the full page cannot be framed');
+  const ex = await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: 'tab' } });
+  t.equal(ex.status, 200, 'previews did not spend the single-use link');
+});
