@@ -100,6 +100,11 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
   app.baseUrl = resolveBaseUrl(config, http.port);
   sessions.setBaseUrl(app.baseUrl);
   app.services.jobs.start(config.AULA_JOB_POLL_MS);
+  // Idempotency records past their 24 hours; any member may purge them, the delete is idempotent.
+  const purge = setInterval(() => {
+    app.services.idempotency.purge().catch((err) => log.warn({ err }, 'idempotency purge failed'));
+  }, 15 * 60_000);
+  purge.unref();
   log.info({ port: http.port, baseUrl: app.baseUrl, embedded: database.embedded, redis: !!redis }, 'aula member listening');
 
   let closed = false;
@@ -110,6 +115,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     async close() {
       if (closed) return;
       closed = true;
+      clearInterval(purge);
       http.close();
       await app.services.jobs.stop();
       await bus.close();

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs before `npm test`: makes sure what the tests talk to is here, or says plainly what is missing.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+fail=0
+if ! node -e "require('net').connect(5432,'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))"; then
+  echo "tests need PostgreSQL on 127.0.0.1:5432 (trust auth), or AULA_TEST_DATABASE_URL" >&2; fail=1
+fi
+if ! node -e "require('net').connect(6379,'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))"; then
+  echo "tests need Redis on 127.0.0.1:6379, or AULA_TEST_REDIS_URL" >&2; fail=1
+fi
+if [ ! -x node_modules/mediasoup/worker/out/Release/mediasoup-worker ]; then
+  bash media/build-worker.sh || fail=1
+fi
+chromium_bin=${AULA_CHROMIUM:-/usr/bin/chromium}
+if [ ! -x "$chromium_bin" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing Debian's chromium for the browser tests"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null || fail=1
+  else
+    echo "browser tests need Chromium at $chromium_bin (or set AULA_CHROMIUM)" >&2; fail=1
+  fi
+fi
+exit $fail
