@@ -12,7 +12,6 @@ export const errorCatalog = {
   unsupported_media_type: { status: 415, message: 'Send the request body as application/json.' },
   route_not_found: { status: 404, message: 'No route matches this path.' },
   method_not_allowed: { status: 405, message: 'This path does not accept that method.' },
-  request_timeout: { status: 408, message: 'The request body did not arrive in time.', retryable: true },
 
   // authentication and authorization
   auth_missing: { status: 401, message: 'Send an API key as "Authorization: Bearer <key>".' },
