@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { loadConfig, ConfigError } from '../config.ts';
-import { openDatabase } from '../db/index.ts';
+import { DatabaseInUseError, openDatabase } from '../db/index.ts';
 import { migrate } from '../db/migrate.ts';
 import { createLogger } from '../logger.ts';
 import { PLAN_NAMES, type PlanName } from '../plans.ts';
@@ -96,9 +96,9 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`aula: ${(err as Error).message}\n\n${USAGE}`);
       return 2;
     }
-    if (err instanceof ConfigError) {
+    if (err instanceof ConfigError || err instanceof DatabaseInUseError) {
       process.stderr.write(`aula: ${err.message}\n`);
-      return 78;
+      return err instanceof ConfigError ? 78 : 75;
     }
     if ((err as { code?: string }).code === 'not_found' || (err as { code?: string }).code === '23503') {
       process.stderr.write(`aula: ${(err as Error).message}\n`);

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import type { Config } from '../config.ts';
@@ -33,6 +33,7 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
   const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
   const dir = join(config.AULA_DATA_DIR, 'pgdata');
   mkdirSync(dir, { recursive: true });
+  const release = lockDataDir(config.AULA_DATA_DIR);
   const db = await PGlite.create(dir);
   const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0 });
   await server.start();
@@ -47,6 +48,44 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
       await sql.end({ timeout: 5 });
       await server.stop();
       await db.close();
+      release();
     },
   };
+}
+
+export class DatabaseInUseError extends Error {
+  override name = 'DatabaseInUseError';
+}
+
+/**
+ * PGlite is one process's database: a second process opening the same folder would see stale data and
+ * could corrupt it. A lock file with the owner's pid keeps it to one; a lock left by a dead process is taken over.
+ */
+function lockDataDir(dataDir: string): () => void {
+  const file = join(dataDir, 'pgdata.lock');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return () => rmSync(file, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const pid = Number(readFileSync(file, 'utf8').trim());
+      if (pid && pid !== process.pid && isAlive(pid)) {
+        throw new DatabaseInUseError(
+          `the embedded database in ${dataDir} is in use by process ${pid}; stop it first, or set AULA_DATABASE_URL to share a Postgres server`,
+        );
+      }
+      rmSync(file, { force: true });
+    }
+  }
+  throw new DatabaseInUseError(`could not lock the embedded database in ${dataDir}`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
