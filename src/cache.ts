@@ -1,6 +1,6 @@
 import type { Clock } from './clock.ts';
 
-/** A small TTL cache with LRU eviction, for hot-path reads that the bus invalidates on change. */
+/** A small TTL cache (oldest entry evicted when full) for hot-path reads that the bus invalidates on change. */
 export class TtlCache<V> {
   readonly #map = new Map<string, { v: V; at: number }>();
   readonly #ttlMs: number;

@@ -4,7 +4,7 @@ import type { Sealer } from '../crypto.ts';
 import { sha256 } from '../crypto.ts';
 import type { Db, Sql, Tx } from '../db/index.ts';
 import { transaction } from '../db/tx.ts';
-import { AppError, toAppError } from '../errors.ts';
+import { AppError, toAppError, type ErrorCode } from '../errors.ts';
 import type { Reply } from '../../http/route.ts';
 
 /** Replays are kept 24 hours; a request that died mid-flight frees its key after 60 seconds. */
@@ -86,7 +86,7 @@ export class Idempotency {
     const stored = this.#sealer.openJson<Stored>(row.responseBody);
     if (!stored) throw new AppError('internal_error', { message: 'A stored idempotent response could not be read.' });
     if (stored.error) {
-      throw Object.assign(new AppError(stored.error.code as never, { message: stored.error.message, details: stored.error.details, headers: { 'Idempotent-Replayed': 'true' } }));
+      throw new AppError(stored.error.code as ErrorCode, { message: stored.error.message, details: stored.error.details, headers: { 'Idempotent-Replayed': 'true' } });
     }
     const reply = stored.reply!;
     return { ...reply, headers: { ...reply.headers, 'Idempotent-Replayed': 'true' } };

@@ -7,7 +7,7 @@ import { newId } from '../ids.ts';
 import { ROOM_ROLES } from './join-links.ts';
 import type { MeetingRow, Meetings } from './meetings.ts';
 import { emitEvent } from './outbox.ts';
-import type { AccessClaims, JoinClaims, RoomRole, Tokens } from './tokens.ts';
+import type { AccessClaims, RoomRole, Tokens } from './tokens.ts';
 import type { UserRow } from './users.ts';
 
 export const ACCESS_TTL_MS = 60 * 60_000;
@@ -253,4 +253,3 @@ export class Sessions {
   }
 }
 
-export type { JoinClaims };

@@ -106,29 +106,29 @@ export class Users {
   /** Creates or updates by externalId; emits user.created or, when something changed, user.updated. */
   upsert(pool: Db, orgId: string, input: UserInput): Promise<{ user: UserRow; created: boolean }> {
     return inTx(pool, async (db) => {
-    const now = iso(this.#clock.now());
-    const [inserted] = await db<UserRow[]>`insert into users (id, org_id, external_id, full_name, email, role, avatar_url, created_at, updated_at)
-      values (${newId('usr')}, ${orgId}, ${input.externalId}, ${input.fullName}, ${input.email ?? null}, ${input.role},
-        ${input.avatarUrl ?? null}, ${now}, ${now})
-      on conflict (org_id, external_id) do nothing returning *`;
-    if (inserted) {
-      await emitEvent(db, orgId, 'user.created', userEventData(inserted), this.#clock.now());
-      return { user: inserted, created: true };
-    }
-    const [current] = await db<UserRow[]>`select * from users where org_id = ${orgId} and external_id = ${input.externalId} for update`;
-    const next = {
-      fullName: input.fullName,
-      role: input.role,
-      email: input.email === undefined ? current!.email : input.email,
-      avatarUrl: input.avatarUrl === undefined ? current!.avatarUrl : input.avatarUrl,
-    };
-    const changed = (Object.keys(next) as (keyof typeof next)[]).some((k) => next[k] !== current![k]);
-    if (!changed) return { user: current!, created: false };
-    const [updated] = await db<UserRow[]>`update users set full_name = ${next.fullName}, role = ${next.role}, email = ${next.email},
-      avatar_url = ${next.avatarUrl}, updated_at = ${now} where id = ${current!.id} returning *`;
-    await emitEvent(db, orgId, 'user.updated', userEventData(updated!), this.#clock.now());
-    this.#invalidate(db, updated!);
-    return { user: updated!, created: false };
+      const now = iso(this.#clock.now());
+      const [inserted] = await db<UserRow[]>`insert into users (id, org_id, external_id, full_name, email, role, avatar_url, created_at, updated_at)
+        values (${newId('usr')}, ${orgId}, ${input.externalId}, ${input.fullName}, ${input.email ?? null}, ${input.role},
+          ${input.avatarUrl ?? null}, ${now}, ${now})
+        on conflict (org_id, external_id) do nothing returning *`;
+      if (inserted) {
+        await emitEvent(db, orgId, 'user.created', userEventData(inserted), this.#clock.now());
+        return { user: inserted, created: true };
+      }
+      const [current] = await db<UserRow[]>`select * from users where org_id = ${orgId} and external_id = ${input.externalId} for update`;
+      const next = {
+        fullName: input.fullName,
+        role: input.role,
+        email: input.email === undefined ? current!.email : input.email,
+        avatarUrl: input.avatarUrl === undefined ? current!.avatarUrl : input.avatarUrl,
+      };
+      const changed = (Object.keys(next) as (keyof typeof next)[]).some((k) => next[k] !== current![k]);
+      if (!changed) return { user: current!, created: false };
+      const [updated] = await db<UserRow[]>`update users set full_name = ${next.fullName}, role = ${next.role}, email = ${next.email},
+        avatar_url = ${next.avatarUrl}, updated_at = ${now} where id = ${current!.id} returning *`;
+      await emitEvent(db, orgId, 'user.updated', userEventData(updated!), this.#clock.now());
+      this.#invalidate(db, updated!);
+      return { user: updated!, created: false };
     });
   }
 
@@ -172,18 +172,18 @@ export class Users {
    */
   deactivate(pool: Db, orgId: string, idOrExternal: string): Promise<UserRow> {
     return inTx(pool, async (db) => {
-    const current = await this.get(db, orgId, idOrExternal, true);
-    if (current.status === 'DEACTIVATED') return current;
-    const at = this.#clock.now();
-    const now = iso(at);
-    const [u] = await db<UserRow[]>`update users set status = 'DEACTIVATED', deactivated_at = ${now}, revoked_before = ${now},
-      updated_at = ${now} where id = ${current.id} returning *`;
-    await db`update meeting_sessions set revoked_at = ${now}, revoked_reason = 'user_deactivated'
-      where user_id = ${current.id} and revoked_at is null`;
-    await emitEvent(db, orgId, 'user.deactivated', userEventData(u!), at);
-    this.#invalidate(db, u!);
-    afterCommit(db, () => this.#bus.publish('user-deactivated', { orgId, userId: u!.id }));
-    return u!;
+      const current = await this.get(db, orgId, idOrExternal, true);
+      if (current.status === 'DEACTIVATED') return current;
+      const at = this.#clock.now();
+      const now = iso(at);
+      const [u] = await db<UserRow[]>`update users set status = 'DEACTIVATED', deactivated_at = ${now}, revoked_before = ${now},
+        updated_at = ${now} where id = ${current.id} returning *`;
+      await db`update meeting_sessions set revoked_at = ${now}, revoked_reason = 'user_deactivated'
+        where user_id = ${current.id} and revoked_at is null`;
+      await emitEvent(db, orgId, 'user.deactivated', userEventData(u!), at);
+      this.#invalidate(db, u!);
+      afterCommit(db, () => this.#bus.publish('user-deactivated', { orgId, userId: u!.id }));
+      return u!;
     });
   }
 }
