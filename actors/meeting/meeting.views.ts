@@ -1,0 +1,111 @@
+import { iso } from '../effects.ts';
+import type {
+  ClientSettings,
+  MeetingContext,
+  MeetingEffect,
+  MeetingEventData,
+  MeetingInput,
+  Participant,
+  ParticipantEventData,
+  RosterEntry,
+} from './meeting.types.ts';
+
+// Pure functions from the meeting machine's context to what it shows: its initial context, webhook data,
+// the roster and the settings clients see.
+
+const ms = (s: string | null | undefined): number | null => (s == null ? null : Date.parse(s));
+
+/** Roster order: by join time, then id, so every member renders the same list. */
+export const byJoin = (a: Participant, b: Participant): number => a.joinedAt - b.joinedAt || (a.participantId < b.participantId ? -1 : 1);
+
+export function initialMeetingContext(input: MeetingInput): MeetingContext {
+  const startedAt = ms(input.startedAt);
+  return {
+    meeting: {
+      meetingId: input.meetingId,
+      orgId: input.orgId,
+      externalMeetingId: input.externalMeetingId,
+      kind: input.kind,
+      title: input.title,
+      type: input.type,
+      slug: input.slug,
+      hostUserId: input.hostUserId,
+      classId: input.classId,
+      externalClassId: input.externalClassId,
+      courseId: input.courseId,
+      batchId: input.batchId,
+      scheduledStart: iso(Date.parse(input.scheduledStart)),
+      scheduledEnd: iso(Date.parse(input.scheduledEnd)),
+    },
+    settings: { ...input.settings },
+    planMaxMinutes: input.planMaxMinutes,
+    status: input.status,
+    startedAt,
+    endedAt: ms(input.endedAt),
+    endedReason: input.endedReason ?? null,
+    cancelledAt: null,
+    planCapAt: input.status === 'LIVE' && startedAt !== null ? startedAt + input.planMaxMinutes * 60_000 : null,
+    emptySince: null,
+    emptyGraceAt: null,
+    participants: {},
+    removedSessions: [],
+  };
+}
+
+/** data of meeting.* events; same keys and rules as `meetingEventData` in src/services/meetings.ts. */
+export function meetingData(c: MeetingContext): MeetingEventData {
+  const m = c.meeting;
+  return {
+    meetingId: m.meetingId,
+    externalMeetingId: m.externalMeetingId,
+    kind: m.kind,
+    title: m.title,
+    type: m.type,
+    status: c.status,
+    slug: m.slug,
+    hostUserId: m.hostUserId,
+    classId: m.classId,
+    externalClassId: m.externalClassId,
+    courseId: m.courseId,
+    batchId: m.batchId,
+    scheduledStart: m.scheduledStart,
+    scheduledEnd: m.scheduledEnd,
+    startedAt: c.startedAt === null ? null : iso(c.startedAt),
+    endedAt: c.endedAt === null ? null : iso(c.endedAt),
+    durationSeconds: c.startedAt !== null && c.endedAt !== null ? Math.round((c.endedAt - c.startedAt) / 1000) : null,
+    ...(c.status === 'ENDED' ? { endedReason: c.endedReason } : {}),
+  };
+}
+
+export function participantData(c: MeetingContext, p: Participant, leftAt: number | null): ParticipantEventData {
+  return {
+    meetingId: c.meeting.meetingId,
+    externalMeetingId: c.meeting.externalMeetingId,
+    kind: c.meeting.kind,
+    participantId: p.participantId,
+    user: p.user,
+    device: p.device,
+    joinedAt: iso(p.joinedAt),
+    leftAt: leftAt === null ? null : iso(leftAt),
+    durationSeconds: leftAt === null ? null : Math.max(0, Math.round((leftAt - p.joinedAt) / 1000)),
+  };
+}
+
+export function roster(c: Pick<MeetingContext, 'participants'>): RosterEntry[] {
+  return Object.values(c.participants)
+    .sort(byJoin)
+    .map((p) => ({ participantId: p.participantId, userId: p.user.id, name: p.user.name, roomRole: p.roomRole, joinedAt: iso(p.joinedAt), muted: p.muted }));
+}
+
+export const clientSettings = (c: MeetingContext): ClientSettings => ({
+  muteOnEntry: c.settings.muteOnEntry,
+  lectureMode: c.settings.lectureMode,
+  allowStudentScreenShare: c.settings.allowStudentScreenShare,
+});
+
+export const rosterMessage = (participants: MeetingContext['participants']): MeetingEffect => ({
+  type: 'send',
+  to: { all: true },
+  message: { type: 'roster', participants: roster({ participants }) },
+});
+

@@ -1,0 +1,74 @@
+import type { z } from 'zod';
+import type { OutboxEffect, Refusal, ReplyEffect, SendEffect, TimerCancelEffect, TimerSetEffect } from '../effects.ts';
+import type { RoomUser } from '../meeting/meeting.types.ts';
+import type { WAITING_STATUSES, waitingRoomEvent, waitingRoomInput } from './waiting-room.schemas.ts';
+
+export type WaitingRoomInput = z.infer<typeof waitingRoomInput>;
+export type WaitingRoomEvent = z.infer<typeof waitingRoomEvent>;
+export type WaitingStatus = (typeof WAITING_STATUSES)[number];
+
+export interface WaitingEntry {
+  queueId: string;
+  sessionId: string;
+  user: RoomUser;
+  status: WaitingStatus;
+  /** ms */
+  requestedAt: number;
+  admittedAt: number | null;
+  /** user id of the admitting host */
+  admittedBy: string | null;
+  /** ms of the last change of status */
+  updatedAt: number;
+}
+
+/** JSON only: this is what `getPersistedSnapshot()` stores. */
+export interface WaitingRoomContext {
+  meeting: WaitingRoomInput;
+  /** by queueId; entries stay after they leave WAITING so STATUS keeps answering */
+  entries: Record<string, WaitingEntry>;
+}
+
+/** data of participant.waiting and participant.admitted. */
+export interface WaitingEventData {
+  meetingId: string;
+  externalMeetingId: string | null;
+  kind: 'MEETING' | 'CLASS';
+  queueId: string;
+  user: RoomUser;
+  requestedAt: string;
+  admittedAt: string | null;
+  admittedBy: string | null;
+}
+
+export interface WaitingListEntry {
+  queueId: string;
+  userId: string | null;
+  name: string;
+  role: RoomUser['role'];
+  requestedAt: string;
+}
+
+export type WaitingRoomMessage =
+  /** to the hosts: everyone still WAITING, oldest first */
+  | { type: 'waiting-room'; entries: WaitingListEntry[] }
+  /** to the entry: the outcome */
+  | { type: 'admitted'; queueId: string }
+  | { type: 'denied'; queueId: string }
+  | { type: 'expired'; queueId: string; reason: 'timeout' | 'meeting_ended' };
+
+export interface EntryView {
+  ok: true;
+  queueId: string;
+  status: WaitingStatus;
+  requestedAt: string;
+  admittedAt: string | null;
+}
+
+export type WaitingRoomReplyBody = Refusal | EntryView | { ok: true };
+
+export type WaitingRoomEffect =
+  | OutboxEffect<'participant.waiting' | 'participant.admitted', WaitingEventData>
+  | TimerSetEffect
+  | TimerCancelEffect
+  | SendEffect<WaitingRoomMessage>
+  | ReplyEffect<WaitingRoomReplyBody>;

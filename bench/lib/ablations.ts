@@ -1,0 +1,22 @@
+/**
+ * Parts of the mint path that bench/servers/aula.ts can swap for cheaper stand-ins on the running member,
+ * so a run with one part removed shows what that part costs (`npm run bench -- --ablate all`).
+ */
+export const ABLATIONS = {
+  /** the per-key limit counted in this process (rate-limiter-flexible's memory limiter) instead of Redis */
+  'rate-limit-local': 'rate limit in process memory instead of a Redis round trip',
+  /** no limit at all */
+  'no-rate-limit': 'no rate limit',
+  /** the pipeline's per-request `app.log.child({ reqId })` returns the parent logger */
+  'no-log-child': 'no per-request pino child logger',
+  /** the mint route's zod schemas (path params, body) pass the input through unchecked */
+  'no-zod': 'no zod parsing of params and body',
+  /** the join token is a constant instead of an AES-256-GCM sealed box of its claims */
+  'no-seal': 'no AES-GCM seal of the token',
+} as const;
+
+export type Ablation = keyof typeof ABLATIONS;
+export const ABLATION_NAMES = Object.keys(ABLATIONS) as Ablation[];
+
+/** Everything at once (no-rate-limit covers rate-limit-local): what is left is uWS and the pipeline's own work. */
+export const ALL_AT_ONCE: Ablation[] = ['no-rate-limit', 'no-log-child', 'no-zod', 'no-seal'];

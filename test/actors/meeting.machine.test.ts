@@ -1,0 +1,584 @@
+import t from 'tap';
+import { createActor, type SnapshotFrom } from 'xstate';
+import {
+  EMPTY_GRACE_MS,
+  MEETING_MACHINE_VERSION,
+  meetingMachine,
+  NO_SHOW_GRACE_MS,
+  RECONNECT_GRACE_MS,
+} from '../../actors/meeting/meeting.machine.ts';
+import { meetingEvent, meetingInput } from '../../actors/meeting/meeting.schemas.ts';
+import type { MeetingEffect, MeetingInput, RoomRole } from '../../actors/meeting/meeting.types.ts';
+import { meetingEventData, type MeetingRow } from '../../src/services/meetings.ts';
+
+const T0 = Date.parse('2026-01-05T09:00:00Z');
+const MIN = 60_000;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+const baseInput: MeetingInput = {
+  meetingId: 'mtg_1',
+  orgId: 'org_1',
+  externalMeetingId: 'ext-m-1',
+  kind: 'CLASS',
+  title: 'Algebra',
+  type: 'CLASSROOM',
+  slug: 'abc-defg-hjk',
+  hostUserId: 'usr_teacher',
+  classId: 'cls_1',
+  externalClassId: 'ext-c-1',
+  courseId: null,
+  batchId: 'b-1',
+  scheduledStart: iso(T0),
+  scheduledEnd: iso(T0 + 60 * MIN),
+  settings: { muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false, recordAutomatically: false, waitingRoom: false },
+  planMaxMinutes: 40,
+  status: 'SCHEDULED',
+};
+
+/** An actor that records what it emits; `send` validates the event like the host does and returns the effects it caused. */
+function room(input: Partial<MeetingInput> = {}, snapshot?: SnapshotFrom<typeof meetingMachine>) {
+  // On restore XState ignores input; the types ask for it anyway.
+  const actor = createActor(meetingMachine, { input: meetingInput.parse({ ...baseInput, ...input }), ...(snapshot ? { snapshot } : {}) });
+  let effects: MeetingEffect[] = [];
+  actor.on('*', (e) => effects.push(e));
+  actor.start();
+  return {
+    actor,
+    send(event: Record<string, unknown>): MeetingEffect[] {
+      effects = [];
+      actor.send(meetingEvent.parse(event));
+      if (effects.filter((e) => e.type === 'reply').length > 1) throw new Error(`${String(event.type)}: more than one reply`);
+      if (actor.getSnapshot().status !== 'active') throw new Error(`${String(event.type)}: the actor is ${actor.getSnapshot().status}`);
+      return effects;
+    },
+    get state() {
+      return actor.getSnapshot().value;
+    },
+    get context() {
+      return actor.getSnapshot().context;
+    },
+  };
+}
+
+const users = {
+  teacher: { id: 'usr_teacher', externalId: 't-1', name: 'Ada', email: 'ada@example.com', role: 'TEACHER' },
+  alice: { id: 'usr_alice', externalId: 's-1', name: 'Alice', email: null, role: 'STUDENT' },
+  bob: { id: 'usr_bob', externalId: 's-2', name: 'Bob', email: 'bob@example.com', role: 'STUDENT' },
+  carol: { id: 'usr_carol', externalId: 't-2', name: 'Carol', email: null, role: 'TEACHER' },
+} as const;
+type Who = keyof typeof users;
+
+const join = (who: Who, at: number, o: { roomRole?: RoomRole; pid?: string; conn?: string; device?: string } = {}) => ({
+  type: 'JOIN',
+  participantId: o.pid ?? `par_${who}`,
+  sessionId: `ses_${o.pid ?? who}`,
+  user: users[who],
+  roomRole: o.roomRole ?? (who === 'teacher' ? 'HOST' : 'PARTICIPANT'),
+  device: o.device ?? 'web',
+  connectionId: o.conn ?? `conn_${o.pid ?? who}_1`,
+  at,
+});
+
+const ofType = <T extends MeetingEffect['type']>(effects: MeetingEffect[], type: T) =>
+  effects.filter((e): e is Extract<MeetingEffect, { type: T }> => e.type === type);
+const outbox = (effects: MeetingEffect[]) => ofType(effects, 'outbox').map((e) => e.eventType);
+const reply = (effects: MeetingEffect[]) => {
+  const replies = ofType(effects, 'reply');
+  if (replies.length > 1) throw new Error('more than one reply');
+  return replies[0]?.body as Record<string, any> | undefined;
+};
+const timers = (effects: MeetingEffect[]) =>
+  effects.filter((e) => e.type === 'timer.set' || e.type === 'timer.cancel').map((e) => (e.type === 'timer.set' ? `set ${e.name}@${e.dueAt - T0}` : `cancel ${e.name}`));
+
+/** A LIVE room: the teacher (HOST) at T0, Alice at T0+1min. */
+function liveRoom(input: Partial<MeetingInput> = {}) {
+  const r = room(input);
+  r.send({ type: 'INIT', at: T0 - 10 * MIN });
+  r.send(join('teacher', T0));
+  r.send(join('alice', T0 + MIN));
+  return r;
+}
+
+t.test('exports', async (t) => {
+  t.equal(MEETING_MACHINE_VERSION, 1);
+  t.equal(RECONNECT_GRACE_MS, 15_000);
+  t.equal(EMPTY_GRACE_MS, 60_000);
+  t.equal(NO_SHOW_GRACE_MS, 3_600_000);
+});
+
+t.test('INIT in scheduled arms the no-show timer at scheduledEnd + 1 hour', async (t) => {
+  const r = room();
+  t.equal(r.state, 'scheduled');
+  const fx = r.send({ type: 'INIT', at: T0 - 60 * MIN });
+  t.same(timers(fx), [`set no-show@${60 * MIN + NO_SHOW_GRACE_MS}`]);
+  t.same(reply(fx), { ok: true, status: 'SCHEDULED', endedReason: null });
+});
+
+t.test('the first JOIN starts the meeting: meeting.started, plan-cap timer, participant.joined, roster, reply', async (t) => {
+  const r = room();
+  const at = T0 + 2 * MIN;
+  const fx = r.send(join('teacher', at, { device: 'android' }));
+  t.equal(r.state, 'live');
+  t.equal(r.context.status, 'LIVE');
+  t.equal(r.context.startedAt, at);
+  t.same(outbox(fx), ['meeting.started', 'participant.joined']);
+  const started = ofType(fx, 'outbox')[0]!.data;
+  t.strictSame(started, {
+    meetingId: 'mtg_1',
+    externalMeetingId: 'ext-m-1',
+    kind: 'CLASS',
+    title: 'Algebra',
+    type: 'CLASSROOM',
+    status: 'LIVE',
+    slug: 'abc-defg-hjk',
+    hostUserId: 'usr_teacher',
+    classId: 'cls_1',
+    externalClassId: 'ext-c-1',
+    courseId: null,
+    batchId: 'b-1',
+    scheduledStart: iso(T0),
+    scheduledEnd: iso(T0 + 60 * MIN),
+    startedAt: iso(at),
+    endedAt: null,
+    durationSeconds: null,
+  });
+  t.strictSame(ofType(fx, 'outbox')[1]!.data, {
+    meetingId: 'mtg_1',
+    externalMeetingId: 'ext-m-1',
+    kind: 'CLASS',
+    participantId: 'par_teacher',
+    user: users.teacher,
+    device: 'android',
+    joinedAt: iso(at),
+    leftAt: null,
+    durationSeconds: null,
+  });
+  t.same(timers(fx), ['cancel no-show', `set plan-cap@${2 * MIN + 40 * MIN}`]);
+  const roster = [{ participantId: 'par_teacher', userId: 'usr_teacher', name: 'Ada', roomRole: 'HOST', joinedAt: iso(at), muted: false }];
+  t.strictSame(ofType(fx, 'send'), [{ type: 'send', to: { all: true }, message: { type: 'roster', participants: roster } }]);
+  t.strictSame(reply(fx), {
+    ok: true,
+    participantId: 'par_teacher',
+    roster,
+    settings: { muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false },
+  });
+});
+
+t.test('later JOINs add participants without a second meeting.started', async (t) => {
+  const r = liveRoom();
+  const fx = r.send(join('bob', T0 + 3 * MIN));
+  t.same(outbox(fx), ['participant.joined']);
+  t.same(timers(fx), []);
+  const roster = ofType(fx, 'send')[0]!.message;
+  t.same(roster.type === 'roster' && roster.participants.map((p) => p.participantId), ['par_teacher', 'par_alice', 'par_bob']);
+  t.same(reply(fx)?.roster.length, 3);
+});
+
+t.test('muteOnEntry: everyone but hosts and cohosts starts muted; settings are in the join reply', async (t) => {
+  const r = room({ settings: { ...baseInput.settings, muteOnEntry: true, lectureMode: true } });
+  r.send(join('teacher', T0));
+  r.send(join('carol', T0 + 1, { roomRole: 'COHOST' }));
+  r.send(join('alice', T0 + 2, { roomRole: 'PARTICIPANT' }));
+  const fx = r.send(join('bob', T0 + 3, { roomRole: 'VIEWER' }));
+  const body = reply(fx)!;
+  t.same(
+    body.roster.map((p: { name: string; muted: boolean }) => [p.name, p.muted]),
+    [['Ada', false], ['Carol', false], ['Alice', true], ['Bob', true]],
+  );
+  t.strictSame(body.settings, { muteOnEntry: true, lectureMode: true, allowStudentScreenShare: false });
+});
+
+t.test('a reconnect within the grace emits no leave/join pair', async (t) => {
+  const r = liveRoom();
+  const drop = T0 + 5 * MIN;
+  let fx = r.send({ type: 'DISCONNECT', participantId: 'par_alice', connectionId: 'conn_alice_1', at: drop });
+  t.same(timers(fx), [`set reconnect:par_alice@${5 * MIN + RECONNECT_GRACE_MS}`]);
+  t.same(outbox(fx), []);
+  t.same(ofType(fx, 'send'), [], 'roster unchanged while the grace runs');
+  t.same(reply(fx), undefined, 'DISCONNECT is fire-and-forget');
+
+  fx = r.send(join('alice', drop + 10_000, { conn: 'conn_alice_2' }));
+  t.same(outbox(fx), [], 'no participant.joined for a reconnect');
+  t.same(timers(fx), ['cancel reconnect:par_alice']);
+  t.same(ofType(fx, 'send'), []);
+  t.equal(reply(fx)?.ok, true);
+  t.equal(reply(fx)?.participantId, 'par_alice');
+  t.same(r.context.participants.par_alice!.connections, ['conn_alice_2']);
+  t.equal(r.context.participants.par_alice!.joinedAt, T0 + MIN, 'joinedAt kept');
+
+  fx = r.send({ type: 'TIMER', name: 'reconnect:par_alice', at: drop + RECONNECT_GRACE_MS });
+  t.same(fx, [], 'a stale reconnect timer changes nothing');
+  t.ok(r.context.participants.par_alice);
+});
+
+t.test('a participant with another connection open does not start the reconnect grace', async (t) => {
+  const r = liveRoom();
+  r.send(join('alice', T0 + 2 * MIN, { conn: 'conn_alice_2' }));
+  t.same(r.context.participants.par_alice!.connections, ['conn_alice_1', 'conn_alice_2']);
+  const fx = r.send({ type: 'DISCONNECT', participantId: 'par_alice', connectionId: 'conn_alice_1', at: T0 + 3 * MIN });
+  t.same(fx, []);
+  t.same(r.send({ type: 'DISCONNECT', participantId: 'par_nobody', connectionId: 'x', at: T0 + 3 * MIN }), [], 'unknown participant ignored');
+});
+
+t.test('the reconnect grace running out makes the participant leave at the time of the drop', async (t) => {
+  const r = liveRoom();
+  const drop = T0 + 11 * MIN;
+  r.send({ type: 'DISCONNECT', participantId: 'par_alice', connectionId: 'conn_alice_1', at: drop });
+  t.same(r.send({ type: 'TIMER', name: 'reconnect:par_alice', at: drop + 1000 }), [], 'an early timer is ignored');
+  const fx = r.send({ type: 'TIMER', name: 'reconnect:par_alice', at: drop + RECONNECT_GRACE_MS + 5 });
+  t.same(outbox(fx), ['participant.left']);
+  const left = ofType(fx, 'outbox')[0]!.data;
+  t.match(left, { participantId: 'par_alice', joinedAt: iso(T0 + MIN), leftAt: iso(drop), durationSeconds: 600 });
+  t.same(ofType(fx, 'disconnect'), [], 'nothing left to close');
+  t.same(timers(fx), []);
+  t.equal(ofType(fx, 'send').length, 1, 'roster broadcast');
+  t.same(reply(fx), undefined);
+  t.notOk(r.context.participants.par_alice);
+});
+
+t.test('LEAVE: participant.left at once; the last one out starts the empty-room grace', async (t) => {
+  const r = liveRoom();
+  let fx = r.send({ type: 'LEAVE', participantId: 'par_alice', at: T0 + 10 * MIN });
+  t.same(outbox(fx), ['participant.left']);
+  t.match(ofType(fx, 'outbox')[0]!.data, { leftAt: iso(T0 + 10 * MIN), durationSeconds: 540 });
+  t.same(ofType(fx, 'disconnect'), [{ type: 'disconnect', participantId: 'par_alice', code: 'left' }], 'her other tabs close');
+  t.same(timers(fx), []);
+  t.same(reply(fx), { ok: true, left: ['par_alice'] });
+
+  fx = r.send({ type: 'LEAVE', participantId: 'par_teacher', at: T0 + 12 * MIN });
+  t.same(timers(fx), [`set empty-grace@${12 * MIN + EMPTY_GRACE_MS}`]);
+  t.equal(r.state, 'live');
+  t.equal(r.context.emptySince, T0 + 12 * MIN);
+
+  fx = r.send({ type: 'LEAVE', participantId: 'par_teacher', at: T0 + 12 * MIN + 1 });
+  t.same(fx, [{ type: 'reply', body: { ok: true, left: [] } }], 'leaving twice is fine');
+});
+
+t.test('joining during the empty-room grace cancels it', async (t) => {
+  const r = liveRoom();
+  r.send({ type: 'LEAVE', participantId: 'par_alice', at: T0 + 10 * MIN });
+  r.send({ type: 'LEAVE', participantId: 'par_teacher', at: T0 + 10 * MIN });
+  const fx = r.send(join('bob', T0 + 10 * MIN + 30_000));
+  t.same(timers(fx), ['cancel empty-grace']);
+  t.same(outbox(fx), ['participant.joined']);
+  t.equal(r.context.emptySince, null);
+  t.same(r.send({ type: 'TIMER', name: 'empty-grace', at: T0 + 11 * MIN }), [], 'a stale grace timer is ignored');
+  t.equal(r.state, 'live');
+});
+
+t.test('the empty-room grace running out ends the meeting ROOM_FINISHED', async (t) => {
+  const r = liveRoom();
+  r.send({ type: 'LEAVE', participantId: 'par_alice', at: T0 + 19 * MIN });
+  r.send({ type: 'LEAVE', participantId: 'par_teacher', at: T0 + 20 * MIN });
+  const fx = r.send({ type: 'TIMER', name: 'empty-grace', at: T0 + 21 * MIN });
+  t.equal(r.state, 'ended');
+  t.ok(r.actor.getSnapshot().hasTag('closed'));
+  t.equal(r.actor.getSnapshot().status, 'active', 'still answers');
+  t.same(outbox(fx), ['meeting.ended']);
+  t.match(ofType(fx, 'outbox')[0]!.data, {
+    status: 'ENDED',
+    startedAt: iso(T0),
+    endedAt: iso(T0 + 20 * MIN),
+    durationSeconds: 1200,
+    endedReason: 'ROOM_FINISHED',
+  });
+  t.same(timers(fx), ['cancel plan-cap', 'cancel empty-grace']);
+  t.same(reply(fx), undefined);
+  t.match(r.context, { status: 'ENDED', endedReason: 'ROOM_FINISHED', endedAt: T0 + 20 * MIN });
+});
+
+t.test('the plan cap ends the meeting PLAN_LIMIT; everyone still in leaves and is disconnected', async (t) => {
+  const r = liveRoom();
+  r.send({ type: 'DISCONNECT', participantId: 'par_alice', connectionId: 'conn_alice_1', at: T0 + 39 * MIN + 55_000 });
+  t.same(r.send({ type: 'TIMER', name: 'plan-cap', at: T0 + 39 * MIN }), [], 'before the cap: ignored');
+  const fx = r.send({ type: 'TIMER', name: 'plan-cap', at: T0 + 40 * MIN + 200 });
+  t.equal(r.state, 'ended');
+  t.same(outbox(fx), ['participant.left', 'participant.left', 'meeting.ended']);
+  const [teacherLeft, aliceLeft, ended] = ofType(fx, 'outbox').map((e) => e.data);
+  t.match(teacherLeft, { participantId: 'par_teacher', leftAt: iso(T0 + 40 * MIN), durationSeconds: 2400 });
+  t.match(aliceLeft, { participantId: 'par_alice', leftAt: iso(T0 + 39 * MIN + 55_000) }, 'left when her connection dropped');
+  t.match(ended, { endedReason: 'PLAN_LIMIT', endedAt: iso(T0 + 40 * MIN), durationSeconds: 2400 });
+  t.same(ofType(fx, 'disconnect'), [
+    { type: 'disconnect', participantId: 'par_teacher', code: 'meeting_ended' },
+    { type: 'disconnect', participantId: 'par_alice', code: 'meeting_ended' },
+  ]);
+  t.same(timers(fx), ['cancel plan-cap', 'cancel reconnect:par_alice']);
+  t.same(r.context.participants, {});
+});
+
+t.test('END by a host or through the API ends it HOST_ENDED; anyone else is refused', async (t) => {
+  const r = liveRoom();
+  let fx = r.send({ type: 'END', by: 'par_alice', at: T0 + 5 * MIN });
+  t.equal(r.state, 'live');
+  t.match(reply(fx), { ok: false, error: { code: 'forbidden' } });
+  t.equal(fx.length, 1);
+  fx = r.send({ type: 'END', by: 'par_stranger', at: T0 + 5 * MIN });
+  t.match(reply(fx), { ok: false, error: { code: 'forbidden' } });
+
+  fx = r.send({ type: 'END', by: 'par_teacher', at: T0 + 30 * MIN });
+  t.equal(r.state, 'ended');
+  t.same(outbox(fx), ['participant.left', 'participant.left', 'meeting.ended']);
+  t.match(ofType(fx, 'outbox')[2]!.data, { endedReason: 'HOST_ENDED', durationSeconds: 1800, endedAt: iso(T0 + 30 * MIN) });
+  t.same(ofType(fx, 'disconnect').map((d) => d.code), ['meeting_ended', 'meeting_ended']);
+  t.same(reply(fx), { ok: true, status: 'ENDED', endedReason: 'HOST_ENDED' });
+
+  fx = r.send({ type: 'END', byApi: true, at: T0 + 31 * MIN });
+  t.same(fx, [{ type: 'reply', body: { ok: true, status: 'ENDED', endedReason: 'HOST_ENDED' } }], 'ending again: no second event');
+
+  fx = r.send(join('bob', T0 + 32 * MIN));
+  t.same(fx, [
+    { type: 'reply', body: { ok: false, error: { code: 'meeting_ended', message: 'The meeting has ended or was cancelled.', details: { status: 'ENDED' } } } },
+  ]);
+  t.match(reply(r.send({ type: 'CANCEL', at: T0 + 33 * MIN })), { ok: false, error: { code: 'invalid_state' } });
+  t.match(reply(r.send({ type: 'UPDATE', title: 'x', at: T0 + 33 * MIN })), { ok: false, error: { code: 'invalid_state' } });
+});
+
+t.test('END through the API; END of a scheduled meeting is invalid_state', async (t) => {
+  const s = room();
+  t.match(reply(s.send({ type: 'END', byApi: true, at: T0 })), { ok: false, error: { code: 'invalid_state', details: { status: 'SCHEDULED' } } });
+  const r = liveRoom();
+  const fx = r.send({ type: 'END', byApi: true, at: T0 + 2 * MIN });
+  t.equal(r.state, 'ended');
+  t.match(ofType(fx, 'outbox').at(-1)!.data, { endedReason: 'HOST_ENDED' });
+});
+
+t.test('REMOVE: host only; the removed participant leaves, is disconnected and may not come back', async (t) => {
+  const r = liveRoom();
+  r.send(join('carol', T0 + 2 * MIN, { roomRole: 'COHOST' }));
+  t.match(reply(r.send({ type: 'REMOVE', participantId: 'par_carol', by: 'par_alice', at: T0 + 3 * MIN })), { ok: false, error: { code: 'forbidden' } });
+  t.match(reply(r.send({ type: 'REMOVE', participantId: 'par_teacher', by: 'par_carol', at: T0 + 3 * MIN })), { ok: false, error: { code: 'forbidden' } }, 'a cohost cannot remove the host');
+  t.match(reply(r.send({ type: 'REMOVE', participantId: 'par_nobody', by: 'par_teacher', at: T0 + 3 * MIN })), {
+    ok: false,
+    error: { code: 'not_found', details: { participantId: 'par_nobody' } },
+  });
+
+  const fx = r.send({ type: 'REMOVE', participantId: 'par_alice', by: 'par_carol', at: T0 + 4 * MIN });
+  t.same(outbox(fx), ['participant.left']);
+  t.match(ofType(fx, 'outbox')[0]!.data, { participantId: 'par_alice', leftAt: iso(T0 + 4 * MIN), durationSeconds: 180 });
+  t.same(ofType(fx, 'disconnect'), [{ type: 'disconnect', participantId: 'par_alice', code: 'removed' }]);
+  const roster = ofType(fx, 'send')[0]!.message;
+  t.same(roster.type === 'roster' && roster.participants.map((p) => p.participantId), ['par_teacher', 'par_carol']);
+  t.same(reply(fx), { ok: true, left: ['par_alice'] });
+
+  const back = r.send(join('alice', T0 + 5 * MIN));
+  t.match(reply(back), { ok: false, error: { code: 'participant_removed' } });
+  t.equal(back.length, 1);
+  t.notOk(r.context.participants.par_alice);
+});
+
+t.test('MUTE_REQUEST: a host asks a participant to mute; others are refused', async (t) => {
+  const r = liveRoom();
+  let fx = r.send({ type: 'MUTE_REQUEST', participantId: 'par_alice', by: 'par_teacher', at: T0 + 2 * MIN });
+  t.same(fx, [
+    { type: 'send', to: { participantId: 'par_alice' }, message: { type: 'mute-request', by: 'par_teacher' } },
+    { type: 'reply', body: { ok: true } },
+  ]);
+  fx = r.send({ type: 'MUTE_REQUEST', participantId: 'par_teacher', by: 'par_alice', at: T0 + 2 * MIN });
+  t.same(ofType(fx, 'send'), []);
+  t.match(reply(fx), { ok: false, error: { code: 'forbidden' } });
+  t.match(reply(r.send({ type: 'MUTE_REQUEST', participantId: 'par_x', by: 'par_teacher', at: T0 })), { error: { code: 'not_found' } });
+  t.match(reply(room().send({ type: 'MUTE_REQUEST', participantId: 'par_x', by: 'par_y', at: T0 })), { error: { code: 'invalid_state' } });
+});
+
+t.test('DEACTIVATE_USER: every participant of that user leaves and is disconnected', async (t) => {
+  const r = liveRoom();
+  r.send(join('alice', T0 + 2 * MIN, { pid: 'par_alice_phone', device: 'ios' }));
+  r.send(join('bob', T0 + 2 * MIN));
+  const fx = r.send({ type: 'DEACTIVATE_USER', userId: 'usr_alice', at: T0 + 6 * MIN });
+  t.same(outbox(fx), ['participant.left', 'participant.left']);
+  t.same(ofType(fx, 'disconnect'), [
+    { type: 'disconnect', participantId: 'par_alice', code: 'user_deactivated' },
+    { type: 'disconnect', participantId: 'par_alice_phone', code: 'user_deactivated' },
+  ]);
+  t.equal(ofType(fx, 'send').length, 1, 'one roster broadcast');
+  t.same(reply(fx), { ok: true, left: ['par_alice', 'par_alice_phone'] });
+  t.same(Object.keys(r.context.participants), ['par_teacher', 'par_bob']);
+  t.same(reply(r.send({ type: 'DEACTIVATE_USER', userId: 'usr_alice', at: T0 + 7 * MIN })), { ok: true, left: [] });
+});
+
+t.test('CANCEL: a scheduled meeting is cancelled; a live one is not', async (t) => {
+  const r = room();
+  r.send({ type: 'INIT', at: T0 - 60 * MIN });
+  let fx = r.send({ type: 'CANCEL', at: T0 - 30 * MIN });
+  t.equal(r.state, 'cancelled');
+  t.same(outbox(fx), ['meeting.cancelled']);
+  const data = ofType(fx, 'outbox')[0]!.data;
+  t.match(data, { status: 'CANCELLED', startedAt: null, endedAt: null, durationSeconds: null });
+  t.notOk('endedReason' in data, 'endedReason only on ENDED');
+  t.same(timers(fx), ['cancel no-show']);
+  t.same(reply(fx), { ok: true, status: 'CANCELLED', endedReason: null });
+  t.equal(r.context.cancelledAt, T0 - 30 * MIN);
+
+  fx = r.send({ type: 'CANCEL', at: T0 - 29 * MIN });
+  t.same(fx, [{ type: 'reply', body: { ok: true, status: 'CANCELLED', endedReason: null } }], 'cancelling again: no second event');
+  t.match(reply(r.send(join('alice', T0))), { ok: false, error: { code: 'meeting_ended', details: { status: 'CANCELLED' } } });
+  t.match(reply(r.send({ type: 'END', byApi: true, at: T0 })), { ok: false, error: { code: 'invalid_state' } });
+
+  const live = liveRoom();
+  t.match(reply(live.send({ type: 'CANCEL', at: T0 + 2 * MIN })), { ok: false, error: { code: 'invalid_state', details: { status: 'LIVE' } } });
+  t.equal(live.state, 'live');
+});
+
+t.test('no-show: a scheduled meeting nobody started ends TIMEOUT, silently', async (t) => {
+  const r = room();
+  r.send({ type: 'INIT', at: T0 - 60 * MIN });
+  const due = T0 + 60 * MIN + NO_SHOW_GRACE_MS;
+  t.same(r.send({ type: 'TIMER', name: 'no-show', at: due - 1 }), [], 'early: ignored');
+  t.same(r.send({ type: 'TIMER', name: 'plan-cap', at: due }), [], 'other timers mean nothing while scheduled');
+  const fx = r.send({ type: 'TIMER', name: 'no-show', at: due + 50 });
+  t.same(fx, [], 'no webhook: TIMEOUT is declared but not sent');
+  t.equal(r.state, 'expired');
+  t.ok(r.actor.getSnapshot().hasTag('closed'));
+  t.match(r.context, { status: 'ENDED', endedReason: 'TIMEOUT', endedAt: due, startedAt: null });
+  t.match(reply(r.send(join('teacher', due + MIN))), { ok: false, error: { code: 'meeting_ended' } });
+  t.same(reply(r.send({ type: 'END', byApi: true, at: due + MIN })), { ok: true, status: 'ENDED', endedReason: 'TIMEOUT' });
+});
+
+t.test('UPDATE moves the no-show deadline with the schedule; a stale no-show timer is then ignored', async (t) => {
+  const r = room();
+  r.send({ type: 'INIT', at: T0 - 60 * MIN });
+  const fx = r.send({ type: 'UPDATE', scheduledStart: iso(T0 + 24 * 60 * MIN), scheduledEnd: iso(T0 + 25 * 60 * MIN), title: 'Algebra II', at: T0 });
+  t.same(timers(fx), [`set no-show@${25 * 60 * MIN + NO_SHOW_GRACE_MS}`]);
+  t.same(reply(fx), { ok: true });
+  t.same(r.send({ type: 'TIMER', name: 'no-show', at: T0 + 60 * MIN + NO_SHOW_GRACE_MS }), []);
+  t.equal(r.state, 'scheduled');
+  const started = r.send(join('teacher', T0 + 24 * 60 * MIN));
+  t.match(ofType(started, 'outbox')[0]!.data, { title: 'Algebra II', scheduledStart: iso(T0 + 24 * 60 * MIN) });
+});
+
+t.test('UPDATE in a live room: new settings go to everyone, a new plan cap re-arms its timer', async (t) => {
+  const r = liveRoom();
+  const fx = r.send({ type: 'UPDATE', settings: { allowStudentScreenShare: true }, planMaxMinutes: 300, at: T0 + 5 * MIN });
+  t.same(timers(fx), [`set plan-cap@${300 * MIN}`]);
+  t.same(ofType(fx, 'send'), [
+    { type: 'send', to: { all: true }, message: { type: 'settings', settings: { muteOnEntry: false, lectureMode: false, allowStudentScreenShare: true } } },
+  ]);
+  t.same(r.send({ type: 'TIMER', name: 'plan-cap', at: T0 + 40 * MIN }), [], 'the old cap no longer ends it');
+  t.equal(r.state, 'live');
+  t.same(ofType(r.send({ type: 'UPDATE', settings: { recordAutomatically: true }, at: T0 + 6 * MIN }), 'send'), [], 'no client-visible change, no message');
+});
+
+t.test('created from a LIVE row: INIT arms the plan cap from startedAt and the empty-room grace', async (t) => {
+  const r = room({ status: 'LIVE', startedAt: iso(T0) });
+  t.equal(r.state, 'live');
+  const fx = r.send({ type: 'INIT', at: T0 + 10 * MIN });
+  t.same(timers(fx), [`set plan-cap@${40 * MIN}`, `set empty-grace@${10 * MIN + EMPTY_GRACE_MS}`]);
+  const end = r.send({ type: 'TIMER', name: 'empty-grace', at: T0 + 11 * MIN });
+  t.equal(r.state, 'ended');
+  t.match(ofType(end, 'outbox')[0]!.data, { endedReason: 'ROOM_FINISHED', durationSeconds: 600 });
+});
+
+t.test('created from ENDED and CANCELLED rows', async (t) => {
+  const ended = room({ status: 'ENDED', startedAt: iso(T0), endedAt: iso(T0 + MIN), endedReason: 'HOST_ENDED' });
+  t.equal(ended.state, 'ended');
+  t.match(reply(ended.send(join('alice', T0 + 2 * MIN))), { error: { code: 'meeting_ended' } });
+  t.equal(room({ status: 'ENDED', endedReason: 'TIMEOUT', endedAt: iso(T0) }).state, 'expired');
+  t.equal(room({ status: 'CANCELLED' }).state, 'cancelled');
+});
+
+t.test('meeting.* data has the keys and values of meetingEventData in src/services/meetings.ts', async (t) => {
+  const r = liveRoom({ externalMeetingId: null, kind: 'MEETING', type: 'MEETING', classId: null, externalClassId: null, batchId: null });
+  const fx = r.send({ type: 'END', by: 'par_teacher', at: T0 + 25 * MIN + 499 });
+  const fromMachine = ofType(fx, 'outbox').find((e) => e.eventType === 'meeting.ended')!.data;
+  const row: MeetingRow = {
+    id: 'mtg_1',
+    orgId: 'org_1',
+    externalId: null,
+    slug: 'abc-defg-hjk',
+    kind: 'MEETING',
+    title: 'Algebra',
+    classId: null,
+    batchId: null,
+    hostUserId: 'usr_teacher',
+    scheduledStart: new Date(T0),
+    durationMinutes: 60,
+    settings: baseInput.settings,
+    accessMode: 'ORG_MEMBERS',
+    status: 'ENDED',
+    startedAt: new Date(T0),
+    endedAt: new Date(T0 + 25 * MIN + 499),
+    endedReason: 'HOST_ENDED',
+    cancelledAt: null,
+    createdAt: new Date(T0 - 1000),
+    updatedAt: new Date(T0),
+    externalClassId: null,
+    courseId: null,
+  };
+  t.strictSame(fromMachine, meetingEventData(row));
+});
+
+t.test('snapshot round trip mid-meeting: JSON, restore, continue with identical results', async (t) => {
+  const a = liveRoom({ settings: { ...baseInput.settings, muteOnEntry: true } });
+  a.send(join('bob', T0 + 2 * MIN));
+  a.send({ type: 'DISCONNECT', participantId: 'par_bob', connectionId: 'conn_bob_1', at: T0 + 3 * MIN });
+  a.send({ type: 'REMOVE', participantId: 'par_alice', by: 'par_teacher', at: T0 + 4 * MIN });
+
+  const persisted = a.actor.getPersistedSnapshot();
+  const json = JSON.stringify(persisted);
+  // XState's own output/error are undefined (dropped by JSON); everything the machine keeps is plain JSON.
+  t.strictSame(JSON.parse(json).context, a.context, 'the context is plain JSON');
+  t.match(JSON.parse(json), { status: 'active', value: 'live', children: {} });
+  const b = room({}, JSON.parse(json));
+  t.equal(b.state, 'live');
+  t.strictSame(b.context, a.context);
+
+  const rest: Record<string, unknown>[] = [
+    join('alice', T0 + 5 * MIN),
+    join('bob', T0 + 3 * MIN + 5000, { conn: 'conn_bob_2' }),
+    join('carol', T0 + 6 * MIN, { roomRole: 'COHOST' }),
+    { type: 'DISCONNECT', participantId: 'par_carol', connectionId: 'conn_carol_1', at: T0 + 7 * MIN },
+    { type: 'TIMER', name: 'reconnect:par_carol', at: T0 + 7 * MIN + RECONNECT_GRACE_MS },
+    { type: 'MUTE_REQUEST', participantId: 'par_bob', by: 'par_teacher', at: T0 + 8 * MIN },
+    { type: 'LEAVE', participantId: 'par_bob', at: T0 + 9 * MIN },
+    { type: 'LEAVE', participantId: 'par_teacher', at: T0 + 10 * MIN },
+    { type: 'TIMER', name: 'empty-grace', at: T0 + 11 * MIN },
+  ];
+  for (const event of rest) t.strictSame(b.send(event), a.send(event), `${event.type} ${String(event.participantId ?? event.name ?? '')}`);
+  t.equal(b.state, 'ended');
+  t.strictSame(b.actor.getPersistedSnapshot(), a.actor.getPersistedSnapshot());
+});
+
+t.test('the machine never reads the clock', async (t) => {
+  const now = Date.now;
+  Date.now = () => {
+    throw new Error('Date.now() called');
+  };
+  t.teardown(() => {
+    Date.now = now;
+  });
+  const r = liveRoom();
+  r.send({ type: 'DISCONNECT', participantId: 'par_alice', connectionId: 'conn_alice_1', at: T0 + 2 * MIN });
+  r.send({ type: 'TIMER', name: 'reconnect:par_alice', at: T0 + 3 * MIN });
+  r.send({ type: 'END', by: 'par_teacher', at: T0 + 4 * MIN });
+  t.equal(r.state, 'ended');
+});
+
+t.test('zod schemas refuse malformed events and input', async (t) => {
+  const ok = join('alice', T0);
+  t.ok(meetingEvent.safeParse(ok).success);
+  const bad: [string, unknown][] = [
+    ['unknown type', { type: 'EXPLODE', at: T0 }],
+    ['no at', { type: 'LEAVE', participantId: 'p' }],
+    ['at as a string', { type: 'LEAVE', participantId: 'p', at: iso(T0) }],
+    ['negative at', { type: 'LEAVE', participantId: 'p', at: -1 }],
+    ['fractional at', { type: 'LEAVE', participantId: 'p', at: 1.5 }],
+    ['JOIN without connectionId', { ...ok, connectionId: undefined }],
+    ['JOIN with a bad room role', { ...ok, roomRole: 'OWNER' }],
+    ['JOIN with a bad device', { ...ok, device: 'fax' }],
+    ['JOIN with a bad org role', { ...ok, user: { ...users.alice, role: 'GUEST' } }],
+    ['JOIN with an empty participantId', { ...ok, participantId: '' }],
+    ['END with neither by nor byApi', { type: 'END', at: T0 }],
+    ['END with both', { type: 'END', by: 'p', byApi: true, at: T0 }],
+    ['END with byApi false', { type: 'END', byApi: false, at: T0 }],
+    ['REMOVE without by', { type: 'REMOVE', participantId: 'p', at: T0 }],
+    ['TIMER without name', { type: 'TIMER', at: T0 }],
+    ['UPDATE with a bad date', { type: 'UPDATE', scheduledEnd: 'tomorrow', at: T0 }],
+    ['not an object', 'JOIN'],
+  ];
+  for (const [name, value] of bad) t.notOk(meetingEvent.safeParse(value).success, name);
+
+  t.ok(meetingInput.safeParse(baseInput).success);
+  t.notOk(meetingInput.safeParse({ ...baseInput, status: 'PAUSED' }).success, 'unknown status');
+  t.notOk(meetingInput.safeParse({ ...baseInput, planMaxMinutes: 0 }).success, 'plan cap must be positive');
+  t.notOk(meetingInput.safeParse({ ...baseInput, scheduledEnd: 'soon' }).success, 'scheduledEnd must be ISO');
+});
