@@ -35,6 +35,8 @@ export interface RouteSpec {
   maxBodyBytes?: number;
   /** Raw (non-JSON) responses such as the OpenAPI document itself. */
   raw?: boolean;
+  /** How an Idempotency-Key is honoured: in the handler's transaction (default), or after a handler that asks actors. */
+  idempotency?: 'transaction' | 'after';
 }
 
 export interface RequestInfo {

@@ -1,12 +1,16 @@
-import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import uws from 'uWebSockets.js';
 import { z } from 'zod';
 import type { App } from '../src/app.ts';
+import type { Db } from '../src/db/index.ts';
+import { randomString } from '../src/crypto.ts';
+import type { Logger } from '../src/logger.ts';
+import type { ApiPrincipal } from '../src/services/api-keys.ts';
+import type { SessionPrincipal } from '../src/services/sessions.ts';
 import { AppError, toAppError } from '../src/errors.ts';
 import { hasScope } from '../src/scopes.ts';
 import type { RateLimitResult } from '../src/cluster/rate-limit.ts';
-import { fullPath, type Reply, type RequestInfo, type Route } from './route.ts';
+import { fullPath, type Ctx, type Reply, type RequestInfo, type Route } from './route.ts';
 import { validationError } from './validation.ts';
 
 export interface HttpServer {
@@ -18,6 +22,7 @@ const STATUS_LINE: Record<number, string> = {};
 const statusLine = (s: number): string => (STATUS_LINE[s] ??= `${s} ${STATUS_CODES[s] ?? ''}`.trim());
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 const BODY_METHODS = new Set(['post', 'patch', 'put', 'delete']);
+const NO_PARAMS: string[] = [];
 
 interface Matcher {
   segments: string[];
@@ -28,8 +33,13 @@ interface Matcher {
  * Serves every route on uWebSockets.js. One pipeline for all of them: request id, body cap, content type,
  * JSON parsing, authentication, rate limit headers, scope, zod validation, idempotency, error envelope.
  */
-export function startHttp(app: App, routes: Route[], opts: { host: string; port: number }): Promise<HttpServer> {
+export function startHttp(
+  app: App,
+  routes: Route[],
+  opts: { host: string; port: number; extend?: (server: uws.TemplatedApp) => void },
+): Promise<HttpServer> {
   const server = uws.App();
+  opts.extend?.(server);
   const matchers = new Map<string, Matcher>();
 
   for (const r of routes) {
@@ -39,16 +49,23 @@ export function startHttp(app: App, routes: Route[], opts: { host: string; port:
     m.methods.push(r.spec.method.toUpperCase());
     matchers.set(path, m);
     const register = { get: server.get, post: server.post, patch: server.patch, delete: server.del }[r.spec.method].bind(server);
+    const hasBody = BODY_METHODS.has(r.spec.method);
     register(path, (res: uws.HttpResponse, req: uws.HttpRequest) => {
+      // Everything read from `req` is read here: uWS frees it when this callback returns.
       const info = readRequest(app, res, req);
-      const raw: string[] = paramNames.map((_, i) => req.getParameter(i) ?? '');
-      const aborted = { v: false };
+      let raw = NO_PARAMS;
+      if (paramNames.length) {
+        raw = new Array<string>(paramNames.length);
+        for (let i = 0; i < raw.length; i++) raw[i] = req.getParameter(i) ?? '';
+      }
       res.onAborted(() => {
-        aborted.v = true;
+        info.aborted = true;
       });
+      // The per-IP limit needs the client address; read it now, while the connection is surely there.
+      if (r.spec.ipLimit) void info.ip;
       const max = r.spec.maxBodyBytes ?? app.config.AULA_MAX_BODY_BYTES;
-      readBody(res, info, max, aborted, (body, tooLarge) => {
-        void handle(app, r, res, info, raw, paramNames, body, tooLarge, max, aborted);
+      readBody(res, info, hasBody, max, (body, tooLarge) => {
+        void handle(app, r, res, info, raw, paramNames, body, tooLarge, max);
       });
     });
   }
@@ -80,48 +97,111 @@ export function startHttp(app: App, routes: Route[], opts: { host: string; port:
   });
 }
 
-function readRequest(app: App, res: uws.HttpResponse, req: uws.HttpRequest): RequestInfo {
+/**
+ * A request as the pipeline and handlers see it. What only some requests need is worked out on first
+ * use: the parsed query string, the client address (from `res`, which stays valid until the response
+ * ends or the client goes away), and the per-request child logger (most requests never log).
+ */
+class Request implements RequestInfo {
+  /** Set when the client went away; nothing may touch `res` after that. */
+  aborted = false;
+  #query: URLSearchParams | null = null;
+  #ip: string | null = null;
+  #log: Logger | null = null;
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly rawQuery: string,
+    readonly headers: Record<string, string>,
+    readonly requestId: string,
+    private readonly res: uws.HttpResponse,
+    private readonly trustProxy: boolean,
+  ) {}
+
+  get query(): URLSearchParams {
+    return (this.#query ??= new URLSearchParams(this.rawQuery));
+  }
+
+  get ip(): string {
+    if (this.#ip === null) {
+      const forwarded = this.trustProxy ? this.headers['x-forwarded-for'] : undefined;
+      if (forwarded) this.#ip = forwarded.split(',')[0]!.trim();
+      else this.#ip = this.aborted ? '' : Buffer.from(this.res.getRemoteAddressAsText()).toString();
+    }
+    return this.#ip;
+  }
+
+  logger(root: Logger): Logger {
+    return (this.#log ??= root.child({ reqId: this.requestId }));
+  }
+}
+
+/** What a handler gets; `log` is the request's child logger, made when first asked for. */
+class Context implements Ctx<unknown, unknown, unknown> {
+  constructor(
+    readonly app: App,
+    readonly req: Request,
+    readonly params: unknown,
+    readonly query: unknown,
+    readonly body: unknown,
+    readonly db: Db,
+    readonly apiKey: ApiPrincipal | null,
+    readonly session: SessionPrincipal | null,
+  ) {}
+
+  get log(): Logger {
+    return this.req.logger(this.app.log);
+  }
+}
+
+function readRequest(app: App, res: uws.HttpResponse, req: uws.HttpRequest): Request {
   const headers: Record<string, string> = {};
   req.forEach((k, v) => {
     headers[k] = v;
   });
   const given = headers['x-request-id'];
-  let ip = Buffer.from(res.getRemoteAddressAsText()).toString();
-  if (app.config.AULA_TRUST_PROXY && headers['x-forwarded-for']) ip = headers['x-forwarded-for'].split(',')[0]!.trim();
-  return {
-    method: req.getMethod().toUpperCase(),
-    path: req.getUrl(),
-    query: new URLSearchParams(req.getQuery() ?? ''),
+  return new Request(
+    req.getMethod().toUpperCase(),
+    req.getUrl(),
+    req.getQuery() ?? '',
     headers,
-    ip,
-    requestId: given && REQUEST_ID.test(given) ? given : `req_${randomUUID().replaceAll('-', '')}`,
-  };
+    given && REQUEST_ID.test(given) ? given : `req_${randomString(16, 'hex')}`,
+    res,
+    app.config.AULA_TRUST_PROXY,
+  );
 }
 
+/** Reads the whole body: a one-chunk body (the usual case) is decoded straight to a string, longer ones are joined first. */
 function readBody(
   res: uws.HttpResponse,
-  info: RequestInfo,
+  info: Request,
+  hasBody: boolean,
   max: number,
-  aborted: { v: boolean },
-  done: (body: Buffer, tooLarge: boolean) => void,
+  done: (body: Buffer | string, tooLarge: boolean) => void,
 ): void {
-  if (!BODY_METHODS.has(info.method.toLowerCase())) return done(Buffer.alloc(0), false);
+  if (!hasBody) return done('', false);
   const declared = Number(info.headers['content-length'] ?? 0);
-  if (declared > max) return done(Buffer.alloc(0), true);
-  const chunks: Buffer[] = [];
+  if (declared > max) return done('', true);
+  let chunks: Buffer[] | null = null;
   let size = 0;
   let finished = false;
   res.onData((ab, isLast) => {
-    if (finished || aborted.v) return;
+    if (finished || info.aborted) return;
     size += ab.byteLength;
     if (size > max) {
       finished = true;
-      return done(Buffer.alloc(0), true);
+      return done('', true);
     }
-    chunks.push(Buffer.from(ab.slice(0)));
+    if (isLast && !chunks) {
+      finished = true;
+      // uWS reuses `ab` once this callback returns: the string is a copy
+      return done(Buffer.from(ab).toString('utf8'), false);
+    }
+    (chunks ??= []).push(Buffer.from(ab.slice(0)));
     if (isLast) {
       finished = true;
-      done(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks), false);
+      done(Buffer.concat(chunks), false);
     }
   });
 }
@@ -130,17 +210,16 @@ async function handle(
   app: App,
   r: Route,
   res: uws.HttpResponse,
-  info: RequestInfo,
+  info: Request,
   rawParams: string[],
   paramNames: string[],
-  body: Buffer,
+  body: Buffer | string,
   tooLarge: boolean,
   maxBody: number,
-  aborted: { v: boolean },
 ): Promise<void> {
   const spec = r.spec;
-  const log = app.log.child({ reqId: info.requestId });
-  const started = performance.now();
+  const logsRequests = app.log.isLevelEnabled('info');
+  const started = logsRequests ? performance.now() : 0;
   let limit: RateLimitResult | null = null;
   let reply: Reply;
   let error: AppError | null = null;
@@ -149,7 +228,12 @@ async function handle(
 
     // Per-IP budgets count every attempt, credential or not; per-key budgets need the key first.
     if (spec.ipLimit) limit = checkLimit(await app.rateLimits.consume(spec.ipLimit.name, info.ip, spec.ipLimit.perMinute));
-    const apiKey = spec.auth === 'apiKey' ? await app.services.apiKeys.authenticate(info.headers.authorization) : null;
+    let apiKey: ApiPrincipal | null = null;
+    if (spec.auth === 'apiKey') {
+      // A cached key comes back as a value, a lookup as a promise: await only that.
+      const found = app.services.apiKeys.authenticate(info.headers.authorization);
+      apiKey = found instanceof Promise ? await found : found;
+    }
     const session = spec.auth === 'session' ? app.services.sessions.authenticate(info.headers.authorization) : null;
     if (apiKey) limit = checkLimit(await app.rateLimits.consume('key', apiKey.keyId, apiKey.rateLimitPerMinute));
     if (apiKey && spec.scope && !hasScope(apiKey.scopes, spec.scope)) {
@@ -159,7 +243,7 @@ async function handle(
     const params: Record<string, string> = {};
     for (let i = 0; i < paramNames.length; i++) {
       try {
-        params[paramNames[i]!] = decodeURIComponent(rawParams[i]!);
+        params[paramNames[i]!] = rawParams[i]!.includes('%') ? decodeURIComponent(rawParams[i]!) : rawParams[i]!;
       } catch {
         throw new AppError('bad_request', { message: `Path parameter ${paramNames[i]} is not valid percent-encoding.` });
       }
@@ -175,41 +259,33 @@ async function handle(
     }
     const parsedBody = spec.body ? parse(spec.body, json ?? {}, 'body') : undefined;
 
-    const ctx = {
-      app,
-      req: info,
-      params: parsedParams,
-      query: parsedQuery,
-      body: parsedBody,
-      log,
-      db: app.sql,
-      apiKey,
-      session,
-    };
     const idemKey = info.headers['idempotency-key'];
     if (apiKey && info.method === 'POST' && idemKey !== undefined) {
       reply = await app.services.idempotency.run(
         { scope: apiKey.keyId, key: idemKey, method: info.method, path: info.path, body: json ?? null },
-        (db) => r.handler({ ...ctx, db } as never),
+        (db) => r.handler(new Context(app, info, parsedParams, parsedQuery, parsedBody, db, apiKey, session) as never),
+        spec.idempotency,
       );
     } else {
-      reply = await r.handler(ctx as never);
+      const out = r.handler(new Context(app, info, parsedParams, parsedQuery, parsedBody, app.sql, apiKey, session) as never);
+      reply = out instanceof Promise ? await out : out;
     }
   } catch (err) {
     if (err instanceof RateLimitedError) limit = err.limit;
     error = toAppError(err);
-    if (error.status >= 500) log.error({ err: (err as Error)?.cause ?? err, route: spec.path }, 'request failed');
+    if (error.status >= 500) info.logger(app.log).error({ err: (err as Error)?.cause ?? err, route: spec.path }, 'request failed');
     reply = { data: null };
   }
 
-  if (aborted.v) return;
+  if (info.aborted) return;
   res.cork(() => {
-    if (error) return sendError(app, res, info, error, log, limit);
+    if (error) return sendError(app, res, info, error, limit);
     const status = reply.status ?? spec.status ?? 200;
     res.writeStatus(statusLine(status));
     writeLimitHeaders(res, limit);
     res.writeHeader('X-Request-Id', info.requestId);
-    for (const [k, v] of Object.entries(reply.headers ?? {})) res.writeHeader(k, v);
+    const headers = reply.headers;
+    if (headers) for (const k in headers) res.writeHeader(k, headers[k]!);
     if (reply.raw) {
       res.writeHeader('Content-Type', reply.raw.contentType);
       res.end(reply.raw.body);
@@ -218,8 +294,8 @@ async function handle(
       const out = spec.list ? { data: reply.data, nextCursor: reply.nextCursor ?? null } : { data: reply.data };
       res.end(JSON.stringify(out));
     }
-    if (log.isLevelEnabled('info')) {
-      log.info({ method: info.method, path: info.path, status, ms: +(performance.now() - started).toFixed(2) }, 'request');
+    if (logsRequests) {
+      info.logger(app.log).info({ method: info.method, path: info.path, status, ms: +(performance.now() - started).toFixed(2) }, 'request');
     }
   });
 }
@@ -246,14 +322,7 @@ function writeLimitHeaders(res: uws.HttpResponse, limit: RateLimitResult | null)
   res.writeHeader('X-RateLimit-Reset', String(limit.resetAt));
 }
 
-function sendError(
-  app: App,
-  res: uws.HttpResponse,
-  info: RequestInfo,
-  err: AppError,
-  log = app.log.child({ reqId: info.requestId }),
-  limit: RateLimitResult | null = null,
-): void {
+function sendError(app: App, res: uws.HttpResponse, info: Request, err: AppError, limit: RateLimitResult | null = null): void {
   res.writeStatus(statusLine(err.status));
   writeLimitHeaders(res, limit);
   res.writeHeader('X-Request-Id', info.requestId);
@@ -261,22 +330,27 @@ function sendError(
   for (const [k, v] of Object.entries(err.headers)) res.writeHeader(k, v);
   const close = err.headers.Connection === 'close';
   res.end(JSON.stringify(err.toBody(info.requestId)), close);
-  if (log.isLevelEnabled('info')) log.info({ method: info.method, path: info.path, status: err.status, code: err.code }, 'request');
+  if (app.log.isLevelEnabled('info')) info.logger(app.log).info({ method: info.method, path: info.path, status: err.status, code: err.code }, 'request');
 }
 
-function parseJson(body: Buffer, contentType: string | undefined): unknown {
+function parseJson(body: Buffer | string, contentType: string | undefined): unknown {
   if (body.length === 0) return undefined;
-  const mediaType = contentType?.split(';')[0]?.trim().toLowerCase();
-  if (mediaType !== 'application/json' && !mediaType?.endsWith('+json')) {
-    throw new AppError('unsupported_media_type', { details: { contentType: contentType ?? null } });
+  if (contentType !== 'application/json') {
+    const mediaType = contentType?.split(';')[0]?.trim().toLowerCase();
+    if (mediaType !== 'application/json' && !mediaType?.endsWith('+json')) {
+      throw new AppError('unsupported_media_type', { details: { contentType: contentType ?? null } });
+    }
   }
+  const text = typeof body === 'string' ? body : body.toString('utf8');
   let value: unknown;
   try {
-    value = JSON.parse(body.toString('utf8'));
+    value = JSON.parse(text);
   } catch (err) {
     throw new AppError('invalid_json', { details: { reason: (err as Error).message } });
   }
-  const nul = findNul(value, '');
+  // JSON text can only carry U+0000 as the escape \u0000 (a raw one is a syntax error), so without
+  // that sequence there is nothing to look for.
+  const nul = text.includes('\\u0000') ? findNul(value, '') : null;
   if (nul !== null) {
     throw new AppError('validation_failed', {
       details: { fields: [{ field: nul || '(root)', in: 'body', code: 'invalid_string', message: 'must not contain the NUL character' }] },

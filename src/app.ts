@@ -1,6 +1,9 @@
 import type { Redis } from 'ioredis';
 import type { Clock } from './clock.ts';
 import type { Bus } from './cluster/bus.ts';
+import type { Cluster } from './cluster/cluster.ts';
+import type { ActorHost } from './runtime/host.ts';
+import type { DurableTimers } from './runtime/timers.ts';
 import type { RateLimits } from './cluster/rate-limit.ts';
 import type { Config } from './config.ts';
 import type { Database, Sql } from './db/index.ts';
@@ -27,6 +30,10 @@ export interface App {
   redis: Redis | null;
   bus: Bus;
   rateLimits: RateLimits;
+  /** Membership, shards and the one way to reach an actor (`cluster.ask` / `cluster.send`). */
+  cluster: Cluster;
+  host: ActorHost;
+  timers: DurableTimers;
   tokens: Tokens;
   baseUrl: string;
   services: {

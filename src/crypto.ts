@@ -1,6 +1,48 @@
-import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import * as nodeCrypto from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomFillSync, timingSafeEqual } from 'node:crypto';
 
-export const sha256 = (v: string | Buffer): Buffer => createHash('sha256').update(v).digest();
+/** One-shot `crypto.hash` (Node 20.12+) is several times cheaper than a Hash object for short inputs. */
+const oneShot = (nodeCrypto as { hash?: (alg: string, data: string | Buffer, enc: string) => string | Buffer }).hash;
+
+export const sha256 = (v: string | Buffer): Buffer => (oneShot ? (oneShot('sha256', v, 'buffer') as Buffer) : createHash('sha256').update(v).digest());
+export const sha256Hex = (v: string | Buffer): string => (oneShot ? (oneShot('sha256', v, 'hex') as string) : createHash('sha256').update(v).digest('hex'));
+
+/**
+ * CSPRNG bytes drawn from a 4 KiB pool that `randomFillSync` refills when it runs low: one call into
+ * OpenSSL per ~4 KiB instead of one per value, which matters on the hot path (a `randomBytes(12)` costs
+ * about 2 µs, a slice of the pool under 0.1). The bytes are the same quality; what is handed out stays
+ * in the pool until it is refilled, so long-lived secrets (API keys, server secrets) use `randomBytes`.
+ */
+const POOL_SIZE = 4096;
+const pool = Buffer.allocUnsafeSlow(POOL_SIZE);
+let poolOffset = POOL_SIZE;
+
+function takePool(n: number): number {
+  if (poolOffset + n > POOL_SIZE) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const at = poolOffset;
+  poolOffset += n;
+  return at;
+}
+
+/** Writes `n` random bytes into `target` at `offset`. */
+export function fillRandom(target: Buffer, offset: number, n: number): void {
+  if (n > POOL_SIZE) {
+    randomFillSync(target, offset, n);
+    return;
+  }
+  const at = takePool(n);
+  pool.copy(target, offset, at, at + n);
+}
+
+/** `bytes` random bytes as a string (hex or base64url), for identifiers, not for secrets. */
+export function randomString(bytes: number, encoding: 'hex' | 'base64url'): string {
+  if (bytes > POOL_SIZE) return nodeCrypto.randomBytes(bytes).toString(encoding);
+  const at = takePool(bytes);
+  return pool.toString(encoding, at, at + bytes);
+}
 
 export function hmacSha256Hex(key: string | Buffer, data: string | Buffer): string {
   return createHmac('sha256', key).update(data).digest('hex');
@@ -25,8 +67,10 @@ export function deriveKey(secret: string, purpose: string): Buffer {
 const VERSION = 1;
 
 /**
- * AES-256-GCM sealed box: version byte, 12-byte nonce, ciphertext, 16-byte tag.
+ * AES-256-GCM sealed box: version byte, 12-byte nonce, ciphertext, 16-byte tag, assembled in one buffer.
  * Used for opaque tokens (integrity and confidentiality in one primitive) and for data at rest.
+ * Nonces are random, so one key should seal well under 2^32 boxes, the bound
+ * NIST SP 800-38D sets for random 96-bit nonces.
  */
 export class Sealer {
   readonly #key: Buffer;
@@ -37,12 +81,21 @@ export class Sealer {
     this.#aad = Buffer.from(aad);
   }
 
-  seal(plain: Buffer): Buffer {
-    const iv = randomBytes(12);
+  /** Seals bytes, or a string as UTF-8. The nonce is 96 random bits from the pool. */
+  seal(plain: Buffer | string): Buffer {
+    const at = takePool(12);
+    const iv = pool.subarray(at, at + 12);
     const c = createCipheriv('aes-256-gcm', this.#key, iv);
     c.setAAD(this.#aad);
-    const body = Buffer.concat([c.update(plain), c.final()]);
-    return Buffer.concat([Buffer.of(VERSION), iv, body, c.getAuthTag()]);
+    let body = typeof plain === 'string' ? c.update(plain, 'utf8') : c.update(plain);
+    const tail = c.final(); // empty for GCM, a stream mode: final() computes the tag
+    if (tail.length) body = Buffer.concat([body, tail]);
+    const out = Buffer.allocUnsafe(1 + 12 + body.length + 16);
+    out[0] = VERSION;
+    iv.copy(out, 1);
+    body.copy(out, 13);
+    c.getAuthTag().copy(out, 13 + body.length);
+    return out;
   }
 
   /** Returns null for anything that was not sealed by this key and purpose. */
@@ -52,14 +105,16 @@ export class Sealer {
       const d = createDecipheriv('aes-256-gcm', this.#key, box.subarray(1, 13));
       d.setAAD(this.#aad);
       d.setAuthTag(box.subarray(box.length - 16));
-      return Buffer.concat([d.update(box.subarray(13, box.length - 16)), d.final()]);
+      const plain = d.update(box.subarray(13, box.length - 16));
+      const tail = d.final(); // throws unless the tag verifies; empty for GCM
+      return tail.length ? Buffer.concat([plain, tail]) : plain;
     } catch {
       return null;
     }
   }
 
   sealJson(value: unknown): Buffer {
-    return this.seal(Buffer.from(JSON.stringify(value)));
+    return this.seal(JSON.stringify(value));
   }
 
   openJson<T>(box: Buffer): T | null {

@@ -23,6 +23,8 @@ export const errorCatalog = {
   session_expired: { status: 401, message: 'The meeting session can no longer be refreshed; open a new join link.' },
   session_revoked: { status: 401, message: 'The meeting session was revoked.' },
   session_wrong_meeting: { status: 403, message: 'The meeting session is valid only on its own meeting\'s routes.' },
+  access_token_expired: { status: 401, message: 'The accessToken has expired; refresh the meeting session.' },
+  forbidden: { status: 403, message: 'Only a host or cohost of the room may do this.' },
 
   // limits
   rate_limited: { status: 429, message: 'Too many requests; retry after the time given.', retryable: true },
@@ -46,6 +48,12 @@ export const errorCatalog = {
   invalid_state: { status: 409, message: 'The resource is not in a state that allows this operation.' },
   role_not_allowed: { status: 403, message: 'The requested room role exceeds what the user\'s organization role allows.' },
 
+  // waiting room
+  waiting_not_admitted: { status: 409, message: 'Still waiting for a host to admit you.', retryable: true },
+  waiting_denied: { status: 403, message: 'A host declined the request to join.' },
+  waiting_expired: { status: 410, message: 'The waiting-room entry expired or was left.' },
+  participant_removed: { status: 403, message: 'A host removed this participant from the meeting.' },
+
   // joining
   join_token_invalid: { status: 401, message: 'The join token is not valid.' },
   join_token_expired: { status: 410, message: 'The join link has expired.' },
@@ -60,6 +68,7 @@ export const errorCatalog = {
   // server
   internal_error: { status: 500, message: 'Something went wrong on our side.', retryable: true },
   service_unavailable: { status: 503, message: 'The service is temporarily unavailable.', retryable: true },
+  actor_unavailable: { status: 503, message: 'The live resource is moving between servers; retry shortly.', retryable: true },
 } as const satisfies Record<string, { status: number; message: string; retryable?: boolean }>;
 
 export type ErrorCode = keyof typeof errorCatalog;

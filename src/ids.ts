@@ -1,20 +1,72 @@
 import { randomBytes } from 'node:crypto';
-import { monotonicFactory } from 'ulid';
-
-const ulid = monotonicFactory();
+import { fillRandom, randomString } from './crypto.ts';
 
 export type IdPrefix = 'org' | 'key' | 'usr' | 'mtg' | 'cls' | 'enr' | 'job' | 'evt' | 'ses' | 'wr' | 'req';
 
+/** Crockford's base32, lowercase: what a ULID is made of. */
+const B32 = '0123456789abcdefghjkmnpqrstvwxyz';
+const TIME_MAX = 2 ** 48 - 1;
+const rand = Buffer.alloc(16);
+/** The 16 random characters of the last ULID, as digits 0..31, and the time it was made for. */
+const lastRandom = new Uint8Array(16);
+let lastTime = 0;
+let lastTimeText = '';
+let lastRandomText = '';
+
+/**
+ * A monotonic ULID in lowercase, like the `ulid` package's `monotonicFactory()` (which this replaces:
+ * it drew one byte from the CSPRNG per character): 10 characters of time, 16 of randomness, and
+ * within one millisecond, or for a time not after the last one, the last id's random part plus one
+ * with the last id's time, so ids made by this process always sort in the order they were made.
+ */
+export function ulid(at?: number): string {
+  const seed = !at || Number.isNaN(at) ? Date.now() : at;
+  if (seed <= lastTime) {
+    let i = 15;
+    while (i >= 0 && lastRandom[i] === 31) lastRandom[i--] = 0;
+    if (i < 0) throw new Error('ulid: the random part overflowed within one millisecond');
+    lastRandom[i]!++;
+    lastRandomText = lastRandomText.slice(0, i) + encodeRandom(i);
+    return lastTimeText + lastRandomText;
+  }
+  if (!Number.isInteger(seed) || seed < 0 || seed > TIME_MAX) throw new Error(`ulid: cannot encode the time ${seed}`);
+  lastTime = seed;
+  lastTimeText = encodeTime(seed);
+  fillRandom(rand, 0, 16);
+  for (let i = 0; i < 16; i++) lastRandom[i] = rand[i]! & 31; // 256 is a multiple of 32: uniform
+  lastRandomText = encodeRandom(0);
+  return lastTimeText + lastRandomText;
+}
+
+function encodeRandom(from: number): string {
+  let s = '';
+  for (let i = from; i < 16; i++) s += B32[lastRandom[i]!];
+  return s;
+}
+
+function encodeTime(t: number): string {
+  let s = '';
+  for (let i = 0; i < 10; i++) {
+    const mod = t % 32;
+    s = B32[mod] + s;
+    t = (t - mod) / 32;
+  }
+  return s;
+}
+
 /** Service ids: a type prefix and a ULID, so ids sort by creation and say what they name. */
 export function newId(prefix: IdPrefix, at?: number): string {
-  return `${prefix}_${ulid(at).toLowerCase()}`;
+  return `${prefix}_${ulid(at)}`;
 }
 
 const SERVICE_ID = /^(org|key|usr|mtg|cls|enr|job|evt|ses|wr)_[0-9a-z]{26}$/;
 export const isServiceId = (prefix: IdPrefix, v: string): boolean => v.startsWith(`${prefix}_`) && SERVICE_ID.test(v);
 
-/** URL-safe random string with `bytes` bytes of entropy. */
+/** URL-safe random string with `bytes` bytes of entropy, straight from the CSPRNG: use it for secrets. */
 export const randomToken = (bytes = 32): string => randomBytes(bytes).toString('base64url');
+
+/** URL-safe random identifier with `bytes` bytes of entropy, from the pooled CSPRNG (see crypto.ts): not for secrets. */
+export const randomId = (bytes = 16): string => randomString(bytes, 'base64url');
 
 const SLUG_ALPHABET = 'abcdefghijkmnpqrstuvwxyz';
 /** Meeting slugs look like `abc-defg-hjk`: easy to read aloud, 10 letters of entropy (~45 bits). */

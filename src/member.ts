@@ -22,6 +22,13 @@ import { Sessions } from './services/sessions.ts';
 import { Tokens } from './services/tokens.ts';
 import { Users } from './services/users.ts';
 import { startHttp } from '../http/server.ts';
+import { MediaGateway } from '../http/ws/gateway.ts';
+import type { Cluster } from './cluster/cluster.ts';
+import { LocalCluster } from './cluster/local-cluster.ts';
+import { RedisCluster } from './cluster/redis-cluster.ts';
+import { ActorHost } from './runtime/host.ts';
+import { ACTOR_KINDS } from './runtime/kinds.ts';
+import { DurableTimers } from './runtime/timers.ts';
 import { routes } from '../http/routes/index.ts';
 
 export interface MemberOptions {
@@ -34,6 +41,7 @@ export interface MemberOptions {
 
 export interface Member {
   app: App;
+  gateway: MediaGateway;
   port: number;
   url: string;
   close(): Promise<void>;
@@ -65,11 +73,21 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
   const bus: Bus = redis ? new RedisBus(redis, config.AULA_REDIS_PREFIX, origin) : new LocalBus();
   const tokens = new Tokens(secretKey(config, log));
 
+  const cluster: Cluster = redis
+    ? new RedisCluster({ redis, sql, prefix: config.AULA_REDIS_PREFIX, log })
+    : new LocalCluster({ sql, log });
+  const host = new ActorHost({ sql, clock, log, kinds: ACTOR_KINDS });
+  cluster.setHandler(host.handle);
+  host.setSender((actorId, event) => cluster.send(actorId, event));
+  cluster.on('releasing', (shard) => host.dropShard(shard));
+  cluster.on('lost', (shard) => host.dropShard(shard));
+  const timers = new DurableTimers(sql, clock, cluster, log);
+
   const apiKeys = new ApiKeys(sql, clock, bus);
   const users = new Users(clock, bus);
   const classes = new Classes(clock);
-  const meetings = new Meetings(clock, bus, users, classes);
-  const sessions = new Sessions(clock, tokens, meetings);
+  const meetings = new Meetings(clock, bus, users, classes, cluster);
+  const sessions = new Sessions(clock, tokens, meetings, cluster);
   const app: App = {
     config,
     log,
@@ -79,6 +97,9 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     redis,
     bus,
     rateLimits: new RateLimits(redis, config.AULA_REDIS_PREFIX),
+    cluster,
+    host,
+    timers,
     tokens,
     baseUrl: '',
     services: {
@@ -95,8 +116,12 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     },
   };
   if (bus instanceof RedisBus) await bus.ready();
+  const gateway = new MediaGateway(app);
+  host.setSink(gateway);
+  await cluster.start();
+  timers.start();
 
-  const http = await startHttp(app, routes, { host: config.AULA_HOST, port: config.AULA_PORT });
+  const http = await startHttp(app, routes, { host: config.AULA_HOST, port: config.AULA_PORT, extend: (server) => gateway.register(server) });
   app.baseUrl = resolveBaseUrl(config, http.port);
   sessions.setBaseUrl(app.baseUrl);
   app.services.jobs.start(config.AULA_JOB_POLL_MS);
@@ -105,18 +130,26 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     app.services.idempotency.purge().catch((err) => log.warn({ err }, 'idempotency purge failed'));
   }, 15 * 60_000);
   purge.unref();
+  const passivate = setInterval(() => host.passivateIdle(10 * 60_000), 60_000);
+  passivate.unref();
   log.info({ port: http.port, baseUrl: app.baseUrl, embedded: database.embedded, redis: !!redis }, 'aula member listening');
 
   let closed = false;
   return {
     app,
+    gateway,
     port: http.port,
     url: app.baseUrl,
     async close() {
       if (closed) return;
       closed = true;
       clearInterval(purge);
+      clearInterval(passivate);
       http.close();
+      gateway.closeAll();
+      timers.stop();
+      await cluster.stop({ drain: true });
+      host.stopAll();
       await app.services.jobs.stop();
       await bus.close();
       redis?.disconnect();

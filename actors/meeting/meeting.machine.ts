@@ -31,7 +31,7 @@ function only<T extends MeetingEvent['type']>(event: MeetingEvent, ...types: T[]
 }
 
 const isHostRole = (role: RoomRole): boolean => role === 'HOST' || role === 'COHOST';
-const noShowAt = (c: MeetingContext): number => Date.parse(c.meeting.scheduledEnd) + NO_SHOW_GRACE_MS;
+const noShowAt = (c: MeetingContext): number => Math.max(Date.parse(c.meeting.scheduledEnd), c.noShowFloor ?? 0) + NO_SHOW_GRACE_MS;
 
 const refuse = (code: ActorErrorCode, message: string) => ({ type: 'refuse', params: { code, message } }) as const;
 const R = {
@@ -287,9 +287,10 @@ export const meetingMachine = setup({
       const settings = { ...context.settings };
       for (const [k, v] of Object.entries(e.settings ?? {}) as [keyof typeof settings, boolean | undefined][]) if (v !== undefined) settings[k] = v;
       const planMaxMinutes = e.planMaxMinutes ?? context.planMaxMinutes;
-      const next = { ...context, meeting, settings, planMaxMinutes };
-      enqueue.assign({ meeting, settings, planMaxMinutes });
-      if (context.status === 'SCHEDULED' && meeting.scheduledEnd !== context.meeting.scheduledEnd) {
+      const noShowFloor = e.notBefore !== undefined ? Date.parse(e.notBefore) : context.noShowFloor;
+      const next = { ...context, meeting, settings, planMaxMinutes, noShowFloor };
+      enqueue.assign({ meeting, settings, planMaxMinutes, noShowFloor });
+      if (context.status === 'SCHEDULED' && noShowAt(next) !== noShowAt(context)) {
         enqueue.emit({ type: 'timer.set', name: MEETING_TIMERS.noShow, dueAt: noShowAt(next) });
       }
       if (context.status === 'LIVE' && context.startedAt !== null && planMaxMinutes !== context.planMaxMinutes) {

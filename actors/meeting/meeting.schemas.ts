@@ -54,6 +54,8 @@ export const meetingInput = z.object({
   startedAt: isoTime.nullable().optional(),
   endedAt: isoTime.nullable().optional(),
   endedReason: z.enum(MEETING_ENDED_REASONS).nullable().optional(),
+  /** When the schedule was last set (the row's updatedAt): a meeting scheduled in the past still gets its grace from then. */
+  notBefore: isoTime.optional(),
 });
 
 const ev = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) => z.object({ type: z.literal(type), at, ...shape });
@@ -89,6 +91,7 @@ export const updateEvent = ev('UPDATE', {
   scheduledEnd: isoTime.optional(),
   settings: roomSettings.partial().optional(),
   planMaxMinutes: z.number().int().positive().optional(),
+  notBefore: isoTime.optional(),
 });
 export const timerEvent = ev('TIMER', { name: z.string().min(1).max(300) });
 

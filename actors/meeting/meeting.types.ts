@@ -46,6 +46,8 @@ export interface MeetingContext {
   };
   settings: RoomSettings;
   planMaxMinutes: number;
+  /** The no-show deadline counts from the later of the scheduled end and this (ms). */
+  noShowFloor: number | null;
   /** Mirrors the row's status, for the host to write back. */
   status: MeetingStatus;
   startedAt: number | null;

@@ -39,6 +39,7 @@ export function initialMeetingContext(input: MeetingInput): MeetingContext {
     },
     settings: { ...input.settings },
     planMaxMinutes: input.planMaxMinutes,
+    noShowFloor: ms(input.notBefore),
     status: input.status,
     startedAt,
     endedAt: ms(input.endedAt),

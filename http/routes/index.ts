@@ -8,8 +8,9 @@ import { joinRoutes } from './join.ts';
 import { meetingRoutes } from './meetings.ts';
 import { userRoutes } from './users.ts';
 import { pageRoutes } from '../pages/join.ts';
+import { roomRoutes } from './rooms.ts';
 
-const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...joinRoutes, ...pageRoutes];
+const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...joinRoutes, ...roomRoutes, ...pageRoutes];
 
 let doc: string | null = null;
 const openApiRoute = route(

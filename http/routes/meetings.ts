@@ -58,6 +58,7 @@ export const meetingRoutes = [
       auth: 'apiKey',
       scope: 'meetings:write',
       summary: 'Cancel a scheduled meeting.',
+      idempotency: 'after',
       description: 'SCHEDULED to CANCELLED, emits meeting.cancelled and revokes its sessions. Cancelling again returns the meeting unchanged; a LIVE meeting answers invalid_state (end it instead).',
       params: idParam,
       response: meetingRecord,
@@ -73,12 +74,13 @@ export const meetingRoutes = [
       auth: 'apiKey',
       scope: 'meetings:write',
       summary: 'End a live meeting for everyone.',
+      idempotency: 'after',
       description: 'LIVE to ENDED with endedReason HOST_ENDED, emits meeting.ended. Ending again returns the meeting unchanged; a SCHEDULED meeting answers invalid_state (cancel it instead).',
       params: idParam,
       response: meetingRecord,
       errors: ['meeting_not_found', 'invalid_state'],
     },
-    async ({ app, db, apiKey, params }) => ({ data: toMeetingRecord(await app.services.meetings.end(db, apiKey!.orgId, params.id, 'HOST_ENDED')) }),
+    async ({ app, db, apiKey, params }) => ({ data: toMeetingRecord(await app.services.meetings.end(db, apiKey!.orgId, params.id)) }),
   ),
   route(
     {

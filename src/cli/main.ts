@@ -10,6 +10,8 @@ import { ApiKeys } from '../services/api-keys.ts';
 import { LocalBus } from '../cluster/bus.ts';
 import { systemClock } from '../clock.ts';
 import { startMember } from '../member.ts';
+import { formatPlacement, readPlacement } from '../cluster/placement.ts';
+import { connectRedis } from '../cluster/redis.ts';
 
 const USAGE = `usage: aula <command> [options]
 
@@ -20,6 +22,7 @@ commands:
   keys create --org ID --name N --scopes s1,s2 [--json]
                                             create an API key (printed once); scopes: ${SCOPES.join(', ')}
   keys revoke --id KEY_ID [--json]          revoke an API key
+  cluster status [--json]                   members, and each shard's owner and fencing epoch (read-only)
 `;
 
 class UsageError extends Error {}
@@ -89,6 +92,25 @@ export async function main(argv: string[]): Promise<number> {
       const revoked = await withDb((sql) => new ApiKeys(sql, systemClock, new LocalBus()).revoke(sql, o.id!));
       out(o.json!, { id: o.id, revoked }, revoked ? `revoked ${o.id}` : `${o.id} was not active`);
       return 0;
+    }
+    if (cmd === 'cluster' && sub === 'status') {
+      const o = opts(rest);
+      const config = loadConfig();
+      const log = createLogger({ AULA_LOG_LEVEL: config.AULA_LOG_LEVEL === 'info' ? 'warn' : config.AULA_LOG_LEVEL });
+      const db = await openDatabase(config, log);
+      const redis = config.AULA_REDIS_URL ? connectRedis(config.AULA_REDIS_URL, log, 'aula-cli') : null;
+      try {
+        const p = await readPlacement(redis, db.sql, config.AULA_REDIS_PREFIX);
+        out(o.json!, { ...p }, formatPlacement(p));
+        return 0;
+      } catch (err) {
+        if ((err as { code?: string }).code !== '42P01') throw err;
+        process.stderr.write('aula: the database has no shards table yet; run aula migrate\n');
+        return 1;
+      } finally {
+        redis?.disconnect();
+        await db.close();
+      }
     }
     throw new UsageError(cmd ? `unknown command: ${[cmd, sub].filter(Boolean).join(' ')}` : 'no command given');
   } catch (err) {

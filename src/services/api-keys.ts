@@ -1,7 +1,7 @@
 import { TtlCache } from '../cache.ts';
 import { iso, type Clock } from '../clock.ts';
 import type { Bus } from '../cluster/bus.ts';
-import { sha256 } from '../crypto.ts';
+import { sha256, sha256Hex } from '../crypto.ts';
 import type { Db, Sql } from '../db/index.ts';
 import { AppError } from '../errors.ts';
 import { newId, randomToken } from '../ids.ts';
@@ -55,25 +55,34 @@ export class ApiKeys {
     return rows.length > 0;
   }
 
-  /** Resolves `Authorization: Bearer <key>` to the key's organization and scopes, or throws the distinct refusal. */
-  async authenticate(header: string | undefined): Promise<ApiPrincipal> {
+  /**
+   * Resolves `Authorization: Bearer <key>` to the key's organization and scopes, or throws the distinct refusal.
+   * A cached key is answered synchronously (no promise, no microtask on the hot path); only a cache miss
+   * returns a promise, so callers await the result only when it is one.
+   */
+  authenticate(header: string | undefined): ApiPrincipal | Promise<ApiPrincipal> {
     if (!header) throw new AppError('auth_missing');
     const m = BEARER.exec(header);
     if (!m || !KEY_FORMAT.test(m[1]!)) throw new AppError('auth_malformed');
-    const hash = sha256(m[1]!);
-    const hex = hash.toString('hex');
-    let p = this.#cache.get(hex);
-    if (!p) {
-      const [row] = await this.#sql<{ id: string; orgId: string; scopes: Scope[]; revokedAt: Date | null; plan: PlanName }[]>`
-        select k.id, k.org_id, k.scopes, k.revoked_at, o.plan from api_keys k join organizations o on o.id = k.org_id
-        where k.key_hash = ${hash}`;
-      if (!row) throw new AppError('api_key_invalid');
-      p = row.revokedAt
-        ? { revoked: true }
-        : { keyId: row.id, orgId: row.orgId, plan: row.plan, scopes: new Set(row.scopes), rateLimitPerMinute: PLANS[row.plan].rateLimitPerMinute };
-      this.#cache.set(hex, p);
-    }
-    if ('revoked' in p) throw new AppError('api_key_revoked');
-    return p;
+    const hex = sha256Hex(m[1]!);
+    const p = this.#cache.get(hex);
+    return p ? principal(p) : this.#load(hex);
   }
+
+  async #load(hex: string): Promise<ApiPrincipal> {
+    const [row] = await this.#sql<{ id: string; orgId: string; scopes: Scope[]; revokedAt: Date | null; plan: PlanName }[]>`
+      select k.id, k.org_id, k.scopes, k.revoked_at, o.plan from api_keys k join organizations o on o.id = k.org_id
+      where k.key_hash = ${Buffer.from(hex, 'hex')}`;
+    if (!row) throw new AppError('api_key_invalid');
+    const p: ApiPrincipal | { revoked: true } = row.revokedAt
+      ? { revoked: true }
+      : { keyId: row.id, orgId: row.orgId, plan: row.plan, scopes: new Set(row.scopes), rateLimitPerMinute: PLANS[row.plan].rateLimitPerMinute };
+    this.#cache.set(hex, p);
+    return principal(p);
+  }
+}
+
+function principal(p: ApiPrincipal | { revoked: true }): ApiPrincipal {
+  if ('revoked' in p) throw new AppError('api_key_revoked');
+  return p;
 }

@@ -2,7 +2,7 @@ import type { Clock } from '../clock.ts';
 import { iso } from '../clock.ts';
 import type { Sealer } from '../crypto.ts';
 import { sha256 } from '../crypto.ts';
-import type { Db, Sql, Tx } from '../db/index.ts';
+import type { Db, Sql } from '../db/index.ts';
 import { transaction } from '../db/tx.ts';
 import { AppError, toAppError, type ErrorCode } from '../errors.ts';
 import type { Reply } from '../../http/route.ts';
@@ -34,9 +34,16 @@ export class Idempotency {
     this.#sealer = sealer;
   }
 
+  /**
+   * `transaction`: the handler runs in the transaction that stores its response. `after`: for handlers
+   * that ask actors (which commit on their own connections), the response is stored once the handler
+   * returns; those operations are idempotent by nature (cancel, end), so a crash in between only
+   * repeats a no-op.
+   */
   async run(
     req: { scope: string; key: string; method: string; path: string; body: unknown },
-    handler: (db: Tx) => Promise<Reply> | Reply,
+    handler: (db: Db) => Promise<Reply> | Reply,
+    mode: 'transaction' | 'after' = 'transaction',
   ): Promise<Reply> {
     if (!KEY.test(req.key)) throw new AppError('idempotency_key_invalid');
     const hash = sha256(`${req.method} ${req.path}\n${JSON.stringify(req.body)}`);
@@ -53,6 +60,11 @@ export class Idempotency {
     if (!mine) return this.#existing(req.scope, req.key, hash);
 
     try {
+      if (mode === 'after') {
+        const reply = await handler(this.#sql);
+        await this.#finish(this.#sql, req.scope, req.key, { status: reply.status ?? 200, reply });
+        return reply;
+      }
       return await transaction(this.#sql, async (tx) => {
         const reply = await handler(tx);
         await this.#finish(tx, req.scope, req.key, { status: reply.status ?? 200, reply });

@@ -10,6 +10,8 @@ import { decodeCursor, encodeCursor, externalId, isoDate, pageQuery, ts } from '
 import { emitEvent, type EventType } from './outbox.ts';
 import type { Users } from './users.ts';
 import type { Classes } from './classes.ts';
+import type { Cluster } from '../cluster/cluster.ts';
+import { meetingActor } from '../runtime/kinds.ts';
 
 export const MEETING_STATUSES = ['SCHEDULED', 'LIVE', 'ENDED', 'CANCELLED'] as const;
 export type MeetingStatus = (typeof MEETING_STATUSES)[number];
@@ -194,12 +196,14 @@ export class Meetings {
   readonly #users: Users;
   readonly #classes: Classes;
   readonly #cache: TtlCache<MeetingRow>;
+  readonly #cluster: Cluster;
 
-  constructor(clock: Clock, bus: Bus, users: Users, classes: Classes) {
+  constructor(clock: Clock, bus: Bus, users: Users, classes: Classes, cluster: Cluster) {
     this.#clock = clock;
     this.#bus = bus;
     this.#users = users;
     this.#classes = classes;
+    this.#cluster = cluster;
     this.#cache = new TtlCache(clock, 30_000);
     bus.subscribe('meetings', (m) => {
       for (const k of (m.keys as string[] | undefined) ?? []) this.#cache.delete(k);
@@ -241,6 +245,8 @@ export class Meetings {
       }
       const m = await this.get(db, orgId, id);
       await this.#emit(db, 'meeting.created', m);
+      // The meeting's actor arms its deadlines (a scheduled meeting nobody starts) from the committed row.
+      afterCommit(db, () => this.#cluster.send(meetingActor(id), { type: 'INIT' }));
       return m;
     });
   }
@@ -324,42 +330,43 @@ export class Meetings {
       const updated = await this.get(db, orgId, m.id);
       await this.#emit(db, 'meeting.updated', updated);
       this.#invalidate(db, updated);
+      const r = toMeetingRecord(updated);
+      afterCommit(db, () =>
+        this.#cluster.send(meetingActor(m.id), {
+          type: 'UPDATE',
+          title: r.title,
+          hostUserId: r.hostUserId,
+          scheduledStart: r.scheduledStart,
+          scheduledEnd: r.scheduledEnd,
+          settings: r.settings,
+          notBefore: r.updatedAt,
+        }),
+      );
       return updated;
     });
   }
 
-  /** SCHEDULED to CANCELLED (meeting.cancelled). Cancelling again is a no-op; a LIVE meeting must be ended instead. */
-  cancel(pool: Db, orgId: string, idOrExternal: string): Promise<MeetingRow> {
-    return inTx(pool, async (db) => {
-      const m = await this.get(db, orgId, idOrExternal, true);
-      if (m.status === 'CANCELLED') return m;
-      if (m.status !== 'SCHEDULED') {
-        throw new AppError('invalid_state', { message: `A meeting that is ${m.status} cannot be cancelled.`, details: { status: m.status } });
-      }
-      const now = iso(this.#clock.now());
-      await db`update meetings set status = 'CANCELLED', cancelled_at = ${now}, updated_at = ${now} where id = ${m.id}`;
-      await db`update meeting_sessions set revoked_at = ${now}, revoked_reason = 'meeting_cancelled' where meeting_id = ${m.id} and revoked_at is null`;
-      const updated = await this.get(db, orgId, m.id);
-      await this.#emit(db, 'meeting.cancelled', updated);
-      this.#invalidate(db, updated);
-      return updated;
-    });
+  /**
+   * SCHEDULED to CANCELLED (meeting.cancelled, sessions revoked). The meeting's actor owns its status,
+   * so this asks the actor; cancelling again is a no-op, and a LIVE meeting must be ended instead.
+   */
+  async cancel(db: Db, orgId: string, idOrExternal: string): Promise<MeetingRow> {
+    return this.#command(db, orgId, idOrExternal, { type: 'CANCEL' });
   }
 
-  /** LIVE to ENDED with the given reason (meeting.ended). Ending again is a no-op; a SCHEDULED meeting is cancelled instead. */
-  end(pool: Db, orgId: string, idOrExternal: string, reason: 'HOST_ENDED' | 'ROOM_FINISHED' | 'PLAN_LIMIT'): Promise<MeetingRow> {
-    return inTx(pool, async (db) => {
-      const m = await this.get(db, orgId, idOrExternal, true);
-      if (m.status === 'ENDED') return m;
-      if (m.status !== 'LIVE') {
-        throw new AppError('invalid_state', { message: `A meeting that is ${m.status} cannot be ended; cancel a scheduled meeting instead.`, details: { status: m.status } });
-      }
-      const now = iso(this.#clock.now());
-      await db`update meetings set status = 'ENDED', ended_at = ${now}, ended_reason = ${reason}, updated_at = ${now} where id = ${m.id}`;
-      const updated = await this.get(db, orgId, m.id);
-      await this.#emit(db, 'meeting.ended', updated);
-      this.#invalidate(db, updated);
-      return updated;
-    });
+  /** LIVE to ENDED with HOST_ENDED (meeting.ended), through the actor; ending again is a no-op, a SCHEDULED meeting is cancelled instead. */
+  async end(db: Db, orgId: string, idOrExternal: string): Promise<MeetingRow> {
+    return this.#command(db, orgId, idOrExternal, { type: 'END', byApi: true });
+  }
+
+  async #command(db: Db, orgId: string, idOrExternal: string, event: Record<string, unknown>): Promise<MeetingRow> {
+    const m = await this.get(db, orgId, idOrExternal);
+    const reply = await this.#cluster.ask<{ ok: boolean; error?: { code: string; message: string; details?: Record<string, unknown> } }>(meetingActor(m.id), event);
+    if (!reply.ok) {
+      throw new AppError((reply.error?.code ?? 'invalid_state') as 'invalid_state', { message: reply.error?.message, details: reply.error?.details ?? { status: m.status } });
+    }
+    const fresh = await this.get(db, orgId, m.id);
+    this.#invalidate(db, fresh);
+    return fresh;
   }
 }

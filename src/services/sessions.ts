@@ -6,7 +6,8 @@ import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { ROOM_ROLES } from './join-links.ts';
 import type { MeetingRow, Meetings } from './meetings.ts';
-import { emitEvent } from './outbox.ts';
+import type { Cluster } from '../cluster/cluster.ts';
+import { waitingRoomActor } from '../runtime/kinds.ts';
 import type { AccessClaims, RoomRole, Tokens } from './tokens.ts';
 import type { UserRow } from './users.ts';
 
@@ -32,7 +33,7 @@ export const meetingSession = z.object({
   mediaToken: z.string().nullable(),
   mediaUrl: z.string(),
   role: z.enum(ROOM_ROLES),
-  waitingRoom: z.object({ queueId: z.string(), status: z.enum(['WAITING', 'ADMITTED', 'DENIED', 'EXPIRED']) }).nullable(),
+  waitingRoom: z.object({ queueId: z.string(), status: z.enum(['WAITING', 'ADMITTED', 'DENIED', 'EXPIRED', 'LEFT']) }).nullable(),
   meeting: z.object({
     id: z.string(),
     kind: z.enum(['MEETING', 'CLASS']),
@@ -71,11 +72,18 @@ interface SessionRow {
   refreshUntil: Date;
   revokedAt: Date | null;
   revokedReason: string | null;
+  queueId: string | null;
 }
 
-interface WaitingRow {
-  id: string;
-  status: 'WAITING' | 'ADMITTED' | 'DENIED' | 'EXPIRED';
+interface WaitingView {
+  queueId: string;
+  status: 'WAITING' | 'ADMITTED' | 'DENIED' | 'EXPIRED' | 'LEFT';
+}
+
+interface Resolved {
+  session: SessionRow;
+  meeting: MeetingRow;
+  user: UserRow;
 }
 
 const BEARER = /^Bearer +(\S+)\s*$/i;
@@ -85,12 +93,14 @@ export class Sessions {
   readonly #clock: Clock;
   readonly #tokens: Tokens;
   readonly #meetings: Meetings;
+  readonly #cluster: Cluster;
   #baseUrl = '';
 
-  constructor(clock: Clock, tokens: Tokens, meetings: Meetings) {
+  constructor(clock: Clock, tokens: Tokens, meetings: Meetings, cluster: Cluster) {
     this.#clock = clock;
     this.#tokens = tokens;
     this.#meetings = meetings;
+    this.#cluster = cluster;
   }
 
   setBaseUrl(url: string): void {
@@ -108,18 +118,17 @@ export class Sessions {
   }
 
   /** Exchanges a join token for a meeting session, checking access again as of now. */
-  exchange(pool: Db, token: string, deviceId: string): Promise<MeetingSession> {
+  async exchange(pool: Db, token: string, deviceId: string): Promise<MeetingSession> {
     const claims = this.#tokens.join.read(token);
-    if (!claims) return Promise.reject(new AppError('join_token_invalid'));
-    return inTx(pool, async (db) => {
+    if (!claims) throw new AppError('join_token_invalid');
+    const resolved = await inTx(pool, async (db): Promise<Resolved> => {
       const now = this.#clock.now();
       // Reopening a spent single-use link on the device that spent it resumes that session.
       if (claims.s) {
         const [use] = await db<{ deviceId: string; sessionId: string }[]>`select device_id, session_id from join_token_uses where jti = ${claims.j}`;
         if (use) {
           if (use.deviceId !== deviceId) throw new AppError('join_token_used');
-          const session = await this.#session(db, use.sessionId);
-          return this.#resume(db, session, 'join');
+          return this.#resume(db, await this.#session(db, use.sessionId), 'join');
         }
       }
       if (claims.e <= now) throw new AppError('join_token_expired', { details: { expiredAt: iso(claims.e) } });
@@ -141,24 +150,43 @@ export class Sessions {
           return this.#resume(db, await this.#session(db, use.sessionId), 'join');
         }
       }
+      const waits = meeting.settings.waitingRoom && claims.r !== 'HOST' && claims.r !== 'COHOST';
       const [session] = await db<SessionRow[]>`insert into meeting_sessions
-          (id, org_id, meeting_id, user_id, jti, device_id, role, display_name, redirect_url, created_at, refresh_until)
+          (id, org_id, meeting_id, user_id, jti, device_id, role, display_name, redirect_url, created_at, refresh_until, queue_id)
         values (${sessionId}, ${claims.o}, ${meeting.id}, ${user.id}, ${claims.j}, ${deviceId}, ${claims.r},
-          ${claims.n ?? user.fullName}, ${claims.d}, ${iso(now)}, ${iso(now + REFRESH_WINDOW_MS)}) returning *`;
-      let waiting: WaitingRow | null = null;
-      if (meeting.settings.waitingRoom && claims.r !== 'HOST' && claims.r !== 'COHOST') {
-        waiting = await this.#enqueue(db, meeting, session!, user);
-      }
-      return this.#present(session!, meeting, user, waiting);
+          ${claims.n ?? user.fullName}, ${claims.d}, ${iso(now)}, ${iso(now + REFRESH_WINDOW_MS)}, ${waits ? newId('wr', now) : null}) returning *`;
+      return { session: session!, meeting, user };
     });
+    return this.#present(resolved, await this.#waiting(resolved));
   }
 
   /** A fresh session for up to 24 hours after the exchange, unless revoked, deactivated or ended since. */
-  refresh(pool: Db, principal: SessionPrincipal): Promise<MeetingSession> {
-    return inTx(pool, async (db) => this.#resume(db, await this.#session(db, principal.sessionId), 'refresh'));
+  async refresh(pool: Db, principal: SessionPrincipal): Promise<MeetingSession> {
+    const resolved = await inTx(pool, async (db) => this.#resume(db, await this.#session(db, principal.sessionId), 'refresh'));
+    return this.#present(resolved, await this.#waiting(resolved));
   }
 
-  async #resume(db: Db, session: SessionRow, via: 'join' | 'refresh'): Promise<MeetingSession> {
+  /**
+   * The session's waiting-room entry, as the waiting-room actor has it. Enqueueing is idempotent per
+   * queue id, so every exchange, reload and refresh simply asks again (and repairs an entry whose first
+   * enqueue never arrived).
+   */
+  async #waiting({ session, user }: Resolved): Promise<WaitingView | null> {
+    if (!session.queueId) return null;
+    const reply = await this.#cluster.ask<{ ok: boolean; status?: WaitingView['status']; error?: { code: string; message: string } }>(
+      waitingRoomActor(session.meetingId),
+      {
+        type: 'ENQUEUE',
+        queueId: session.queueId,
+        sessionId: session.id,
+        user: { id: user.id, externalId: user.externalId, name: session.displayName, email: user.email, role: user.role },
+      },
+    );
+    if (!reply.ok) throw new AppError(reply.error?.code === 'meeting_ended' ? 'meeting_ended' : 'invalid_state', { message: reply.error?.message });
+    return { queueId: session.queueId, status: reply.status! };
+  }
+
+  async #resume(db: Db, session: SessionRow, via: 'join' | 'refresh'): Promise<Resolved> {
     const now = this.#clock.now();
     const user = await this.#user(db, session.orgId, session.userId);
     if (session.revokedAt) {
@@ -172,9 +200,38 @@ export class Sessions {
     if (meeting.status === 'ENDED' || meeting.status === 'CANCELLED') throw new AppError('meeting_ended', { details: { status: meeting.status } });
     // Access is a standing condition: a student removed from the class or an invitation withdrawn ends it too.
     await this.#checkAccess(db, meeting, user, session.role);
-    const [waiting] = await db<WaitingRow[]>`select id, status from waiting_room_entries where session_id = ${session.id}
-      order by requested_at desc limit 1`;
-    return this.#present(session, meeting, user, waiting ?? null);
+    return { session, meeting, user };
+  }
+
+  /** The accessToken is good only on its own meeting's routes, and only until it expires. */
+  assertMeetingRoute(principal: SessionPrincipal, slug: string): void {
+    if (principal.slug !== slug) throw new AppError('session_wrong_meeting');
+    if (principal.expired) throw new AppError('access_token_expired');
+  }
+
+  /** The caller's own waiting-room entry, as the waiting-room actor has it. */
+  async waitingStatus(db: Db, principal: SessionPrincipal, slug: string, queueId: string) {
+    this.assertMeetingRoute(principal, slug);
+    const session = await this.#session(db, principal.sessionId);
+    if (session.queueId !== queueId) throw new AppError('not_found', { message: 'No such waiting-room entry for this session.' });
+    const reply = await this.#cluster.ask<{ ok: boolean; queueId: string; status: WaitingView['status']; requestedAt: string; admittedAt: string | null; error?: { code: string } }>(
+      waitingRoomActor(session.meetingId),
+      { type: 'STATUS', queueId },
+    );
+    if (!reply.ok) throw new AppError('not_found', { message: 'No such waiting-room entry.' });
+    return { queueId, status: reply.status, requestedAt: reply.requestedAt, admittedAt: reply.admittedAt };
+  }
+
+  /** After admission: the room token (mediaToken) for the session, on the device that holds it. */
+  async roomToken(pool: Db, principal: SessionPrincipal, slug: string, queueId: string, deviceId: string) {
+    const status = await this.waitingStatus(pool, principal, slug, queueId);
+    if (status.status === 'WAITING') throw new AppError('waiting_not_admitted', { details: { queueId } });
+    if (status.status === 'DENIED') throw new AppError('waiting_denied');
+    if (status.status !== 'ADMITTED') throw new AppError('waiting_expired', { details: { status: status.status } });
+    const resolved = await inTx(pool, async (db) => this.#resume(db, await this.#session(db, principal.sessionId), 'refresh'));
+    if (resolved.session.deviceId !== deviceId) throw new AppError('session_invalid', { message: 'The room token is issued only to the device that holds the session.' });
+    const s = this.#present(resolved, { queueId, status: 'ADMITTED' });
+    return { mediaToken: s.mediaToken!, mediaUrl: s.mediaUrl, expiresAt: s.expiresAt, role: s.role, queueId };
   }
 
   async #session(db: Db, id: string): Promise<SessionRow> {
@@ -202,24 +259,7 @@ export class Sessions {
     }
   }
 
-  async #enqueue(db: Db, meeting: MeetingRow, session: SessionRow, user: UserRow): Promise<WaitingRow> {
-    const now = this.#clock.now();
-    const [entry] = await db<WaitingRow[]>`insert into waiting_room_entries (id, meeting_id, session_id, user_id, status, requested_at)
-      values (${newId('wr', now)}, ${meeting.id}, ${session.id}, ${user.id}, 'WAITING', ${iso(now)}) returning id, status`;
-    await emitEvent(db, meeting.orgId, 'participant.waiting', {
-      meetingId: meeting.id,
-      externalMeetingId: meeting.externalId,
-      kind: meeting.kind,
-      queueId: entry!.id,
-      user: { id: user.id, externalId: user.externalId, name: session.displayName, email: user.email, role: user.role },
-      requestedAt: iso(now),
-      admittedAt: null,
-      admittedBy: null,
-    }, now);
-    return entry!;
-  }
-
-  #present(session: SessionRow, meeting: MeetingRow, user: UserRow, waiting: WaitingRow | null): MeetingSession {
+  #present({ session, meeting, user }: Resolved, waiting: WaitingView | null): MeetingSession {
     const now = this.#clock.now();
     const exp = Math.min(now + ACCESS_TTL_MS, session.refreshUntil.getTime());
     const claims: AccessClaims = { s: session.id, o: session.orgId, m: meeting.id, g: meeting.slug, u: user.id, e: exp };
@@ -232,7 +272,7 @@ export class Sessions {
       mediaToken: admitted ? this.#tokens.media.issue({ s: session.id, m: meeting.id, u: user.id, r: session.role, e: exp }) : null,
       mediaUrl: `${wsBase}/api/v1/meetings/${meeting.slug}/media`,
       role: session.role,
-      waitingRoom: waiting ? { queueId: waiting.id, status: waiting.status } : null,
+      waitingRoom: waiting,
       meeting: {
         id: meeting.id,
         kind: meeting.kind,

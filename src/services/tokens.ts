@@ -4,7 +4,7 @@ export type RoomRole = 'HOST' | 'COHOST' | 'PARTICIPANT' | 'VIEWER';
 
 /** What a join token carries; sealed, so it is opaque, unforgeable and needs no storage to mint. */
 export interface JoinClaims {
-  /** token id: 128 random bits; a single-use token is spent by recording it */
+  /** token id: 128 random bits (from the pooled CSPRNG); a single-use token is spent by recording it */
   j: string;
   o: string;
   m: string;

@@ -3,6 +3,7 @@ import { ManualClock } from '../../src/clock.ts';
 import { Tokens } from '../../src/services/tokens.ts';
 import { api, createTenant, startTestMember, TEST_SECRET } from '../helpers/member.ts';
 import { assertError } from '../helpers/assert.ts';
+import { goLive } from '../helpers/ws.ts';
 
 const clock = new ManualClock(Date.parse('2026-03-02T08:00:00Z'));
 const member = await startTestMember(t, { clock });
@@ -165,7 +166,7 @@ t.test('meeting_ended: cancelled or ended meetings refuse links, exchanges and r
 
   const live = await meeting();
   const l2 = (await mint(live.id, { userId: student.id, singleUse: false })).body.data;
-  await member.app.sql`update meetings set status = 'LIVE', started_at = ${new Date(clock.now()).toISOString()} where id = ${live.id}`;
+  await goLive(t, member, key, live.id, teacher.id);
   t.equal((await exchange(l2.token)).status, 200, 'a LIVE meeting admits');
   t.equal((await api(member, 'POST', `/public/meetings/${live.id}/end`, { key })).status, 200);
   assertError(t, await exchange(l2.token), 410, 'meeting_ended');

@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { AppError } from '../../src/errors.ts';
+import { waitingRoomActor } from '../../src/runtime/kinds.ts';
+import { externalId, idParam } from '../../src/services/common.ts';
+import { ROOM_ROLES } from '../../src/services/join-links.ts';
+import { route } from '../route.ts';
+
+const tag = 'Waiting room';
+const WAITING = ['WAITING', 'ADMITTED', 'DENIED', 'EXPIRED', 'LEFT'] as const;
+const slugParams = z.object({ slug: z.string().max(64) });
+const waitingStatus = z.object({ queueId: z.string(), status: z.enum(WAITING), requestedAt: z.string(), admittedAt: z.string().nullable() });
+
+export const roomRoutes = [
+  route(
+    {
+      method: 'get',
+      path: '/meetings/:slug/waiting-room/status/:queueId',
+      tag,
+      auth: 'session',
+      summary: 'Status of the caller\'s waiting-room entry (Bearer accessToken); poll until ADMITTED.',
+      description: 'The page also hears `{ type: "admitted" }` pushed over the media-gateway connection it opens with its accessToken while waiting.',
+      params: z.object({ slug: z.string().max(64), queueId: z.string().max(64) }),
+      response: waitingStatus,
+      errors: ['session_wrong_meeting', 'access_token_expired', 'not_found'],
+    },
+    async ({ app, db, session, params }) => ({ data: await app.services.sessions.waitingStatus(db, session!, params.slug, params.queueId) }),
+  ),
+  route(
+    {
+      method: 'post',
+      path: '/meetings/:slug/token',
+      tag,
+      auth: 'session',
+      summary: 'The room token (mediaToken) once a host has admitted the caller.',
+      params: slugParams,
+      body: z.strictObject({ queueId: z.string().min(1).max(64), deviceId: z.string().min(1).max(200) }),
+      response: z.object({ mediaToken: z.string(), mediaUrl: z.string(), expiresAt: z.string(), role: z.enum(ROOM_ROLES), queueId: z.string() }),
+      errors: ['session_wrong_meeting', 'access_token_expired', 'waiting_not_admitted', 'waiting_denied', 'waiting_expired', 'not_found'],
+    },
+    async ({ app, db, session, params, body }) => ({ data: await app.services.sessions.roomToken(db, session!, params.slug, body.queueId, body.deviceId) }),
+  ),
+  ...(['admit', 'deny'] as const).map((action) =>
+    route(
+      {
+        method: 'post',
+        path: `/public/meetings/:id/waiting-room/:queueId/${action}`,
+        tag,
+        auth: 'apiKey',
+        scope: 'meetings:write',
+        idempotency: 'after',
+        summary: action === 'admit' ? 'Admit a waiting person from your backend.' : 'Turn a waiting person away from your backend.',
+        description: `${action === 'admit' ? 'Emits participant.admitted with admittedBy set to the API key id. ' : ''}Repeating it answers the entry unchanged.`,
+        params: idParam.extend({ queueId: externalId }),
+        response: waitingStatus,
+        errors: ['meeting_not_found', 'not_found', 'invalid_state'],
+      },
+      async ({ app, db, apiKey, params }) => {
+        const m = await app.services.meetings.get(db, apiKey!.orgId, params.id);
+        const reply = await app.cluster.ask<{ ok: boolean; queueId: string; status: (typeof WAITING)[number]; requestedAt: string; admittedAt: string | null; error?: { code: string; message: string } }>(
+          waitingRoomActor(m.id),
+          { type: action === 'admit' ? 'ADMIT' : 'DENY', queueId: params.queueId, by: apiKey!.keyId },
+        );
+        if (!reply.ok) throw new AppError(reply.error?.code === 'invalid_state' ? 'invalid_state' : 'not_found', { message: reply.error?.message });
+        return { data: { queueId: reply.queueId, status: reply.status, requestedAt: reply.requestedAt, admittedAt: reply.admittedAt } };
+      },
+    ),
+  ),
+];

@@ -1,0 +1,207 @@
+import { createActor, type AnyActor } from 'xstate';
+import type { DisconnectEffect, SendEffect } from '../../actors/effects.ts';
+import { validationError } from '../../http/validation.ts';
+import { iso, type Clock } from '../clock.ts';
+import type { ActorMessage } from '../cluster/cluster.ts';
+import { assertEpoch } from '../cluster/fencing.ts';
+import type { Sql } from '../db/index.ts';
+import { transaction } from '../db/tx.ts';
+import { AppError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import { emitEvent, type EventType } from '../services/outbox.ts';
+import type { ActorKind } from './kinds.ts';
+
+export type RoomEffect = SendEffect | DisconnectEffect;
+
+/** Where the sends and disconnects an actor emits go once its transition has committed. */
+export interface EffectSink {
+  deliver(actorId: string, effects: RoomEffect[]): void;
+}
+
+interface Entry {
+  actor: AnyActor;
+  kind: ActorKind;
+  entityId: string;
+  shard: number;
+  epoch: number;
+  lastUsed: number;
+}
+
+type Effect = { type: string; [k: string]: unknown };
+
+/**
+ * Runs the actors of the shards this member owns. One event at a time per actor (a mailbox); after
+ * each transition the snapshot, the outbox rows, the timers and the domain projection commit in one
+ * transaction fenced by the shard's epoch, and only then do sends, disconnects and the reply go out.
+ * A failed commit drops the in-memory actor, so memory never runs ahead of the database.
+ */
+export class ActorHost {
+  readonly #sql: Sql;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #kinds = new Map<string, ActorKind>();
+  readonly #entries = new Map<string, Entry>();
+  readonly #tails = new Map<string, Promise<unknown>>();
+  #sink: EffectSink = { deliver: () => {} };
+  #send: (actorId: string, event: Record<string, unknown>) => Promise<void> = async () => {};
+
+  constructor(opts: { sql: Sql; clock: Clock; log: Logger; kinds: ActorKind[] }) {
+    this.#sql = opts.sql;
+    this.#clock = opts.clock;
+    this.#log = opts.log;
+    for (const k of opts.kinds) this.#kinds.set(k.kind, k);
+  }
+
+  setSink(sink: EffectSink): void {
+    this.#sink = sink;
+  }
+
+  /** How follow-up events reach other actors (the cluster's `send`). */
+  setSender(send: (actorId: string, event: Record<string, unknown>) => Promise<void>): void {
+    this.#send = send;
+  }
+
+  /** The cluster's handler: messages for actors on shards this member owns. */
+  readonly handle = (msg: ActorMessage, shard: number, epoch: number): Promise<unknown> =>
+    this.#mailbox(msg.actorId, () => this.#process(msg.actorId, msg.event, shard, epoch));
+
+  /** Stops every in-memory actor of a shard (handed over or lost); their state is already in Postgres. */
+  dropShard(shard: number): void {
+    for (const [id, e] of this.#entries) if (e.shard === shard) this.#drop(id);
+  }
+
+  /** Drops actors unused for `idleMs`; the next message rehydrates them from their snapshot. */
+  passivateIdle(idleMs: number): number {
+    const cutoff = performance.now() - idleMs;
+    let n = 0;
+    for (const [id, e] of this.#entries) {
+      if (e.lastUsed < cutoff && !this.#tails.has(id)) {
+        this.#drop(id);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Ids of the actors of a kind held in memory here. */
+  loaded(kind: string): string[] {
+    return [...this.#entries.values()].filter((e) => e.kind.kind === kind).map((e) => `${kind}:${e.entityId}`);
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  stopAll(): void {
+    for (const id of [...this.#entries.keys()]) this.#drop(id);
+  }
+
+  #drop(actorId: string): void {
+    const e = this.#entries.get(actorId);
+    if (!e) return;
+    this.#entries.delete(actorId);
+    e.actor.stop();
+  }
+
+  #mailbox<T>(actorId: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.#tails.get(actorId) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#tails.set(actorId, tail);
+    void tail.then(() => {
+      if (this.#tails.get(actorId) === tail) this.#tails.delete(actorId);
+    });
+    return run;
+  }
+
+  #kindOf(actorId: string): { kind: ActorKind; entityId: string } {
+    const i = actorId.indexOf(':');
+    const kind = i > 0 ? this.#kinds.get(actorId.slice(0, i)) : undefined;
+    if (!kind) throw new AppError('not_found', { message: `No actor kind for ${actorId}.` });
+    return { kind, entityId: actorId.slice(i + 1) };
+  }
+
+  async #process(actorId: string, raw: Record<string, unknown>, shard: number, epoch: number): Promise<unknown> {
+    const { kind, entityId } = this.#kindOf(actorId);
+    const parsed = kind.events.safeParse({ ...raw, at: this.#clock.now() });
+    if (!parsed.success) throw validationError(parsed.error, 'body');
+    let entry = this.#entries.get(actorId);
+    if (entry && entry.epoch !== epoch) {
+      this.#drop(actorId);
+      entry = undefined;
+    }
+    entry ??= await this.#load(actorId, kind, entityId, shard, epoch);
+    entry.lastUsed = performance.now();
+    return this.#apply(actorId, entry, parsed.data as Record<string, unknown>);
+  }
+
+  async #load(actorId: string, kind: ActorKind, entityId: string, shard: number, epoch: number): Promise<Entry> {
+    const [row] = await this.#sql<{ machineVersion: number; snapshot: unknown }[]>`
+      select machine_version, snapshot from actor_snapshots where actor_id = ${actorId}`;
+    let actor: AnyActor;
+    let fresh = false;
+    if (row && row.machineVersion === kind.version) {
+      actor = createActor(kind.machine, { snapshot: row.snapshot as never, input: undefined as never });
+    } else {
+      if (row) this.#log.warn({ actorId, stored: row.machineVersion, current: kind.version }, 'snapshot of an older machine version: rebuilt from its row');
+      const input = await kind.input(this.#sql, entityId);
+      if (!input) throw new AppError('not_found', { message: `No ${kind.kind} ${entityId}.` });
+      actor = createActor(kind.machine, { input });
+      fresh = true;
+    }
+    actor.start();
+    const entry: Entry = { actor, kind, entityId, shard, epoch, lastUsed: performance.now() };
+    this.#entries.set(actorId, entry);
+    if (fresh && kind.init) await this.#apply(actorId, entry, kind.init(this.#clock.now()));
+    return entry;
+  }
+
+  async #apply(actorId: string, entry: Entry, event: Record<string, unknown>): Promise<unknown> {
+    const { actor, kind, entityId, shard, epoch } = entry;
+    const effects: Effect[] = [];
+    const before = actor.getSnapshot().context as Record<string, unknown>;
+    const sub = actor.on('*', (e: Effect) => effects.push(e));
+    try {
+      actor.send(event as never);
+    } finally {
+      sub.unsubscribe();
+    }
+    const snap = actor.getSnapshot();
+    if (snap.status === 'error') {
+      this.#drop(actorId);
+      throw new AppError('internal_error', { cause: snap.error });
+    }
+    const context = snap.context as Record<string, unknown>;
+    const at = event.at as number;
+    try {
+      await transaction(this.#sql, async (tx) => {
+        await assertEpoch(tx, shard, epoch);
+        await tx`insert into actor_snapshots (actor_id, kind, shard, machine_version, snapshot, updated_at)
+          values (${actorId}, ${kind.kind}, ${shard}, ${kind.version}, ${tx.json(actor.getPersistedSnapshot() as never)}, ${iso(at)})
+          on conflict (actor_id) do update set snapshot = excluded.snapshot, machine_version = excluded.machine_version,
+            shard = excluded.shard, updated_at = excluded.updated_at`;
+        if (event.type === 'TIMER') await tx`delete from actor_timers where actor_id = ${actorId} and name = ${event.name as string}`;
+        for (const e of effects) {
+          if (e.type === 'outbox') await emitEvent(tx, kind.orgOf(context), e.eventType as EventType, e.data as Record<string, unknown>, at);
+          else if (e.type === 'timer.set') {
+            await tx`insert into actor_timers (actor_id, name, shard, due_at) values (${actorId}, ${e.name as string}, ${shard}, ${iso(e.dueAt as number)})
+              on conflict (actor_id, name) do update set due_at = excluded.due_at, shard = excluded.shard`;
+          } else if (e.type === 'timer.cancel') await tx`delete from actor_timers where actor_id = ${actorId} and name = ${e.name as string}`;
+        }
+        await kind.project?.(tx, entityId, context);
+      });
+    } catch (err) {
+      this.#drop(actorId);
+      throw err;
+    }
+    const room = effects.filter((e): e is RoomEffect & Effect => e.type === 'send' || e.type === 'disconnect');
+    if (room.length) this.#sink.deliver(actorId, room);
+    for (const f of kind.followUps?.(entityId, before, context) ?? []) {
+      this.#send(f.actorId, f.event).catch((err) => this.#log.warn({ err, from: actorId, to: f.actorId }, 'follow-up not delivered'));
+    }
+    return (effects.find((e) => e.type === 'reply')?.body as unknown) ?? { ok: true };
+  }
+}

@@ -1,0 +1,24 @@
+import postgres from 'postgres';
+import t from 'tap';
+import { LocalCluster } from '../../src/cluster/local-cluster.ts';
+import { readPlacement } from '../../src/cluster/placement.ts';
+import type { Sql } from '../../src/db/index.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import { createTestDatabase } from '../helpers/member.ts';
+import { clusterContract } from './contract.ts';
+
+const sql = postgres(await createTestDatabase(t), { max: 4, transform: postgres.camel, onnotice: () => {} }) as unknown as Sql;
+t.teardown(() => sql.end());
+await migrate(sql);
+
+t.test('LocalCluster', async (t) => {
+  clusterContract(t, {
+    sql,
+    async create(t) {
+      const c = new LocalCluster({ sql });
+      t.teardown(() => c.stop());
+      return c;
+    },
+    readPlacement: () => readPlacement(null, sql, ''),
+  });
+});

@@ -1,0 +1,390 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import postgres from 'postgres';
+import t, { type Test } from 'tap';
+import { SHARD_COUNT, shardOf, type Cluster } from '../../src/cluster/cluster.ts';
+import { assertEpoch, FencedError } from '../../src/cluster/fencing.ts';
+import { desiredOwners, readPlacement } from '../../src/cluster/placement.ts';
+import { RedisCluster, type RedisClusterOptions } from '../../src/cluster/redis-cluster.ts';
+import type { Sql } from '../../src/db/index.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import { AppError } from '../../src/errors.ts';
+import { aula } from '../helpers/cli.ts';
+import { createTestDatabase, REDIS_URL } from '../helpers/member.ts';
+import { clusterContract } from './contract.ts';
+import { startProxy } from './fixtures/tcp-proxy.ts';
+
+const dbUrl = await createTestDatabase(t);
+const sql = postgres(dbUrl, { max: 8, transform: postgres.camel, onnotice: () => {} }) as unknown as Sql;
+t.teardown(() => sql.end());
+await migrate(sql);
+const admin = new Redis(REDIS_URL);
+t.teardown(() => admin.disconnect());
+
+const newPrefix = () => `aulatest:${randomBytes(4).toString('hex')}:`;
+const prefixes = new WeakMap<Cluster, string>();
+
+type MemberOpts = Partial<Omit<RedisClusterOptions, 'redis' | 'sql' | 'prefix'>> & { redisUrl?: string };
+
+/** A member with connections of its own (as if in its own process), stopped at teardown. */
+function member(t: Test, prefix: string, opts: MemberOpts = {}): RedisCluster {
+  const { redisUrl, ...rest } = opts;
+  const template = new Redis(redisUrl ?? REDIS_URL, { lazyConnect: true });
+  const c = new RedisCluster({ redis: template, sql, prefix, ...rest });
+  prefixes.set(c, prefix);
+  t.teardown(() => c.stop());
+  return c;
+}
+
+async function startAll(members: RedisCluster[], handler?: (c: RedisCluster) => Parameters<Cluster['setHandler']>[0]): Promise<void> {
+  for (const m of members) m.setHandler(handler ? handler(m) : async (msg, shard, epoch) => ({ memberId: m.memberId, actorId: msg.actorId, shard, epoch }));
+  await Promise.all(members.map((m) => m.start()));
+}
+
+async function waitFor(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<number> {
+  const t0 = performance.now();
+  while (!(await cond())) {
+    if (performance.now() - t0 > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return performance.now() - t0;
+}
+
+/** Every shard held by exactly one of `members`, the one rendezvous hashing picks. */
+function settled(members: RedisCluster[]): boolean {
+  const desired = desiredOwners(members.map((m) => m.memberId));
+  for (let shard = 0; shard < SHARD_COUNT; shard++) {
+    const holders = members.filter((m) => m.owned().has(shard));
+    if (holders.length !== 1 || holders[0]!.memberId !== desired[shard]) return false;
+  }
+  return true;
+}
+
+function ownerOf(members: RedisCluster[], shard: number): RedisCluster | undefined {
+  return members.find((m) => m.owned().has(shard));
+}
+
+/** An actor id whose shard `m` owns. */
+function actorOn(m: RedisCluster, tag: string): string {
+  for (let i = 0; ; i++) {
+    const id = `meeting:${tag}-${i}`;
+    if (m.owned().has(shardOf(id))) return id;
+  }
+}
+
+t.test('RedisCluster contract', async (t) => {
+  clusterContract(t, {
+    sql,
+    async create(t) {
+      return member(t, newPrefix());
+    },
+    readPlacement: (c) => readPlacement(admin, sql, prefixes.get(c)!),
+  });
+});
+
+t.test('three members spread the shards, one owner each, and placement shows it', async (t) => {
+  const prefix = newPrefix();
+  const ms = ['member-a', 'member-b', 'member-c'].map((memberId) => member(t, prefix, { memberId }));
+  await startAll(ms);
+  const took = await waitFor('three members to settle', () => settled(ms));
+  t.comment(`settled in ${Math.round(took)} ms`);
+  const counts = ms.map((m) => m.owned().size);
+  t.equal(counts.reduce((a, b) => a + b, 0), SHARD_COUNT);
+  t.ok(counts.every((n) => n >= 12 && n <= 30), `roughly even: ${counts.join(', ')}`);
+  const p = await ms[0]!.placement();
+  t.same(p.members.map((m) => m.id).sort(), ['member-a', 'member-b', 'member-c']);
+  t.same(p.shards.map((s) => s.owner), p.shards.map((s) => ownerOf(ms, s.shard)!.memberId), 'the lease holders');
+  t.same(p.shards.map((s) => s.epoch), p.shards.map((s) => ownerOf(ms, s.shard)!.owned().get(s.shard)), 'the epochs');
+});
+
+t.test('a fourth member takes only the shards it wins (rendezvous hashing)', async (t) => {
+  const prefix = newPrefix();
+  const ms = ['member-a', 'member-b', 'member-c'].map((memberId) => member(t, prefix, { memberId }));
+  await startAll(ms);
+  await waitFor('three members to settle', () => settled(ms));
+  const before = Array.from({ length: SHARD_COUNT }, (_, s) => ownerOf(ms, s)!.memberId);
+  const lost: string[] = [];
+  for (const m of ms) m.on('lost', (s) => lost.push(`${m.memberId}:${s}`));
+  const d = member(t, prefix, { memberId: 'member-d' });
+  ms.push(d);
+  await startAll([d]);
+  const took = await waitFor('four members to settle', () => settled(ms));
+  const after = Array.from({ length: SHARD_COUNT }, (_, s) => ownerOf(ms, s)!.memberId);
+  const moved = after.map((o, s) => (o !== before[s] ? s : -1)).filter((s) => s >= 0);
+  t.comment(`${moved.length} shards moved in ${Math.round(took)} ms`);
+  t.ok(moved.every((s) => after[s] === 'member-d'), 'every shard that moved went to the new member');
+  t.equal(moved.length, d.owned().size);
+  t.ok(moved.length >= 8 && moved.length <= 26, `about a quarter moved: ${moved.length}`);
+  t.same(lost, [], 'hand-overs are graceful, nothing is lost');
+});
+
+t.test('ask() and send() reach an actor owned by another member', async (t) => {
+  const prefix = newPrefix();
+  const [a, b] = [member(t, prefix), member(t, prefix)];
+  const seen: { on: string; actorId: string; shard: number; epoch: number }[] = [];
+  await startAll([a, b], (m) => async (msg, shard, epoch) => {
+    seen.push({ on: m.memberId, actorId: msg.actorId, shard, epoch });
+    if (msg.event.op === 'fail') throw new AppError('invalid_state', { details: { status: 'ENDED' } });
+    if (msg.event.op === 'crash') throw new Error('boom');
+    return { on: m.memberId, shard, epoch, echo: msg.event };
+  });
+  await waitFor('two members to settle', () => settled([a, b]));
+  const onB = actorOn(b, 'remote');
+  const shard = shardOf(onB);
+  t.same(await a.ask(onB, { op: 'echo', x: [1, 2] }), { on: b.memberId, shard, epoch: b.owned().get(shard), echo: { op: 'echo', x: [1, 2] } });
+  await t.rejects(a.ask(onB, { op: 'fail' }), { name: 'AppError', code: 'invalid_state', details: { status: 'ENDED' } }, 'AppError code and details cross members');
+  await t.rejects(a.ask(onB, { op: 'crash' }), { code: 'internal_error' }, 'other errors become internal_error');
+  seen.length = 0;
+  await a.send(onB, { op: 'echo' });
+  t.same(seen, [{ on: b.memberId, actorId: onB, shard, epoch: b.owned().get(shard) }], 'send() resolved after the owner took it');
+
+  const t0 = performance.now();
+  for (let i = 0; i < 200; i++) await a.ask(onB, { op: 'echo', i });
+  t.comment(`remote ask round trip: ${((performance.now() - t0) / 200).toFixed(2)} ms`);
+});
+
+t.test('stop({ drain: true }) hands every shard over before the others take them', async (t) => {
+  const prefix = newPrefix();
+  const ms = [member(t, prefix), member(t, prefix), member(t, prefix)];
+  await startAll(ms);
+  await waitFor('three members to settle', () => settled(ms));
+  const [a, b, c] = ms as [RedisCluster, RedisCluster, RedisCluster];
+  const cShards = new Map(c.owned());
+  const passivated = new Map<number, number>();
+  const acquiredAt = new Map<number, { at: number; epoch: number }>();
+  c.on('releasing', async (s) => {
+    await new Promise((r) => setTimeout(r, 20));
+    passivated.set(s, performance.now());
+  });
+  for (const m of [a, b]) m.on('acquired', (s, epoch) => acquiredAt.set(s, { at: performance.now(), epoch }));
+  const t0 = performance.now();
+  await c.stop({ drain: true });
+  t.equal(c.owned().size, 0);
+  const took = await waitFor('the others to take over', () => settled([a, b]), 5000);
+  t.comment(`drained ${cShards.size} shards; all owned again ${Math.round(performance.now() - t0)} ms after stop() began (${Math.round(took)} ms after it returned)`);
+  const shards = [...cShards.keys()];
+  t.same(shards.filter((s) => !(passivated.has(s) && acquiredAt.has(s) && acquiredAt.get(s)!.at > passivated.get(s)!)), [], 'each shard passivated before it was taken');
+  t.same(shards.filter((s) => !(acquiredAt.get(s)!.epoch > cShards.get(s)!)), [], 'each with a higher epoch');
+  const p = await a.placement();
+  t.equal(p.members.length, 2);
+});
+
+t.test('a member cut off from Redis steps down before its leases expire, and its writes are fenced', async (t) => {
+  // production timings: the point is the margin between stepping down and the lease expiring
+  const prefix = newPrefix();
+  const proxy = await startProxy(Number(new URL(REDIS_URL).port || 6379));
+  t.teardown(() => proxy.close());
+  const [a, b] = [member(t, prefix), member(t, prefix)];
+  const c = member(t, prefix, { redisUrl: `redis://127.0.0.1:${proxy.port}` });
+  await startAll([a, b, c]);
+  await waitFor('three members to settle', () => settled([a, b, c]));
+  const cShards = new Map(c.owned());
+
+  const lostAt = new Map<number, number>();
+  const leaseAtLost = new Map<number, Promise<[string | null, number]>>();
+  c.on('lost', (s) => {
+    lostAt.set(s, performance.now());
+    leaseAtLost.set(
+      s,
+      admin
+        .multi()
+        .get(`${prefix}shard:${s}`)
+        .pttl(`${prefix}shard:${s}`)
+        .exec()
+        .then((r) => [r![0]![1] as string | null, r![1]![1] as number]),
+    );
+  });
+  const takenAt = new Map<number, number>();
+  for (const m of [a, b]) m.on('acquired', (s) => takenAt.set(s, performance.now()));
+
+  // a host that ignores 'lost' and keeps writing with the epochs it had
+  await sql`create table fenced_writes (shard int, epoch bigint)`;
+  const attempts: { shard: number; start: number; ok: boolean }[] = [];
+  let writing = true;
+  const rogue = (async () => {
+    const targets = [...cShards].slice(0, 4);
+    while (writing) {
+      await Promise.all(
+        targets.map(async ([shard, epoch]) => {
+          const start = performance.now();
+          try {
+            await sql.begin(async (tx) => {
+              await assertEpoch(tx, shard, epoch);
+              await tx`insert into fenced_writes values (${shard}, ${epoch})`;
+            });
+            attempts.push({ shard, start, ok: true });
+          } catch (err) {
+            if (!(err instanceof FencedError)) throw err;
+            attempts.push({ shard, start, ok: false });
+          }
+        }),
+      );
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+
+  const cutAt = performance.now();
+  proxy.cut();
+  await waitFor('the others to take the cut member\'s shards', () => [...cShards.keys()].every((s) => takenAt.has(s)), 8000);
+  await new Promise((r) => setTimeout(r, 100));
+  writing = false;
+  await rogue;
+
+  t.same([...lostAt.keys()].sort((x, y) => x - y), [...cShards.keys()].sort((x, y) => x - y), 'lost emitted for every shard it held');
+  t.equal(c.owned().size, 0);
+  const leases = await Promise.all([...cShards.keys()].map((s) => leaseAtLost.get(s)!));
+  t.ok(leases.every(([holder, pttl]) => holder === c.memberId && pttl > 0), 'every lease was still live in Redis when \'lost\' fired');
+  const worstMargin = Math.min(...leases.map(([, pttl]) => pttl));
+  t.ok([...cShards.keys()].every((s) => lostAt.get(s)! < takenAt.get(s)!), 'lost before taken over');
+  const stepDown = Math.max(...[...lostAt.values()].map((x) => x - cutAt));
+  const failover = Math.max(...[...takenAt.values()].map((x) => x - cutAt));
+  t.comment(`cut -> last 'lost' ${Math.round(stepDown)} ms (lease margin at least ${worstMargin} ms); cut -> all taken over ${Math.round(failover)} ms`);
+  t.ok(stepDown < 2300, 'stepped down within stepDownMs of the last renewal');
+  t.ok(failover < 5000, 'taken over within 5 s');
+
+  const late = attempts.filter((x) => x.ok && x.start > takenAt.get(x.shard)!);
+  t.same(late, [], 'no write that began after the takeover committed');
+  t.ok(attempts.some((x) => !x.ok), `stale writes refused (${attempts.filter((x) => !x.ok).length} of ${attempts.length})`);
+  const [row] = await sql<{ n: string }[]>`select count(*) as n from fenced_writes`;
+  t.equal(Number(row!.n), attempts.filter((x) => x.ok).length, 'only the accepted writes are in the table');
+});
+
+t.test('a write fenced by a newer epoch makes the member step down and retake the shard; the ask retries', async (t) => {
+  const prefix = newPrefix();
+  const m = member(t, prefix);
+  const lost: number[] = [];
+  const acquired: [number, number][] = [];
+  m.on('lost', (s) => lost.push(s));
+  m.on('acquired', (s, e) => acquired.push([s, e]));
+  m.setHandler(async (_msg, shard, epoch) => {
+    await sql.begin((tx) => assertEpoch(tx, shard, epoch));
+    return epoch;
+  });
+  await m.start();
+  const shard = shardOf('meeting:bumped');
+  const epoch = m.owned().get(shard)!;
+  acquired.length = 0;
+  // someone else fenced the shard behind this member's back (Redis lost its data, or a second cluster on the same database)
+  await sql`update shards set epoch = epoch + 1 where id = ${shard}`;
+  const answeredWith = await m.ask<number>('meeting:bumped', { op: 'x' });
+  t.same(lost, [shard], 'the fenced write made it give the shard up');
+  t.same(acquired, [[shard, epoch + 2]], 'and take it again with a fresh epoch');
+  t.equal(answeredWith, epoch + 2, 'the ask was retried under the new epoch');
+});
+
+t.test('a member whose connections are killed reconnects and keeps serving', async (t) => {
+  const prefix = newPrefix();
+  const [a, b] = [member(t, prefix, { memberId: `kill-a-${randomBytes(2).toString('hex')}` }), member(t, prefix)];
+  await startAll([a, b]);
+  await waitFor('two members to settle', () => settled([a, b]));
+  const list = await admin.client('LIST') as string;
+  const ids = list
+    .split('\n')
+    .filter((l) => l.includes(` name=${prefix}cluster:${a.memberId}:`))
+    .map((l) => /\bid=(\d+)/.exec(l)![1]!);
+  t.equal(ids.length, 2, 'the member has a command and a subscriber connection');
+  for (const id of ids) await admin.client('KILL', 'ID', id);
+  const onA = actorOn(a, 'killed');
+  t.match(await b.ask(onA, { op: 'echo' }, { timeoutMs: 3000 }), { memberId: a.memberId }, 'reachable again');
+  t.ok(settled([a, b]), 'no shard moved');
+});
+
+t.test('ask() rejects with ActorUnavailableError when the owner never replies or there is none', async (t) => {
+  const prefix = newPrefix();
+  const [a, b] = [member(t, prefix), member(t, prefix)];
+  await startAll([a, b], () => () => new Promise(() => {}));
+  await waitFor('two members to settle', () => settled([a, b]));
+  const onB = actorOn(b, 'silent');
+  let t0 = performance.now();
+  await t.rejects(a.ask(onB, { op: 'x' }, { timeoutMs: 300 }), { name: 'ActorUnavailableError', code: 'actor_unavailable', details: { owner: b.memberId } });
+  t.ok(performance.now() - t0 >= 290, 'at the deadline');
+
+  // a lease held by a member that is not there (crashed before its lease ran out)
+  const ghostPrefix = newPrefix();
+  await admin.set(`${ghostPrefix}shard:${shardOf('meeting:ghost')}`, 'ghost', 'PX', 10_000);
+  const lone = member(t, ghostPrefix, { askTimeoutMs: 300 });
+  await startAll([lone]);
+  t.equal(lone.owned().size, SHARD_COUNT - 1, 'the ghost\'s shard is not taken while its lease lives');
+  t0 = performance.now();
+  await t.rejects(lone.ask('meeting:ghost', { op: 'x' }, { timeoutMs: 300 }), { name: 'ActorUnavailableError', details: { owner: 'ghost' } });
+  t.ok(performance.now() - t0 >= 290, 'retried until the deadline');
+  await t.rejects(lone.send('meeting:ghost', { op: 'x' }), { code: 'actor_unavailable' }, 'send() too (after the member\'s default timeout)');
+});
+
+t.test('kill -9 of a member process: its shards are owned again within 5 s', async (t) => {
+  const prefix = newPrefix();
+  const env = { AULA_DATABASE_URL: dbUrl, AULA_REDIS_URL: REDIS_URL, AULA_REDIS_PREFIX: prefix };
+  const script = fileURLToPath(new URL('./fixtures/member.ts', import.meta.url));
+  const cwd = fileURLToPath(new URL('../..', import.meta.url));
+  const ids = ['proc-a', 'proc-b', 'proc-c'];
+  const procs = await Promise.all(
+    ids.map(
+      (memberId) =>
+        new Promise<{ memberId: string; proc: ReturnType<typeof spawn>; lines: Record<string, unknown>[] }>((resolve, reject) => {
+          const proc = spawn(process.execPath, ['--import', 'tsx', script], { cwd, env: { ...process.env, ...env, MEMBER_ID: memberId }, stdio: ['ignore', 'pipe', 'pipe'] });
+          t.teardown(() => {
+            if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+          });
+          let stderr = '';
+          proc.stderr!.on('data', (d) => (stderr += d));
+          proc.once('exit', (code) => reject(new Error(`${memberId} exited with ${code}: ${stderr}`)));
+          const lines: Record<string, unknown>[] = [];
+          createInterface({ input: proc.stdout! }).on('line', (l) => {
+            const o = JSON.parse(l) as Record<string, unknown>;
+            lines.push(o);
+            if (o.event === 'ready') resolve({ memberId, proc, lines });
+          });
+        }),
+    ),
+  );
+  const desired = desiredOwners(ids);
+  await waitFor('the processes to settle', async () => (await readPlacement(admin, sql, prefix)).shards.every((s) => s.owner === desired[s.shard]));
+
+  const status = await aula(['cluster', 'status', '--json'], env);
+  t.equal(status.code, 0, status.stderr);
+  const shown = JSON.parse(status.stdout) as { members: { id: string; pid: number }[]; shards: { shard: number; owner: string }[] };
+  t.same(shown.members.map((m) => m.id).sort(), ids);
+  t.same(shown.members.map((m) => m.pid).sort(), procs.map((p) => p.proc.pid).sort());
+  t.ok(shown.shards.every((s) => s.owner === desired[s.shard]), 'aula cluster status --json shows the placement');
+  const text = await aula(['cluster', 'status'], env);
+  t.equal(text.code, 0);
+  t.match(text.stdout, /3 members/);
+  for (const id of ids) t.match(text.stdout, id);
+
+  const victim = procs[1]!;
+  const before = await readPlacement(admin, sql, prefix);
+  const victimShards = before.shards.filter((s) => s.owner === victim.memberId);
+  victim.proc.removeAllListeners('exit');
+  const killedAt = performance.now();
+  victim.proc.kill('SIGKILL');
+  const survivors = new Set([ids[0], ids[2]]);
+  await waitFor(
+    'the victim\'s shards to be owned again',
+    async () => {
+      const p = await readPlacement(admin, sql, prefix);
+      return victimShards.every((v) => {
+        const s = p.shards[v.shard]!;
+        return survivors.has(s.owner ?? '') && s.epoch > v.epoch;
+      });
+    },
+    8000,
+  );
+  const failover = performance.now() - killedAt;
+  t.comment(`kill -9 -> ${victimShards.length} shards owned again (lease and new epoch) in ${Math.round(failover)} ms`);
+  t.ok(failover < 5000, `within 5 s (${Math.round(failover)} ms)`);
+  t.ok(
+    victimShards.every((v) => procs.some((p) => p !== victim && p.lines.some((l) => l.event === 'acquired' && l.shard === v.shard))),
+    'the survivors report the acquisitions',
+  );
+
+  for (const p of procs) {
+    if (p === victim) continue;
+    p.proc.removeAllListeners('exit');
+    const exited = new Promise((r) => p.proc.once('exit', r));
+    p.proc.kill('SIGTERM');
+    await exited;
+  }
+});
