@@ -9,14 +9,16 @@ import { createOrg } from '../services/orgs.ts';
 import { ApiKeys } from '../services/api-keys.ts';
 import { LocalBus } from '../cluster/bus.ts';
 import { systemClock } from '../clock.ts';
-import { startMember } from '../member.ts';
+import { serveMember, serveWorkers } from './serve.ts';
 import { formatPlacement, readPlacement } from '../cluster/placement.ts';
 import { connectRedis } from '../cluster/redis.ts';
 
 const USAGE = `usage: aula <command> [options]
 
 commands:
-  serve                                     start a server member (embedded database unless AULA_DATABASE_URL is set)
+  serve [--workers N]                       start a server member (embedded database unless AULA_DATABASE_URL is set);
+                                            --workers N: N member processes on one port, restarted if they die
+                                            (needs AULA_DATABASE_URL and AULA_REDIS_URL)
   migrate                                   apply database migrations
   org create --name N --plan P [--json]     create an organization; plans: ${PLAN_NAMES.join(', ')}
   keys create --org ID --name N --scopes s1,s2 [--json]
@@ -54,13 +56,11 @@ export async function main(argv: string[]): Promise<number> {
     }).values;
   try {
     if (cmd === 'serve') {
-      const member = await startMember();
-      const stop = async () => {
-        await member.close();
-        process.exit(0);
-      };
-      process.once('SIGTERM', stop);
-      process.once('SIGINT', stop);
+      const { workers } = parseArgs({ args: argv.slice(1), options: { workers: { type: 'string', default: '1' } }, strict: true }).values;
+      const n = Number(workers);
+      if (!/^\d+$/.test(workers!) || n < 1 || n > 256) throw new UsageError('--workers must be a whole number from 1 to 256');
+      if (n > 1) return await serveWorkers(n);
+      await serveMember();
       return -1;
     }
     if (cmd === 'migrate') {

@@ -15,8 +15,12 @@ export interface Database {
   close(): Promise<void>;
 }
 
-const pgOptions = {
-  transform: postgres.camel,
+/**
+ * Column names are camelCased, and only column names: `postgres.camel` also rewrites the keys inside
+ * json values, which would corrupt snapshots keyed by ids and caller-supplied JSON.
+ */
+export const pgOptions = {
+  transform: { column: { from: postgres.toCamel, to: postgres.fromCamel } },
   onnotice: () => {},
 };
 

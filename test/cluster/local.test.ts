@@ -1,4 +1,5 @@
 import postgres from 'postgres';
+import { pgOptions } from '../../src/db/index.ts';
 import t from 'tap';
 import { LocalCluster } from '../../src/cluster/local-cluster.ts';
 import { readPlacement } from '../../src/cluster/placement.ts';
@@ -7,7 +8,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { createTestDatabase } from '../helpers/member.ts';
 import { clusterContract } from './contract.ts';
 
-const sql = postgres(await createTestDatabase(t), { max: 4, transform: postgres.camel, onnotice: () => {} }) as unknown as Sql;
+const sql = postgres(await createTestDatabase(t), { max: 4, ...pgOptions }) as unknown as Sql;
 t.teardown(() => sql.end());
 await migrate(sql);
 

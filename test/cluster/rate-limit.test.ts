@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
+import { pgOptions } from '../../src/db/index.ts';
 import t from 'tap';
 import { systemClock } from '../../src/clock.ts';
 import { LocalBus } from '../../src/cluster/bus.ts';
@@ -11,7 +12,7 @@ import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/member.ts
 import { spawnMember } from '../helpers/process.ts';
 
 const dbUrl = await createTestDatabase(t);
-const sql = postgres(dbUrl, { max: 2, transform: postgres.camel, onnotice: () => {} }) as unknown as Sql;
+const sql = postgres(dbUrl, { max: 2, ...pgOptions }) as unknown as Sql;
 t.teardown(() => sql.end());
 await migrate(sql);
 const org = await createOrg(sql, systemClock, { name: 'Two members', plan: 'free' });

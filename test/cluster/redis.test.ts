@@ -4,6 +4,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
+import { pgOptions } from '../../src/db/index.ts';
 import t, { type Test } from 'tap';
 import { SHARD_COUNT, shardOf, type Cluster } from '../../src/cluster/cluster.ts';
 import { assertEpoch, FencedError } from '../../src/cluster/fencing.ts';
@@ -18,7 +19,7 @@ import { clusterContract } from './contract.ts';
 import { startProxy } from './fixtures/tcp-proxy.ts';
 
 const dbUrl = await createTestDatabase(t);
-const sql = postgres(dbUrl, { max: 8, transform: postgres.camel, onnotice: () => {} }) as unknown as Sql;
+const sql = postgres(dbUrl, { max: 8, ...pgOptions }) as unknown as Sql;
 t.teardown(() => sql.end());
 await migrate(sql);
 const admin = new Redis(REDIS_URL);

@@ -34,9 +34,11 @@ t.test('hosts and students meet: LIVE on first join, roster pushed, host ends it
   const [started] = await events(tenant, 'meeting.started');
   t.match(started!.data, { meetingId: meeting.id, status: 'LIVE', startedAt: '2026-09-07T08:00:00.000Z' });
 
+  t.ok(member.app.host.passivateIdle(0) >= 1, 'idle actors can be passivated');
+  t.notOk(member.app.host.loaded('meeting').includes(`meeting:${meeting.id}`));
   const ss = await session(student.id);
   const stu = await connect(t, ss.mediaUrl, ss.mediaToken, 'android');
-  await stu.type('joined');
+  t.same((await stu.type('joined')).roster.map((p: any) => p.name).sort(), ['Sam Student', 'Tina Teacher'], 'rehydrated from its snapshot, the host still in');
   const roster = await host.next((m) => m.type === 'roster' && m.participants.length === 2);
   t.same(roster.participants.map((p: any) => p.name).sort(), ['Sam Student', 'Tina Teacher']);
   const [pj] = (await events(tenant, 'participant.joined')).filter((e) => e.data.user.id === student.id);
@@ -44,7 +46,7 @@ t.test('hosts and students meet: LIVE on first join, roster pushed, host ends it
 
   t.match(await stu.command({ type: 'end' }), { ok: false, error: { code: 'forbidden' } }, 'students cannot end the meeting');
   clock.advance(30 * 60_000);
-  host.ws.send(JSON.stringify({ type: 'end' }));
+  host.ws.send(JSON.stringify({ type: 'end', id: 'end-1' }));
   t.equal((await stu.waitClosed()).code, 4002, 'everyone is disconnected with meeting_ended');
   t.equal((await host.waitClosed()).code, 4002);
   const m = (await call('GET', `/public/meetings/${meeting.id}`)).body.data;
