@@ -22,6 +22,8 @@ export const configSchema = z.object({
   AULA_TRUST_PROXY: bool.default(false),
   AULA_MIGRATE_ON_START: bool.default(true),
   AULA_JOB_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  /** The spec's switch, under its own name (no prefix): local http webhook receivers, outside production only. */
+  WEBHOOKS_ALLOW_PRIVATE_TARGETS: bool.default(false),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -47,6 +49,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError('invalid configuration:\n  AULA_SECRET_KEY: required in production');
   }
   return config;
+}
+
+/** Whether webhook targets may be local http receivers: the switch is ignored in production. */
+export function allowPrivateTargets(config: Pick<Config, 'AULA_ENV' | 'WEBHOOKS_ALLOW_PRIVATE_TARGETS'>): boolean {
+  return config.AULA_ENV !== 'production' && config.WEBHOOKS_ALLOW_PRIVATE_TARGETS === true;
 }
 
 export function baseUrl(config: Config, port: number): string {
