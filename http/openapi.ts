@@ -24,8 +24,16 @@ const errorEnvelope = {
 
 const COMMON: Record<string, readonly ErrorCode[]> = {
   none: ['validation_failed', 'invalid_json', 'unsupported_media_type', 'payload_too_large'],
-  apiKey: ['auth_missing', 'auth_malformed', 'api_key_invalid', 'api_key_revoked', 'insufficient_scope', 'rate_limited', 'validation_failed', 'invalid_json', 'unsupported_media_type', 'payload_too_large'],
+  apiKey: ['auth_missing', 'auth_malformed', 'api_key_invalid', 'api_key_revoked', 'admin_session_invalid', 'admin_session_expired', 'admin_session_revoked', 'insufficient_scope', 'rate_limited', 'validation_failed', 'invalid_json', 'unsupported_media_type', 'payload_too_large'],
   session: ['auth_missing', 'auth_malformed', 'session_invalid'],
+  admin: ['admin_session_missing', 'auth_malformed', 'admin_session_invalid', 'admin_session_expired', 'admin_session_revoked', 'csrf_failed', 'org_mismatch', 'rate_limited', 'validation_failed', 'invalid_json', 'unsupported_media_type', 'payload_too_large'],
+};
+
+const SECURITY: Record<Route['spec']['auth'], Json[]> = {
+  none: [],
+  apiKey: [{ apiKey: [] }, { adminSession: [] }],
+  session: [{ meetingSession: [] }],
+  admin: [{ adminSession: [] }, { adminCookie: [] }],
 };
 
 /** The OpenAPI 3.1 document, generated from the same route table and zod schemas that serve the API. */
@@ -64,7 +72,7 @@ export function buildOpenApi(routes: Route[], serverUrl: string): Json {
       ...(parameters.length ? { parameters } : {}),
       ...(spec.body ? { requestBody: { required: true, content: { 'application/json': { schema: schema(spec.body, 'input') } } } } : {}),
       responses,
-      security: spec.auth === 'apiKey' ? [{ apiKey: [] }] : spec.auth === 'session' ? [{ meetingSession: [] }] : [],
+      security: SECURITY[spec.auth],
       ...(spec.scope ? { 'x-scopes': typeof spec.scope === 'string' ? [spec.scope] : spec.scope } : {}),
       ...(spec.ipLimit ? { 'x-rate-limit': `${spec.ipLimit.perMinute} per minute per IP address` } : {}),
     };
@@ -80,6 +88,8 @@ export function buildOpenApi(routes: Route[], serverUrl: string): Json {
       securitySchemes: {
         apiKey: { type: 'http', scheme: 'bearer', description: 'API key (aula_sk_...), server to server only.' },
         meetingSession: { type: 'http', scheme: 'bearer', description: 'Meeting session accessToken from the join-token exchange.' },
+        adminSession: { type: 'http', scheme: 'bearer', description: 'A signed-in owner or admin: the sessionToken (aula_as_...) from POST /auth/sign-in.' },
+        adminCookie: { type: 'apiKey', in: 'cookie', name: 'aula_session', description: 'The session cookie set by POST /auth/sign-in; non-GET requests also need the X-CSRF-Token header.' },
       },
     },
   };

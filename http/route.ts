@@ -4,6 +4,7 @@ import type { ErrorCode } from '../src/errors.ts';
 import type { Logger } from '../src/logger.ts';
 import type { Scope } from '../src/scopes.ts';
 import type { ApiPrincipal } from '../src/services/api-keys.ts';
+import type { AdminPrincipal } from '../src/services/members.ts';
 import type { SessionPrincipal } from '../src/services/sessions.ts';
 import type { App } from '../src/app.ts';
 
@@ -18,7 +19,12 @@ export interface RouteSpec {
   summary: string;
   description?: string;
   tag: string;
-  auth: 'none' | 'apiKey' | 'session';
+  /**
+   * `apiKey`: the public API (an API key, or a signed-in admin's `Bearer aula_as_…` session).
+   * `admin`: the admin surface (a signed-in owner or admin, by cookie or bearer session; a `:orgId`
+   * path parameter must be the member's organization). `session`: a meeting session's accessToken.
+   */
+  auth: 'none' | 'apiKey' | 'session' | 'admin';
   /** Any one of these scopes suffices. */
   scope?: Scope | readonly Scope[];
   /** Per-IP budget for routes without an API key. */
@@ -57,8 +63,11 @@ export interface Ctx<P, Q, B> {
   log: Logger;
   /** The transaction of an idempotent request, otherwise the pool. */
   db: Db;
+  /** On `apiKey` routes: the key, or the signed-in admin as a public-API caller. */
   apiKey: ApiPrincipal | null;
   session: SessionPrincipal | null;
+  /** On `admin` routes, and on `apiKey` routes called with an admin session. */
+  admin: AdminPrincipal | null;
 }
 
 export interface Reply {

@@ -6,6 +6,7 @@ import type { Db } from '../src/db/index.ts';
 import { randomString } from '../src/crypto.ts';
 import type { Logger } from '../src/logger.ts';
 import type { ApiPrincipal } from '../src/services/api-keys.ts';
+import type { AdminPrincipal } from '../src/services/members.ts';
 import type { SessionPrincipal } from '../src/services/sessions.ts';
 import { AppError, toAppError } from '../src/errors.ts';
 import { hasScope } from '../src/scopes.ts';
@@ -148,6 +149,7 @@ class Context implements Ctx<unknown, unknown, unknown> {
     readonly db: Db,
     readonly apiKey: ApiPrincipal | null,
     readonly session: SessionPrincipal | null,
+    readonly admin: AdminPrincipal | null,
   ) {}
 
   get log(): Logger {
@@ -229,15 +231,32 @@ async function handle(
     // Per-IP budgets count every attempt, credential or not; per-key budgets need the key first.
     if (spec.ipLimit) limit = checkLimit(await app.rateLimits.consume(spec.ipLimit.name, info.ip, spec.ipLimit.perMinute));
     let apiKey: ApiPrincipal | null = null;
+    let admin: AdminPrincipal | null = null;
     if (spec.auth === 'apiKey') {
-      // A cached key comes back as a value, a lookup as a promise: await only that.
-      const found = app.services.apiKeys.authenticate(info.headers.authorization);
-      apiKey = found instanceof Promise ? await found : found;
+      const authorization = info.headers.authorization;
+      if (authorization !== undefined && app.services.members.isSessionBearer(authorization)) {
+        // A signed-in admin on the public API: every scope, the plan's budget in a bucket of its own.
+        const found = app.services.members.authenticate(authorization, undefined);
+        admin = found instanceof Promise ? await found : found;
+        apiKey = admin.api;
+      } else {
+        // A cached key comes back as a value, a lookup as a promise: await only that.
+        const found = app.services.apiKeys.authenticate(authorization);
+        apiKey = found instanceof Promise ? await found : found;
+      }
+    } else if (spec.auth === 'admin') {
+      const found = app.services.members.authenticate(info.headers.authorization, info.headers.cookie);
+      admin = found instanceof Promise ? await found : found;
     }
     const session = spec.auth === 'session' ? app.services.sessions.authenticate(info.headers.authorization) : null;
-    if (apiKey) limit = checkLimit(await app.rateLimits.consume('key', apiKey.keyId, apiKey.rateLimitPerMinute));
+    const caller = apiKey ?? admin?.api;
+    if (caller) limit = checkLimit(await app.rateLimits.consume('key', caller.rateKey, caller.rateLimitPerMinute));
     if (apiKey && spec.scope && !hasScope(apiKey.scopes, spec.scope)) {
       throw new AppError('insufficient_scope', { details: { required: spec.scope, granted: [...apiKey.scopes] } });
+    }
+    // A cookie rides along on cross-site requests; a header the page read from our sign-in response does not.
+    if (admin?.via === 'cookie' && info.method !== 'GET' && !app.services.members.csrfMatches(admin, info.headers['x-csrf-token'])) {
+      throw new AppError('csrf_failed');
     }
 
     const params: Record<string, string> = {};
@@ -251,6 +270,9 @@ async function handle(
         throw new AppError('validation_failed', { details: { fields: [{ field: paramNames[i], in: 'path', code: 'invalid_string', message: 'must not contain the NUL character' }] } });
       }
     }
+    // Checked before validation, and without looking the other organization up: the answer is the same
+    // whether it exists or not.
+    if (spec.auth === 'admin' && params.orgId !== undefined && params.orgId !== admin!.orgId) throw new AppError('org_mismatch');
     const parsedParams = spec.params ? parse(spec.params, params, 'path') : params;
     const parsedQuery = spec.query ? parse(spec.query, Object.fromEntries(info.query), 'query') : undefined;
     let json: unknown = undefined;
@@ -263,11 +285,11 @@ async function handle(
     if (apiKey && info.method === 'POST' && idemKey !== undefined) {
       reply = await app.services.idempotency.run(
         { scope: apiKey.keyId, key: idemKey, method: info.method, path: info.path, body: json ?? null },
-        (db) => r.handler(new Context(app, info, parsedParams, parsedQuery, parsedBody, db, apiKey, session) as never),
+        (db) => r.handler(new Context(app, info, parsedParams, parsedQuery, parsedBody, db, apiKey, session, admin) as never),
         spec.idempotency,
       );
     } else {
-      const out = r.handler(new Context(app, info, parsedParams, parsedQuery, parsedBody, app.sql, apiKey, session) as never);
+      const out = r.handler(new Context(app, info, parsedParams, parsedQuery, parsedBody, app.sql, apiKey, session, admin) as never);
       reply = out instanceof Promise ? await out : out;
     }
   } catch (err) {

@@ -16,6 +16,7 @@ import type { Invitations } from './services/invitations.ts';
 import type { Jobs } from './services/jobs.ts';
 import type { JoinLinks } from './services/join-links.ts';
 import type { Meetings } from './services/meetings.ts';
+import type { Members } from './services/members.ts';
 import type { Sessions } from './services/sessions.ts';
 import type { Tokens } from './services/tokens.ts';
 import type { Users } from './services/users.ts';
@@ -47,5 +48,7 @@ export interface App {
     sessions: Sessions;
     jobs: Jobs;
     idempotency: Idempotency;
+    /** Signed-in organization owners and admins, and their sessions. */
+    members: Members;
   };
 }

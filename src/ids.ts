@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { fillRandom, randomString } from './crypto.ts';
 
-export type IdPrefix = 'org' | 'key' | 'usr' | 'mtg' | 'cls' | 'enr' | 'job' | 'evt' | 'ses' | 'wr' | 'req';
+export type IdPrefix = 'org' | 'key' | 'usr' | 'mtg' | 'cls' | 'enr' | 'job' | 'evt' | 'ses' | 'wr' | 'req' | 'mem' | 'as';
 
 /** Crockford's base32, lowercase: what a ULID is made of. */
 const B32 = '0123456789abcdefghjkmnpqrstvwxyz';
@@ -59,7 +59,7 @@ export function newId(prefix: IdPrefix, at?: number): string {
   return `${prefix}_${ulid(at)}`;
 }
 
-const SERVICE_ID = /^(org|key|usr|mtg|cls|enr|job|evt|ses|wr)_[0-9a-z]{26}$/;
+const SERVICE_ID = /^(org|key|usr|mtg|cls|enr|job|evt|ses|wr|mem|as)_[0-9a-z]{26}$/;
 export const isServiceId = (prefix: IdPrefix, v: string): boolean => v.startsWith(`${prefix}_`) && SERVICE_ID.test(v);
 
 /** URL-safe random string with `bytes` bytes of entropy, straight from the CSPRNG: use it for secrets. */

@@ -18,6 +18,7 @@ import { Invitations } from './services/invitations.ts';
 import { Jobs } from './services/jobs.ts';
 import { JoinLinks } from './services/join-links.ts';
 import { Meetings } from './services/meetings.ts';
+import { Members } from './services/members.ts';
 import { Sessions } from './services/sessions.ts';
 import { Tokens } from './services/tokens.ts';
 import { Users } from './services/users.ts';
@@ -113,6 +114,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       sessions,
       jobs: new Jobs(sql, clock, bus, users, log),
       idempotency: new Idempotency(sql, clock, tokens.data),
+      members: new Members(sql, clock, bus),
     },
   };
   if (bus instanceof RedisBus) await bus.ready();

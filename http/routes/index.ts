@@ -1,16 +1,18 @@
 import { z } from 'zod';
 import { buildOpenApi } from '../openapi.ts';
 import { route, type Route } from '../route.ts';
+import { authRoutes } from './auth.ts';
 import { classRoutes } from './classes.ts';
 import { enrollmentRoutes } from './enrollments.ts';
 import { healthRoutes } from './health.ts';
 import { joinRoutes } from './join.ts';
 import { meetingRoutes } from './meetings.ts';
+import { orgRoutes } from './orgs.ts';
 import { userRoutes } from './users.ts';
 import { pageRoutes } from '../pages/join.ts';
 import { roomRoutes } from './rooms.ts';
 
-const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...joinRoutes, ...roomRoutes, ...pageRoutes];
+const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...joinRoutes, ...roomRoutes, ...authRoutes, ...orgRoutes, ...pageRoutes];
 
 let doc: string | null = null;
 const openApiRoute = route(

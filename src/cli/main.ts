@@ -12,6 +12,7 @@ import { systemClock } from '../clock.ts';
 import { serveMember, serveWorkers } from './serve.ts';
 import { formatPlacement, readPlacement } from '../cluster/placement.ts';
 import { connectRedis } from '../cluster/redis.ts';
+import { membersCommand, MEMBERS_USAGE } from './members.ts';
 
 const USAGE = `usage: aula <command> [options]
 
@@ -24,6 +25,7 @@ commands:
   keys create --org ID --name N --scopes s1,s2 [--json]
                                             create an API key (printed once); scopes: ${SCOPES.join(', ')}
   keys revoke --id KEY_ID [--json]          revoke an API key
+${MEMBERS_USAGE}
   cluster status [--json]                   members, and each shard's owner and fencing epoch (read-only)
 `;
 
@@ -93,6 +95,7 @@ export async function main(argv: string[]): Promise<number> {
       out(o.json!, { id: o.id, revoked }, revoked ? `revoked ${o.id}` : `${o.id} was not active`);
       return 0;
     }
+    if (cmd === 'members') return await membersCommand(sub, rest);
     if (cmd === 'cluster' && sub === 'status') {
       const o = opts(rest);
       const config = loadConfig();

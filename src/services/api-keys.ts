@@ -9,12 +9,18 @@ import { PLANS, type PlanName } from '../plans.ts';
 import type { Scope } from '../scopes.ts';
 import { getOrg } from './orgs.ts';
 
+/** Who calls the public API: an API key, or a signed-in admin with a bearer session (src/services/members.ts). */
 export interface ApiPrincipal {
+  /** The API key's id; for a signed-in admin, the member's id (`mem_…`). Idempotency records are scoped by it. */
   keyId: string;
   orgId: string;
   plan: PlanName;
   scopes: ReadonlySet<Scope>;
   rateLimitPerMinute: number;
+  /** The rate-limit bucket: the key's id, or `admin:<memberId>:<orgId>` for a signed-in admin. */
+  rateKey: string;
+  /** Set for a signed-in admin. */
+  memberId?: string;
 }
 
 const KEY_FORMAT = /^aula_sk_[A-Za-z0-9_-]{43}$/;
@@ -76,7 +82,7 @@ export class ApiKeys {
     if (!row) throw new AppError('api_key_invalid');
     const p: ApiPrincipal | { revoked: true } = row.revokedAt
       ? { revoked: true }
-      : { keyId: row.id, orgId: row.orgId, plan: row.plan, scopes: new Set(row.scopes), rateLimitPerMinute: PLANS[row.plan].rateLimitPerMinute };
+      : { keyId: row.id, orgId: row.orgId, plan: row.plan, scopes: new Set(row.scopes), rateLimitPerMinute: PLANS[row.plan].rateLimitPerMinute, rateKey: row.id };
     this.#cache.set(hex, p);
     return principal(p);
   }

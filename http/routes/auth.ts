@@ -1,0 +1,98 @@
+import { z } from 'zod';
+import type { App } from '../../src/app.ts';
+import { AppError } from '../../src/errors.ts';
+import { MAX_PASSWORD_LENGTH } from '../../src/passwords.ts';
+import { ADMIN_SESSION_TTL_MS, csrfTokenFor, MEMBER_ROLES, normalizeEmail, SESSION_COOKIE } from '../../src/services/members.ts';
+import { route } from '../route.ts';
+
+const tag = 'Admin sessions';
+
+/** Every attempt counts, before the password is checked; the per-IP budget also allows a school behind one NAT. */
+export const SIGN_IN_PER_IP_PER_MINUTE = 30;
+export const SIGN_IN_PER_ACCOUNT_PER_MINUTE = 10;
+
+const signInBody = z.strictObject({
+  orgId: z.string().min(1).max(64).describe('The organization the owner or admin belongs to.'),
+  email: z.string().min(1).max(320).describe('Compared without regard to case.'),
+  password: z.string().min(1).max(MAX_PASSWORD_LENGTH),
+});
+
+const memberShape = z.object({ id: z.string(), email: z.string(), role: z.enum(MEMBER_ROLES), orgId: z.string() });
+
+const signedIn = z.object({
+  member: memberShape,
+  sessionToken: z.string().describe('aula_as_…: send as "Authorization: Bearer <sessionToken>" (no CSRF header needed), or rely on the cookie.'),
+  csrfToken: z.string().describe('Send as X-CSRF-Token on every non-GET request authenticated by the cookie.'),
+  expiresAt: z.string(),
+});
+
+const me = z.object({ member: memberShape, csrfToken: z.string(), expiresAt: z.string() });
+
+/** Secure whenever the public address is https; the cookie is scoped to the API and never readable by scripts. */
+function sessionCookie(app: App, value: string, maxAgeSeconds: number): string {
+  const secure = app.baseUrl.startsWith('https:') ? '; Secure' : '';
+  return `${SESSION_COOKIE}=${value}; HttpOnly; SameSite=Lax; Path=/api/v1; Max-Age=${maxAgeSeconds}${secure}`;
+}
+
+export const authRoutes = [
+  route(
+    {
+      method: 'post',
+      path: '/auth/sign-in',
+      tag,
+      auth: 'none',
+      ipLimit: { name: 'sign-in', perMinute: SIGN_IN_PER_IP_PER_MINUTE },
+      summary: 'Sign in as an organization owner or admin.',
+      description: `Sets the ${SESSION_COOKIE} cookie (HttpOnly, SameSite=Lax, Path=/api/v1, 12 hours) and answers the same session as a bearer token with its CSRF token. An unknown organization or email and a wrong password all answer invalid_credentials. At most ${SIGN_IN_PER_IP_PER_MINUTE} attempts per minute per IP address and ${SIGN_IN_PER_ACCOUNT_PER_MINUTE} per organization and email.`,
+      body: signInBody,
+      response: signedIn,
+      errors: ['invalid_credentials', 'member_disabled', 'rate_limited'],
+    },
+    async ({ app, db, body }) => {
+      const account = await app.rateLimits.consume('sign-in-account', `${body.orgId}:${normalizeEmail(body.email)}`, SIGN_IN_PER_ACCOUNT_PER_MINUTE);
+      if (!account.allowed) {
+        throw new AppError('rate_limited', {
+          details: { limit: account.limit, retryAfterSeconds: account.retryAfterSeconds },
+          headers: { 'Retry-After': String(account.retryAfterSeconds) },
+        });
+      }
+      const s = await app.services.members.signIn(db, body);
+      return {
+        data: s,
+        headers: { 'Set-Cookie': sessionCookie(app, s.sessionToken, ADMIN_SESSION_TTL_MS / 1000), 'Cache-Control': 'no-store' },
+      };
+    },
+  ),
+  route(
+    {
+      method: 'post',
+      path: '/auth/sign-out',
+      tag,
+      auth: 'admin',
+      summary: 'Sign out: revoke the session and clear the cookie.',
+      response: z.object({ signedOut: z.literal(true) }),
+    },
+    async ({ app, db, admin }) => {
+      await app.services.members.signOut(db, admin!);
+      return { data: { signedOut: true }, headers: { 'Set-Cookie': sessionCookie(app, '', 0) } };
+    },
+  ),
+  route(
+    {
+      method: 'get',
+      path: '/auth/me',
+      tag,
+      auth: 'admin',
+      summary: 'The signed-in owner or admin, and the session\'s CSRF token.',
+      description: 'A page reloaded with the cookie gets the CSRF token again here; other origins cannot read the answer.',
+      response: me,
+    },
+    ({ admin }) => {
+      const a = admin!;
+      return {
+        data: { member: { id: a.memberId, email: a.email, role: a.role, orgId: a.orgId }, csrfToken: csrfTokenFor(a.token), expiresAt: new Date(a.expiresAt).toISOString() },
+        headers: { 'Cache-Control': 'no-store' },
+      };
+    },
+  ),
+];

@@ -1,0 +1,122 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { systemClock } from '../clock.ts';
+import { LocalBus } from '../cluster/bus.ts';
+import { loadConfig } from '../config.ts';
+import { openDatabase } from '../db/index.ts';
+import { migrate } from '../db/migrate.ts';
+import { AppError } from '../errors.ts';
+import { createLogger } from '../logger.ts';
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, passwordLength } from '../passwords.ts';
+import { MEMBER_ROLES, Members, type MemberRole } from '../services/members.ts';
+
+export const MEMBERS_USAGE = `  members add --org ID --email E --role ${MEMBER_ROLES.join('|')} [--json]
+                                            create an organization owner or admin who signs in with email and
+                                            password; the password is read from standard input (prompted twice,
+                                            without echo, on a terminal; otherwise its first line)`;
+
+class MembersUsageError extends Error {}
+class InputError extends Error {}
+
+/** `aula members add`: returns the exit code. Configuration and database failures are left to main's handler. */
+export async function membersCommand(sub: string | undefined, args: string[]): Promise<number> {
+  try {
+    if (sub !== 'add') throw new MembersUsageError(sub ? `unknown command: members ${sub}` : 'members needs a subcommand');
+    return await add(args);
+  } catch (err) {
+    if (err instanceof MembersUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`aula: ${(err as Error).message}\n\nusage:\n${MEMBERS_USAGE}\n`);
+      return 2;
+    }
+    if (err instanceof InputError) {
+      process.stderr.write(`aula: ${err.message}\n`);
+      return 2;
+    }
+    if (err instanceof AppError && (err.code === 'not_found' || err.code === 'member_exists')) {
+      process.stderr.write(`aula: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+}
+
+async function add(args: string[]): Promise<number> {
+  const o = parseArgs({
+    args,
+    options: { org: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' }, json: { type: 'boolean', default: false } },
+    strict: true,
+  }).values;
+  if (!o.org || !o.email || !o.role) throw new MembersUsageError('--org, --email and --role are required');
+  if (!(MEMBER_ROLES as readonly string[]).includes(o.role)) throw new MembersUsageError(`--role must be one of ${MEMBER_ROLES.join(', ')}`);
+  const email = o.email.trim();
+  if (!z.email().safeParse(email).success || email.length > 320) throw new MembersUsageError(`--email is not an email address: ${o.email}`);
+
+  const password = await readPassword();
+  const length = passwordLength(password);
+  if (length === 0) throw new InputError('no password given on standard input');
+  if (length < MIN_PASSWORD_LENGTH) throw new InputError(`the password must be at least ${MIN_PASSWORD_LENGTH} characters (it has ${length})`);
+  if (length > MAX_PASSWORD_LENGTH) throw new InputError(`the password must be at most ${MAX_PASSWORD_LENGTH} characters`);
+
+  const config = loadConfig();
+  const log = createLogger({ AULA_LOG_LEVEL: config.AULA_LOG_LEVEL === 'info' ? 'warn' : config.AULA_LOG_LEVEL });
+  const db = await openDatabase(config, log);
+  try {
+    await migrate(db.sql, log);
+    const m = await new Members(db.sql, systemClock, new LocalBus()).create(db.sql, { orgId: o.org, email, role: o.role as MemberRole, password });
+    process.stdout.write(o.json ? JSON.stringify({ id: m.id, orgId: m.orgId, email: m.email, role: m.role, createdAt: m.createdAt }) + '\n' : m.id + '\n');
+    return 0;
+  } finally {
+    await db.close();
+  }
+}
+
+/** On a terminal: asked twice without echo. Otherwise: the first line of standard input (without its line ending). */
+async function readPassword(): Promise<string> {
+  if (process.stdin.isTTY) {
+    const first = await promptHidden('Password: ');
+    const second = await promptHidden('Repeat the password: ');
+    if (first !== second) throw new InputError('the passwords do not match');
+    return first;
+  }
+  let buf = '';
+  process.stdin.setEncoding('utf8');
+  for await (const chunk of process.stdin as AsyncIterable<string>) {
+    buf += chunk;
+    if (buf.includes('\n') || buf.length > 4 * MAX_PASSWORD_LENGTH) break;
+  }
+  const nl = buf.indexOf('\n');
+  return (nl >= 0 ? buf.slice(0, nl) : buf).replace(/\r$/, '');
+}
+
+/** Reads one line from the terminal in raw mode, echoing nothing; Ctrl-C aborts with exit code 130. */
+function promptHidden(prompt: string): Promise<string> {
+  const stdin = process.stdin;
+  process.stderr.write(prompt);
+  stdin.setRawMode(true);
+  stdin.setEncoding('utf8');
+  stdin.resume();
+  return new Promise((resolve) => {
+    let value = '';
+    const finish = () => {
+      stdin.off('data', onData);
+      stdin.setRawMode(false);
+      stdin.pause();
+      process.stderr.write('\n');
+    };
+    const onData = (chunk: string) => {
+      for (const ch of chunk) {
+        if (ch === '\r' || ch === '\n' || ch === '\u0004') {
+          finish();
+          return resolve(value);
+        }
+        if (ch === '\u0003') {
+          finish();
+          process.exit(130);
+        }
+        if (ch === '\u007f' || ch === '\b') value = [...value].slice(0, -1).join('');
+        else if (ch >= ' ') value += ch;
+      }
+    };
+    stdin.on('data', onData);
+  });
+}

@@ -1,0 +1,262 @@
+import { TtlCache } from '../cache.ts';
+import { iso, type Clock } from '../clock.ts';
+import type { Bus } from '../cluster/bus.ts';
+import { hmacSha256Hex, safeEqual, sha256, sha256Hex } from '../crypto.ts';
+import type { Db, Sql } from '../db/index.ts';
+import { AppError } from '../errors.ts';
+import { newId, randomToken } from '../ids.ts';
+import { hashPassword, prepareDummyHash, verifyDummy, verifyPassword } from '../passwords.ts';
+import { PLANS, type PlanName } from '../plans.ts';
+import { SCOPES, type Scope } from '../scopes.ts';
+import type { ApiPrincipal } from './api-keys.ts';
+import { getOrg } from './orgs.ts';
+
+export const MEMBER_ROLES = ['owner', 'admin'] as const;
+export type MemberRole = (typeof MEMBER_ROLES)[number];
+
+/** Sessions last 12 hours from sign-in (not sliding). */
+export const ADMIN_SESSION_TTL_MS = 12 * 60 * 60_000;
+export const SESSION_COOKIE = 'aula_session';
+
+const TOKEN_PREFIX = 'aula_as_';
+const TOKEN_FORMAT = /^aula_as_[A-Za-z0-9_-]{43}$/;
+const BEARER = /^Bearer +(\S+)\s*$/i;
+const SESSION_BEARER = /^Bearer +aula_as_/i;
+const ALL_SCOPES: ReadonlySet<Scope> = new Set(SCOPES);
+
+export interface MemberRecord {
+  id: string;
+  orgId: string;
+  email: string;
+  role: MemberRole;
+  createdAt: string;
+}
+
+/** A live admin session as the cache keeps it (by the SHA-256 of its token). */
+export interface AdminSession {
+  sessionId: string;
+  memberId: string;
+  orgId: string;
+  email: string;
+  role: MemberRole;
+  plan: PlanName;
+  /** ms since the epoch */
+  expiresAt: number;
+  csrfHash: Buffer;
+  /** The same admin as a public-API caller: every scope, the plan's budget, its own rate bucket. */
+  api: ApiPrincipal;
+}
+
+/** Who a request on the admin surface (or a public-API request with a session bearer) comes from. */
+export interface AdminPrincipal extends AdminSession {
+  /** `cookie` sessions are ambient, so their mutations need the CSRF header; `bearer` ones are not. */
+  via: 'cookie' | 'bearer';
+  token: string;
+}
+
+export interface SignInResult {
+  member: { id: string; email: string; role: MemberRole; orgId: string };
+  sessionToken: string;
+  csrfToken: string;
+  expiresAt: string;
+}
+
+type Cached = AdminSession | { revoked: true };
+
+export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
+
+/**
+ * The CSRF token of a session, derived from its token (HMAC with the token as key), so a same-origin
+ * `GET /auth/me` can hand it to a page again after a reload, and knowing it reveals nothing of the token.
+ */
+export const csrfTokenFor = (sessionToken: string): string =>
+  Buffer.from(hmacSha256Hex(sessionToken, 'aula:admin-csrf:v1'), 'hex').toString('base64url');
+
+/** Reads one cookie from a Cookie header; the first of that name wins (browsers send the most specific path first). */
+export function readCookie(header: string | undefined, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0 || part.slice(0, eq).trim() !== name) continue;
+    let v = part.slice(eq + 1).trim();
+    if (v.startsWith('"') && v.endsWith('"') && v.length >= 2) v = v.slice(1, -1);
+    return v;
+  }
+  return undefined;
+}
+
+/**
+ * Organization owners and admins: created by the CLI, signed in with email and password (argon2id),
+ * holding sessions whose 256-bit token is stored only as SHA-256. Sessions are cached for a minute by
+ * token hash; sign-out and disabling publish on the bus so every member drops them at once.
+ */
+export class Members {
+  readonly #sql: Sql;
+  readonly #clock: Clock;
+  readonly #bus: Bus;
+  readonly #cache: TtlCache<Cached>;
+
+  constructor(sql: Sql, clock: Clock, bus: Bus) {
+    this.#sql = sql;
+    this.#clock = clock;
+    this.#bus = bus;
+    this.#cache = new TtlCache(clock, 60_000, 10_000);
+    bus.subscribe('admin-sessions', (m) => {
+      if (Array.isArray(m.hashes)) for (const h of m.hashes) this.#cache.delete(String(h));
+      else this.#cache.clear();
+    });
+  }
+
+  /** Creates an owner or admin; the caller has checked the password's length. */
+  async create(db: Db, input: { orgId: string; email: string; role: MemberRole; password: string }): Promise<MemberRecord> {
+    await getOrg(db, input.orgId);
+    const email = normalizeEmail(input.email);
+    const passwordHash = await hashPassword(input.password);
+    const now = iso(this.#clock.now());
+    try {
+      const [row] = await db<{ id: string; createdAt: Date }[]>`insert into members (id, org_id, email, role, password_hash, created_at, updated_at)
+        values (${newId('mem')}, ${input.orgId}, ${email}, ${input.role}, ${passwordHash}, ${now}, ${now}) returning id, created_at`;
+      return { id: row!.id, orgId: input.orgId, email, role: input.role, createdAt: row!.createdAt.toISOString() };
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') {
+        throw new AppError('member_exists', { message: `A member with email ${email} already exists in ${input.orgId}.`, details: { email } });
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Checks email and password and opens a session. An unknown organization or email, and a wrong password,
+   * all answer `invalid_credentials` after the same argon2 work; a disabled member learns so only after
+   * giving the right password.
+   */
+  async signIn(db: Db, input: { orgId: string; email: string; password: string }): Promise<SignInResult> {
+    prepareDummyHash();
+    const email = normalizeEmail(input.email);
+    const [m] = await db<{ id: string; orgId: string; email: string; role: MemberRole; passwordHash: string; disabledAt: Date | null }[]>`
+      select id, org_id, email, role, password_hash, disabled_at from members where org_id = ${input.orgId} and email = ${email}`;
+    const ok = m ? await verifyPassword(m.passwordHash, input.password) : await verifyDummy(input.password);
+    if (!m || !ok) throw new AppError('invalid_credentials');
+    if (m.disabledAt) throw new AppError('member_disabled');
+
+    const now = this.#clock.now();
+    const token = TOKEN_PREFIX + randomToken(32);
+    const csrf = csrfTokenFor(token);
+    const expiresAt = now + ADMIN_SESSION_TTL_MS;
+    await db`insert into admin_sessions (id, member_id, org_id, token_hash, csrf_token_hash, created_at, expires_at, last_seen_at)
+      values (${newId('as', now)}, ${m.id}, ${m.orgId}, ${sha256(token)}, ${sha256(csrf)}, ${iso(now)}, ${iso(expiresAt)}, ${iso(now)})`;
+    return { member: { id: m.id, email: m.email, role: m.role, orgId: m.orgId }, sessionToken: token, csrfToken: csrf, expiresAt: iso(expiresAt) };
+  }
+
+  /** Revokes the session the request came with. */
+  async signOut(db: Db, principal: AdminPrincipal): Promise<void> {
+    const rows = await db<{ tokenHash: Buffer }[]>`update admin_sessions set revoked_at = ${iso(this.#clock.now())}
+      where id = ${principal.sessionId} and revoked_at is null returning token_hash`;
+    await this.#forget(rows.map((r) => r.tokenHash));
+  }
+
+  /** Disables a member and revokes every session they hold. */
+  async disable(db: Db, memberId: string): Promise<boolean> {
+    const now = iso(this.#clock.now());
+    const done = await db`update members set disabled_at = ${now}, updated_at = ${now} where id = ${memberId} and disabled_at is null returning id`;
+    const rows = await db<{ tokenHash: Buffer }[]>`update admin_sessions set revoked_at = ${now}
+      where member_id = ${memberId} and revoked_at is null returning token_hash`;
+    await this.#forget(rows.map((r) => r.tokenHash));
+    return done.length > 0;
+  }
+
+  async #forget(hashes: Buffer[]): Promise<void> {
+    if (hashes.length) await this.#bus.publish('admin-sessions', { hashes: hashes.map((h) => h.toString('hex')) });
+  }
+
+  /** Whether an Authorization header carries an admin session (`Bearer aula_as_…`) rather than an API key. */
+  isSessionBearer(header: string): boolean {
+    return SESSION_BEARER.test(header);
+  }
+
+  /**
+   * Resolves the credential of an admin request: `Authorization: Bearer aula_as_…` if the header is there,
+   * otherwise the `aula_session` cookie. A cached session is answered synchronously; only a lookup returns
+   * a promise. Refusals: admin_session_missing, auth_malformed, admin_session_invalid,
+   * admin_session_revoked, admin_session_expired.
+   */
+  authenticate(authorization: string | undefined, cookie: string | undefined): AdminPrincipal | Promise<AdminPrincipal> {
+    let token: string | undefined;
+    let via: AdminPrincipal['via'];
+    if (authorization !== undefined) {
+      const m = BEARER.exec(authorization);
+      if (!m || !m[1]!.startsWith(TOKEN_PREFIX)) {
+        throw new AppError('auth_malformed', { message: 'Admin routes take a signed-in session: the aula_session cookie or "Authorization: Bearer aula_as_…".' });
+      }
+      token = m[1]!;
+      via = 'bearer';
+    } else {
+      token = readCookie(cookie, SESSION_COOKIE);
+      if (!token) throw new AppError('admin_session_missing');
+      via = 'cookie';
+    }
+    if (!TOKEN_FORMAT.test(token)) throw new AppError('admin_session_invalid');
+    const hex = sha256Hex(token);
+    const cached = this.#cache.get(hex);
+    if (cached) return this.#principal(cached, via, token);
+    return this.#load(hex).then((s) => this.#principal(s, via, token));
+  }
+
+  /** Whether the X-CSRF-Token header matches the session's CSRF token (compared as SHA-256, in constant time). */
+  csrfMatches(principal: AdminPrincipal, header: string | undefined): boolean {
+    if (!header || header.length > 256) return false;
+    return safeEqual(sha256(header), principal.csrfHash);
+  }
+
+  async #load(hex: string): Promise<Cached> {
+    const [row] = await this.#sql<{
+      id: string;
+      memberId: string;
+      orgId: string;
+      csrfTokenHash: Buffer;
+      expiresAt: Date;
+      revokedAt: Date | null;
+      email: string;
+      role: MemberRole;
+      disabledAt: Date | null;
+      plan: PlanName;
+    }[]>`
+      with s as (
+        update admin_sessions set last_seen_at = ${iso(this.#clock.now())} where token_hash = ${Buffer.from(hex, 'hex')}
+        returning id, member_id, org_id, csrf_token_hash, expires_at, revoked_at
+      )
+      select s.*, m.email, m.role, m.disabled_at, o.plan
+      from s join members m on m.id = s.member_id join organizations o on o.id = s.org_id`;
+    if (!row) throw new AppError('admin_session_invalid');
+    const s: Cached =
+      row.revokedAt || row.disabledAt
+        ? { revoked: true }
+        : {
+            sessionId: row.id,
+            memberId: row.memberId,
+            orgId: row.orgId,
+            email: row.email,
+            role: row.role,
+            plan: row.plan,
+            expiresAt: row.expiresAt.getTime(),
+            csrfHash: row.csrfTokenHash,
+            api: {
+              keyId: row.memberId,
+              orgId: row.orgId,
+              plan: row.plan,
+              scopes: ALL_SCOPES,
+              rateLimitPerMinute: PLANS[row.plan].rateLimitPerMinute,
+              rateKey: `admin:${row.memberId}:${row.orgId}`,
+              memberId: row.memberId,
+            },
+          };
+    this.#cache.set(hex, s);
+    return s;
+  }
+
+  #principal(s: Cached, via: AdminPrincipal['via'], token: string): AdminPrincipal {
+    if ('revoked' in s) throw new AppError('admin_session_revoked');
+    if (s.expiresAt <= this.#clock.now()) throw new AppError('admin_session_expired');
+    return { ...s, via, token };
+  }
+}

@@ -1,0 +1,71 @@
+import postgres from 'postgres';
+import t from 'tap';
+import { aula } from '../helpers/cli.ts';
+import { api, createTestDatabase, startTestMember, TEST_SECRET } from '../helpers/member.ts';
+
+const env = { AULA_DATABASE_URL: await createTestDatabase(t), AULA_SECRET_KEY: TEST_SECRET };
+const PASSWORD = 'a passphrase long enough';
+
+const org = await aula(['org', 'create', '--name', 'Members School', '--plan', 'pro'], env);
+const orgId = org.stdout.trim();
+const db = postgres(env.AULA_DATABASE_URL, { max: 1, onnotice: () => {} });
+t.teardown(() => db.end());
+
+t.test('aula members add reads the password from stdin and stores only an argon2id hash', async (t) => {
+  const res = await aula(['members', 'add', '--org', orgId, '--email', 'Head@School.example', '--role', 'owner', '--json'], env, `${PASSWORD}\n`);
+  t.equal(res.code, 0, res.stderr);
+  t.equal(res.stdout.trim().split('\n').length, 1, 'one JSON object on stdout');
+  const m = JSON.parse(res.stdout);
+  t.match(m, { id: /^mem_[0-9a-z]{26}$/, orgId, email: 'head@school.example', role: 'owner', createdAt: String });
+  t.notOk(res.stdout.includes(PASSWORD) || res.stderr.includes(PASSWORD), 'the password is never printed');
+  const [row] = await db<{ password_hash: string }[]>`select password_hash from members where id = ${m.id}`;
+  t.match(row!.password_hash, /^\$argon2id\$v=19\$m=65536,t=3,p=1\$/);
+  t.notOk(row!.password_hash.includes(PASSWORD));
+
+  const plain = await aula(['members', 'add', '--org', orgId, '--email', 'deputy@school.example', '--role', 'admin'], env, `${PASSWORD} two\r\nignored second line\n`);
+  t.equal(plain.code, 0, plain.stderr);
+  t.match(plain.stdout.trim(), /^mem_[0-9a-z]{26}$/, 'without --json: the id alone');
+
+  // The member signs in over HTTP with what was piped in: the first line, without its line ending.
+  const member = await startTestMember(t, { databaseUrl: env.AULA_DATABASE_URL, redis: false });
+  const owner = await api(member, 'POST', '/auth/sign-in', { body: { orgId, email: 'HEAD@school.example', password: PASSWORD } });
+  t.equal(owner.status, 200, JSON.stringify(owner.body));
+  t.same(owner.body.data.member, { id: m.id, email: 'head@school.example', role: 'owner', orgId });
+  const deputy = await api(member, 'POST', '/auth/sign-in', { body: { orgId, email: 'deputy@school.example', password: `${PASSWORD} two` } });
+  t.equal(deputy.status, 200, 'CRLF and later lines are not part of the password');
+  t.equal(deputy.body.data.member.role, 'admin');
+});
+
+t.test('aula members add refuses short or missing passwords and bad arguments', async (t) => {
+  const short = await aula(['members', 'add', '--org', orgId, '--email', 'short@school.example', '--role', 'admin'], env, 'elevenchars\n');
+  t.equal(short.code, 2);
+  t.match(short.stderr, /at least 12 characters \(it has 11\)/);
+  const none = await aula(['members', 'add', '--org', orgId, '--email', 'none@school.example', '--role', 'admin'], env, '');
+  t.equal(none.code, 2);
+  t.match(none.stderr, /no password given on standard input/);
+  const created = await db`select id from members where email in ('short@school.example', 'none@school.example')`;
+  t.equal(created.length, 0, 'nothing was created');
+
+  const role = await aula(['members', 'add', '--org', orgId, '--email', 'x@school.example', '--role', 'teacher'], env, `${PASSWORD}\n`);
+  t.equal(role.code, 2);
+  t.match(role.stderr, /--role must be one of owner, admin/);
+  const email = await aula(['members', 'add', '--org', orgId, '--email', 'not-an-email', '--role', 'admin'], env, `${PASSWORD}\n`);
+  t.equal(email.code, 2);
+  t.match(email.stderr, /--email is not an email address/);
+  const missing = await aula(['members', 'add', '--org', orgId], env, `${PASSWORD}\n`);
+  t.equal(missing.code, 2);
+  t.match(missing.stderr, /--org, --email and --role are required[\s\S]*members add --org ID/);
+  const sub = await aula(['members', 'remove'], env, '');
+  t.equal(sub.code, 2);
+  t.match(sub.stderr, /unknown command: members remove/);
+
+  const unknownOrg = await aula(['members', 'add', '--org', 'org_missing', '--email', 'y@school.example', '--role', 'admin'], env, `${PASSWORD}\n`);
+  t.equal(unknownOrg.code, 1);
+  t.match(unknownOrg.stderr, /No organization org_missing/);
+  const dup = await aula(['members', 'add', '--org', orgId, '--email', 'HEAD@SCHOOL.EXAMPLE', '--role', 'admin'], env, `${PASSWORD}\n`);
+  t.equal(dup.code, 1);
+  t.match(dup.stderr, /already exists/);
+
+  const usage = await aula(['frobnicate'], env);
+  t.match(usage.stderr, /members add --org ID --email E --role owner\|admin \[--json\]/, 'listed in the usage');
+});
