@@ -2,6 +2,7 @@ import postgres from 'postgres';
 import { pgOptions } from '../../src/db/index.ts';
 import t from 'tap';
 import { LocalCluster } from '../../src/cluster/local-cluster.ts';
+import { SHARD_COUNT } from '../../src/cluster/cluster.ts';
 import { readPlacement } from '../../src/cluster/placement.ts';
 import type { Sql } from '../../src/db/index.ts';
 import { migrate } from '../../src/db/migrate.ts';
@@ -11,6 +12,14 @@ import { clusterContract } from './contract.ts';
 const sql = postgres(await createTestDatabase(t), { max: 4, ...pgOptions }) as unknown as Sql;
 t.teardown(() => sql.end());
 await migrate(sql);
+
+t.test('LocalCluster owns every shard by itself', async (t) => {
+  const c = new LocalCluster({ sql });
+  await c.start();
+  t.equal(c.owned().size, SHARD_COUNT);
+  await c.stop();
+  t.equal(c.owned().size, 0);
+});
 
 t.test('LocalCluster', async (t) => {
   clusterContract(t, {
