@@ -1,0 +1,41 @@
+import { randomBytes } from 'node:crypto';
+import t from 'tap';
+import { shardOf } from '../../src/cluster/cluster.ts';
+import { api, createTenant, createTestDatabase, startTestMember } from '../helpers/member.ts';
+import { connect, eventually } from '../helpers/ws.ts';
+
+// Two members sharing one Postgres and one Redis: a room spans both, wherever its actor lives.
+const databaseUrl = await createTestDatabase(t);
+const redisPrefix = `aulatest:${randomBytes(4).toString('hex')}:`;
+const a = await startTestMember(t, { databaseUrl, redisPrefix });
+const b = await startTestMember(t, { databaseUrl, redisPrefix });
+const tenant = await createTenant(a);
+const key = tenant.key;
+
+t.test('sockets on two members share one room; host commands cross members', async (t) => {
+  await eventually(async () => a.app.cluster.owned().size + b.app.cluster.owned().size === 64 && a.app.cluster.owned().size > 0 && b.app.cluster.owned().size > 0);
+  const teacher = (await api(a, 'POST', '/public/users', { key, body: { externalId: 't', fullName: 'Teacher', role: 'TEACHER' } })).body.data;
+  const student = (await api(a, 'POST', '/public/users', { key, body: { externalId: 's', fullName: 'Student', role: 'STUDENT' } })).body.data;
+  const meeting = (await api(a, 'POST', '/public/meetings', { key, body: { title: 'Two members', type: 'MEETING', hostUserId: teacher.id, scheduledStart: new Date().toISOString(), durationMinutes: 30 } })).body.data;
+  const owner = a.app.cluster.owned().has(shardOf(`meeting:${meeting.id}`)) ? 'a' : 'b';
+  t.comment(`meeting actor on member ${owner}`);
+
+  const join = async (userId: string, role: string) => {
+    const link = (await api(a, 'POST', `/public/meetings/${meeting.id}/join-links`, { key, body: { userId, role } })).body.data;
+    return (await api(b, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: `d-${userId}` } })).body.data;
+  };
+  const hs = await join(teacher.id, 'HOST');
+  const ss = await join(student.id, 'PARTICIPANT');
+  const host = await connect(t, hs.mediaUrl.replace(`:${b.port}`, `:${a.port}`), hs.mediaToken);
+  await host.type('joined');
+  const stu = await connect(t, ss.mediaUrl, ss.mediaToken);
+  await stu.type('joined');
+  const roster = await host.next((m) => m.type === 'roster' && m.participants.length === 2);
+  t.same(roster.participants.map((p: any) => p.name).sort(), ['Student', 'Teacher'], 'the host on member a sees the student on member b');
+  const participantId = roster.participants.find((p: any) => p.name === 'Student').participantId;
+  t.match(await host.command({ type: 'mute', participantId }), { ok: true });
+  t.match(await stu.type('mute-request'), { by: /^par_/ }, 'a host command reaches a socket on the other member');
+  await api(b, 'POST', `/public/users/${student.id}/deactivate`, { key });
+  t.equal((await stu.waitClosed()).code, 4003, 'deactivation through member b closes the socket wherever it is');
+  await host.next((m) => m.type === 'roster' && m.participants.length === 1);
+});
