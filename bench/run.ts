@@ -19,9 +19,18 @@ import { fmtInt, ms, pct, printTable, ratiosPerRound, summarize, type Run } from
 import { hasTaskset, runWrk, wrkVersion, type WrkResult } from './lib/wrk.ts';
 import { PLANS } from '../src/plans.ts';
 
+// `--scenario cluster` is its own runner (several members, no wrk): bench/cluster.ts
+const argv = process.argv.slice(2);
+if (argv.includes('--scenario=cluster') || argv.some((a, i) => a === '--scenario' && argv[i + 1] === 'cluster')) {
+  await import('./cluster.ts');
+  process.exit(process.exitCode ?? 0);
+}
+
 const USAGE = `npm run bench -- [options]
 
   --scenario S      join (mint and exchange), mint or exchange          [join]
+                    cluster: actor latency, failover, memory per actor, connections
+                    per member (its own options: --scenario cluster --help)
   --duration S      seconds of each measured run                        [8]
   --warmup S        seconds of an unrecorded run before each one (0: none) [2]
   --connections N   wrk connections                                     [64]

@@ -158,14 +158,14 @@ class Supervisor {
     this.#listening.delete(slot.index);
     if (this.#shuttingDown) {
       if (code !== 0) this.#failed = true;
-      this.#log.info({ worker: slot.index, pid: child.pid, code, signal }, 'worker exited');
+      this.#log.info({ worker: slot.index, workerPid: child.pid, code, signal }, 'worker exited');
       this.#maybeDone();
       return;
     }
     const ranMs = performance.now() - slot.startedAt;
     slot.failures = ranMs >= HEALTHY_AFTER_MS ? 0 : slot.failures + 1;
     const delay = Math.min(RESTART_MAX_MS, RESTART_MIN_MS * 2 ** Math.max(0, slot.failures - 1));
-    this.#log.warn({ worker: slot.index, pid: child.pid, code, signal, ranMs: Math.round(ranMs), restartInMs: delay }, 'worker exited unexpectedly; restarting it');
+    this.#log.warn({ worker: slot.index, workerPid: child.pid, code, signal, ranMs: Math.round(ranMs), restartInMs: delay }, 'worker exited unexpectedly; restarting it');
     slot.restart = setTimeout(() => this.#start(slot), delay);
   }
 

@@ -25,7 +25,10 @@ export class FencedError extends ActorUnavailableError {
  * same row) waits for it; so the write lands wholly before the takeover, or is refused after it.
  */
 export async function assertEpoch(tx: Db, shard: number, epoch: number): Promise<void> {
-  const rows = await tx<{ epoch: string }[]>`select epoch from shards where id = ${shard} for share`;
+  // An owner frozen mid-commit (SIGSTOP, GC) would hold this lock indefinitely and block the takeover's
+  // epoch bump; past the step-down time its lease is gone anyway, so Postgres ends such a transaction.
+  const rows = await tx<{ epoch: string }[]>`select epoch, set_config('idle_in_transaction_session_timeout', '2000', true)
+    from shards where id = ${shard} for share`;
   const current = rows[0] ? Number(rows[0].epoch) : null;
   if (current !== epoch) throw new FencedError(shard, epoch, current);
 }

@@ -17,7 +17,8 @@ export interface MemberProcess {
 export function spawnMember(t: Test, env: Record<string, string>): Promise<MemberProcess> {
   const proc = spawn(process.execPath, [BIN, 'serve'], {
     env: { ...process.env, AULA_ENV: 'test', AULA_HOST: '127.0.0.1', AULA_PORT: '0', AULA_LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    // the IPC channel lets a member notice when this test process goes away and exit with it
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   t.teardown(() => {
     if (proc.exitCode === null) proc.kill('SIGKILL');

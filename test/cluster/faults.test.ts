@@ -1,0 +1,500 @@
+// Faults of real member processes (`aula serve`), with the production cluster timings (lease 3 s,
+// renewed every second, step-down 2 s after the last renewal): kill -9 of an owner, SIGSTOP past the
+// lease, a partition from Redis, and an owner frozen inside a commit (a known bug: that test fails until
+// the fix described above it). Real Postgres, real Redis under a random prefix, real HTTP and
+// WebSockets. A trigger-based audit (fixtures/fencing-audit.ts) records every committed actor write with
+// the epoch it ran under and the connection that made it, so "nothing committed by a stale owner" is
+// checked from the database, not from the members' own account.
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import postgres from 'postgres';
+import t, { type Test } from 'tap';
+import { systemClock } from '../../src/clock.ts';
+import { LocalBus } from '../../src/cluster/bus.ts';
+import { shardOf, type Placement } from '../../src/cluster/cluster.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import { pgOptions, type Sql } from '../../src/db/index.ts';
+import { ApiKeys } from '../../src/services/api-keys.ts';
+import { createOrg } from '../../src/services/orgs.ts';
+import { SCOPES } from '../../src/scopes.ts';
+import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/member.ts';
+import type { RoomClient } from '../helpers/ws.ts';
+import { auditRows, fencingViolations, installFencingAudit } from './fixtures/fencing-audit.ts';
+import { Fleet, percentile, pool, sleep, type Proc } from './fixtures/fleet.ts';
+import { startProxy } from './fixtures/tcp-proxy.ts';
+
+const dbUrl = await createTestDatabase(t);
+const sql = postgres(dbUrl, { ...pgOptions, max: 8 }) as unknown as Sql;
+t.teardown(() => sql.end({ timeout: 1 }));
+await migrate(sql);
+await installFencingAudit(sql);
+const redis = new Redis(REDIS_URL);
+const prefix = `aulatest:${randomBytes(4).toString('hex')}:`;
+t.teardown(async () => {
+  const keys = await redis.keys(`${prefix}*`);
+  if (keys.length) await redis.del(...keys);
+  redis.disconnect();
+});
+
+const env = {
+  AULA_DATABASE_URL: dbUrl,
+  AULA_DATABASE_POOL: '10',
+  AULA_REDIS_URL: REDIS_URL,
+  AULA_REDIS_PREFIX: prefix,
+  AULA_SECRET_KEY: TEST_SECRET,
+  // every exchange comes "through a proxy" from its own address, so the per-IP exchange limit is not hit
+  AULA_TRUST_PROXY: 'true',
+  AULA_JOB_POLL_MS: '1000',
+};
+const fleet = new Fleet(t, { env, redis, sql, prefix });
+const org = await createOrg(sql, systemClock, { name: 'Fault School', plan: 'enterprise' });
+fleet.key = (await new ApiKeys(sql, systemClock, new LocalBus()).create(sql, { orgId: org.id, name: 'faults', scopes: [...SCOPES] })).key;
+
+t.afterEach(async (t) => {
+  if (t.passing()) return;
+  for (const p of fleet.procs) for (const l of p.member.logs) if ((l.level as number) >= 40) t.comment(`${p.name}: ${JSON.stringify(l).slice(0, 400)}`);
+});
+const [a, b, c] = await Promise.all([fleet.start('a'), fleet.start('b'), fleet.start('c')]);
+const teacher = await fleet.ok(a!, 'POST', '/public/users', { externalId: 'teacher', fullName: 'Tess Teacher', role: 'TEACHER' });
+const student = await fleet.ok(b!, 'POST', '/public/users', { externalId: 'student', fullName: 'Stu Student', role: 'STUDENT' });
+
+/** Webhook events of the given meetings, from the outbox. */
+async function events(meetingIds: string[]) {
+  return sql<{ type: string; meetingId: string; participantId: string | null }[]>`
+    select type, data->>'meetingId' as meeting_id, data->>'participantId' as participant_id from outbox
+    where org_id = ${org.id} and data->>'meetingId' in ${sql(meetingIds)} order by id`;
+}
+
+/** Every participant acknowledged joined exactly once, and left exactly once with the end; one start, one end. */
+async function assertLedger(t: Test, acked: Map<string, Set<string>>) {
+  const rows = await events([...acked.keys()]);
+  const bad: string[] = [];
+  for (const [meetingId, participants] of acked) {
+    const of = (type: string) => rows.filter((r) => r.meetingId === meetingId && r.type === type);
+    const want = [...participants].sort().join();
+    const joined = of('participant.joined').map((r) => r.participantId!).sort().join();
+    const left = of('participant.left').map((r) => r.participantId!).sort().join();
+    if (joined !== want) bad.push(`${meetingId}: joined ${joined} != acknowledged ${want}`);
+    if (left !== want) bad.push(`${meetingId}: left ${left} != acknowledged ${want}`);
+    if (of('meeting.started').length !== 1) bad.push(`${meetingId}: ${of('meeting.started').length} meeting.started`);
+    if (of('meeting.ended').length !== 1) bad.push(`${meetingId}: ${of('meeting.ended').length} meeting.ended`);
+  }
+  t.same(bad, [], `every acknowledged JOIN of ${acked.size} meetings survived: one participant.joined and one participant.left each, one start and one end`);
+}
+
+async function assertFenced(t: Test, what: string) {
+  fleet.notePorts();
+  const rows = await auditRows(sql);
+  const v = fencingViolations(rows, fleet.processOfPort, fleet.processOfMember);
+  const writes = rows.filter((r) => r.tbl !== 'shards');
+  const attributed = writes.filter((r) => fleet.processOfPort(r.clientPort)).length;
+  t.same(v.map((x) => `${x.kind}: ${x.write.tbl} ${x.write.key} shard ${x.write.shard}: ${x.detail}`), [], `${what}: no write under a stale epoch, none by a process that did not hold the epoch (${writes.length} actor writes, ${attributed} attributed to their process)`);
+  t.ok(attributed >= writes.length * 0.9, 'the writes are attributed to processes');
+}
+
+/** One owner per shard, among `members`, and no epoch went down since `before`. */
+function assertOneOwner(t: Test, p: Placement, members: Proc[], before: Placement) {
+  const ids = new Set(members.map((m) => m.memberId));
+  t.same(p.shards.filter((s) => !s.owner || !ids.has(s.owner)).map((s) => s.shard), [], `every shard has one owner, a live member (${members.map((m) => m.name).join(', ')})`);
+  t.same(p.shards.filter((s) => s.epoch < before.shards[s.shard]!.epoch).map((s) => s.shard), [], 'epochs only increased');
+}
+
+interface Probe {
+  /** Date.now() when the command was sent and when its answer came. */
+  sent: number;
+  answered: number;
+  ok: boolean;
+  code?: string;
+}
+
+/** A host asking for mutes back to back over its room socket, until `running()` is false. */
+async function muteLoop(h: { client: RoomClient; participantId: string }, running: () => boolean, out: Probe[]): Promise<void> {
+  let n = 0;
+  while (running() && !h.client.closed) {
+    const id = `probe-${++n}`;
+    const sent = Date.now();
+    h.client.ws.send(JSON.stringify({ type: 'mute', participantId: h.participantId, id }));
+    const ack = await h.client.next((m) => m.type === 'ack' && m.id === id, 15_000).catch(() => ({ ok: false, error: { code: 'no answer' } }));
+    out.push({ sent, answered: Date.now(), ok: ack.ok, code: ack.error?.code });
+  }
+}
+
+t.test('kill -9 of the member that owns 100 LIVE meeting actors: all answer again within 5 s, no acknowledged JOIN lost', async (t) => {
+  const all = [a!, b!, c!];
+  const before0 = await fleet.waitSettled(all);
+  const held = (p: Proc) => before0.shards.filter((s) => s.owner === p.memberId).length;
+  const victim = [...all].sort((x, y) => held(y) - held(x))[0]!;
+  const survivors = all.filter((p) => p !== victim);
+  const victimShards = new Set(before0.shards.filter((s) => s.owner === victim.memberId).map((s) => s.shard));
+  t.comment(`victim ${victim.name} holds ${victimShards.size} of 64 shards`);
+
+  const meetings = await fleet.meetingsOn(100, teacher.id, all, (s) => victimShards.has(s));
+  const acked = new Map<string, Set<string>>();
+  const sockets: { client: RoomClient; on: Proc }[] = [];
+  const t0 = performance.now();
+  await pool(meetings, 12, async (m, i) => {
+    const at = (k: number) => all[(i + k) % 3]!;
+    const host = await fleet.join(m.id, teacher.id, 'HOST', { mint: at(0), exchange: at(1), connect: at(2) });
+    const stu = await fleet.join(m.id, student.id, 'PARTICIPANT', { mint: at(1), exchange: at(2), connect: at(0) });
+    acked.set(m.id, new Set([host.participantId, stu.participantId]));
+    sockets.push({ client: host.client, on: at(2) }, { client: stu.client, on: at(0) });
+  });
+  t.comment(`100 meetings LIVE with 200 acknowledged joins in ${Math.round(performance.now() - t0)} ms`);
+  const live = await sql<{ n: string }[]>`select count(*) as n from meetings where id in ${sql(meetings.map((m) => m.id))} and status = 'LIVE'`;
+  t.equal(Number(live[0]!.n), 100, '100 LIVE meetings');
+  const before = await fleet.placement();
+  t.ok(meetings.every((m) => before.shards[shardOf(`meeting:${m.id}`)]!.owner === victim.memberId), `all 100 actors are on ${victim.name}`);
+
+  fleet.notePorts();
+  const killedAt = performance.now();
+  const exited = new Promise((r) => victim.member.proc.once('exit', r));
+  victim.member.proc.kill('SIGKILL');
+  // The probes start once the process is gone. An ask published into the victim's inbox in the few ms
+  // before the kernel closed its sockets was taken by it and is never re-sent (at most once): it would
+  // answer actor_unavailable at its 5 s deadline, which says nothing about how fast the actors come back.
+  await exited;
+  t.comment(`victim ${victim.memberId} reaped after ${Math.round(performance.now() - killedAt)} ms`);
+
+  let shardsBackMs = NaN;
+  const shardsBack = (async () => {
+    for (;;) {
+      const p = await fleet.placement();
+      const ids = new Set(survivors.map((s) => s.memberId));
+      if ([...victimShards].every((s) => ids.has(p.shards[s]!.owner ?? '') && p.shards[s]!.epoch > before.shards[s]!.epoch)) {
+        shardsBackMs = performance.now() - killedAt;
+        return;
+      }
+      await sleep(20);
+    }
+  })();
+  let retries = 0;
+  const failures: unknown[] = [];
+  const answered = await Promise.all(
+    meetings.map(async (m, i) => {
+      for (;;) {
+        const r = await fleet.http(survivors[i % 2]!, 'POST', `/public/meetings/${m.id}/end`);
+        if (r.status === 200) return { ms: performance.now() - killedAt, body: r.body.data };
+        if (r.status !== 503 || r.body?.error?.code !== 'actor_unavailable') throw new Error(`end ${m.id}: ${r.status} ${JSON.stringify(r.body)}`);
+        retries++;
+        failures.push({ ms: Math.round(performance.now() - killedAt), via: survivors[i % 2]!.name, reason: r.body.error.details?.reason });
+      }
+    }),
+  );
+  await shardsBack;
+  const times = answered.map((x) => x.ms);
+  const worst = Math.max(...times);
+  t.comment(
+    `kill -9 -> ${victimShards.size} shards owned again in ${Math.round(shardsBackMs)} ms; all 100 actors answered in ${Math.round(worst)} ms ` +
+      `(first ${Math.round(Math.min(...times))} ms, p50 ${Math.round(percentile(times, 50))} ms, ${retries} actor_unavailable retries)`,
+  );
+  if (failures.length) t.comment(`refused while failing over: ${JSON.stringify(failures)}`);
+  t.ok(worst < 5000, `every actor answered within 5 s of the kill (${Math.round(worst)} ms)`);
+  t.ok(answered.every((x) => x.body.status === 'ENDED' && x.body.endedReason === 'HOST_ENDED'), 'each END answered 200 with status ENDED');
+
+  await assertLedger(t, acked);
+  const after = await fleet.placement();
+  assertOneOwner(t, after, survivors, before);
+  t.ok([...victimShards].every((s) => after.shards[s]!.epoch > before.shards[s]!.epoch), "the victim's shards were fenced with new epochs");
+  t.notOk(after.members.some((m) => m.id === victim.memberId), 'the victim is gone from the member list');
+  const owners = await sql<{ id: number; owner: string | null }[]>`select id, owner from shards order by id`;
+  t.same(owners.map((r) => r.owner), after.shards.map((s) => s.owner), 'Postgres names the lease holder as the owner of every shard');
+  const closed = await Promise.all(sockets.filter((s) => s.on !== victim).map((s) => s.client.waitClosed(5000).then((c) => c.code)));
+  t.ok(closed.every((code) => code === 4002), `the ${closed.length} sockets on the survivors were closed with meeting_ended`);
+  await assertFenced(t, 'after kill -9');
+});
+
+t.test('SIGSTOP an owner past its lease, SIGCONT it: it commits nothing, steps down, and serves by routing to the new owner', async (t) => {
+  const pair = fleet.alive();
+  t.equal(pair.length, 2);
+  const settled = await fleet.waitSettled(pair);
+  const held = (p: Proc) => settled.shards.filter((s) => s.owner === p.memberId).length;
+  const [frozen, other] = [...pair].sort((x, y) => held(y) - held(x)) as [Proc, Proc];
+  const frozenShards = new Set(settled.shards.filter((s) => s.owner === frozen.memberId).map((s) => s.shard));
+  t.comment(`freezing ${frozen.name} (${frozenShards.size} shards); ${other.name} takes over`);
+
+  const ms = await fleet.meetingsOn(8, teacher.id, [other], (s) => frozenShards.has(s));
+  const viaOther = { mint: other, exchange: other, connect: other };
+  const hosts = await pool(ms, 8, (m) => fleet.join(m.id, teacher.id, 'HOST', viaOther));
+  const acked = new Map(ms.map((m, i) => [m.id, new Set([hosts[i]!.participantId])]));
+  // a second host of ms[1] whose socket is on the member about to freeze
+  const cohost = await fleet.join(ms[1]!.id, teacher.id, 'HOST', { mint: other, exchange: other, connect: frozen });
+  acked.get(ms[1]!.id)!.add(cohost.participantId);
+
+  // load through the actors while the owner freezes: hosts of ms[4..7] ask for mutes back to back
+  let loading = true;
+  t.teardown(() => {
+    loading = false;
+  });
+  const mutes: Probe[] = [];
+  const load = Promise.all(hosts.slice(4).map((h) => muteLoop(h, () => loading, mutes)));
+  await sleep(300);
+
+  const before = await fleet.placement();
+  fleet.notePorts();
+  frozen.member.proc.kill('SIGSTOP');
+  const stoppedAt = performance.now();
+  // sent to the frozen member: an HTTP end (it sits in the listen backlog) and an `end` over the socket there
+  const httpToFrozen = fleet.http(frozen, 'POST', `/public/meetings/${ms[0]!.id}/end`);
+  cohost.client.ws.send(JSON.stringify({ type: 'end', id: 'end-frozen' }));
+  // its answer is the ack, or the close with meeting_ended when the room's disconnect overtakes the ack
+  const wsToFrozen = Promise.race([
+    cohost.client.next((m) => m.type === 'ack' && m.id === 'end-frozen', 30_000),
+    cohost.client.waitClosed(30_000).then((c) => ({ closed: c.code })),
+  ]);
+  // sent to the other member for an actor of the frozen one: routed into the frozen member's inbox until the takeover
+  const endViaOther = (async () => {
+    const results: number[] = [];
+    for (;;) {
+      const r = await fleet.http(other, 'POST', `/public/meetings/${ms[2]!.id}/end`);
+      results.push(r.status);
+      if (r.status === 200) return { results, ms: performance.now() - stoppedAt, body: r.body.data };
+      if (r.status !== 503) throw new Error(`end via ${other.name}: ${r.status} ${JSON.stringify(r.body)}`);
+    }
+  })();
+
+  let takeover: Placement | null = null;
+  const until = performance.now() + 10_000;
+  while (performance.now() < until) {
+    const p = await fleet.placement();
+    if ([...frozenShards].every((s) => p.shards[s]!.owner === other.memberId && p.shards[s]!.epoch > before.shards[s]!.epoch)) {
+      takeover = p;
+      break;
+    }
+    await sleep(25);
+  }
+  const takeoverMs = performance.now() - stoppedAt;
+  if (!takeover) {
+    const p = await fleet.placement();
+    const stuck = [...frozenShards].filter((s) => p.shards[s]!.owner !== other.memberId || p.shards[s]!.epoch <= before.shards[s]!.epoch);
+    const locks = await sql`select a.pid, a.state, a.client_port, l.mode, l.granted, a.query from pg_locks l join pg_stat_activity a on a.pid = l.pid
+      where l.locktype = 'tuple' or (l.relation = 'shards'::regclass)`;
+    t.comment(`not taken over: shards ${stuck.join(', ')}; locks on shards: ${JSON.stringify(locks)}`);
+  }
+  t.ok(takeover, `${other.name} owns every shard of the frozen member (${Math.round(takeoverMs)} ms after SIGSTOP)`);
+  await sleep(Math.max(0, 3500 - (performance.now() - stoppedAt)));
+  fleet.notePorts();
+
+  // the new owner serves while the old one is still frozen: a student joins ms[3]
+  const j0 = performance.now();
+  const stu = await fleet.join(ms[3]!.id, student.id, 'PARTICIPANT', viaOther);
+  acked.get(ms[3]!.id)!.add(stu.participantId);
+  t.comment(`a join of an actor the frozen member owned took ${Math.round(performance.now() - j0)} ms after the takeover`);
+
+  const frozenFor = performance.now() - stoppedAt;
+  const logFrom = frozen.member.logs.length;
+  frozen.member.proc.kill('SIGCONT');
+  const contAt = performance.now();
+  t.comment(`SIGCONT after ${Math.round(frozenFor)} ms frozen`);
+
+  const h = await httpToFrozen;
+  t.equal(h.status, 200, 'the HTTP end queued at the frozen member is answered once it runs again');
+  t.match(h.body.data, { status: 'ENDED', endedReason: 'HOST_ENDED' });
+  const w = await wsToFrozen;
+  if ('closed' in w) t.equal(w.closed, 4002, 'the socket command queued there too (the socket closed with meeting_ended)');
+  else t.match(w, { ok: true, status: 'ENDED' }, 'the socket command queued there too');
+  const e = await endViaOther;
+  t.equal(e.body.status, 'ENDED');
+  t.comment(`end via ${other.name} during the freeze: statuses ${e.results.join(', ')}, answered ${Math.round(e.ms)} ms after SIGSTOP`);
+  loading = false;
+  await load;
+
+  // it stepped down from every shard it held, with the epoch it held
+  const lost = frozen.member.logs.slice(logFrom).filter((l) => l.msg === 'shard lost');
+  t.same(
+    lost.map((l) => `${l.shard}:${l.epoch}`).sort(),
+    [...frozenShards].map((s) => `${s}:${before.shards[s]!.epoch}`).sort(),
+    'the resumed member stepped down from each shard it held (log: shard lost, with its old epoch)',
+  );
+  // and never again acts under those epochs: anything it holds later it acquired anew
+  const resumed = await fleet.placement();
+  t.ok(
+    [...frozenShards].every((s) => resumed.shards[s]!.owner !== frozen.memberId || resumed.shards[s]!.epoch > takeover!.shards[s]!.epoch),
+    'no shard is listed as the resumed member\'s under its old epoch',
+  );
+  // it keeps serving HTTP, routing to the owners
+  for (const m of ms.slice(3)) {
+    const r = await fleet.http(frozen, 'POST', `/public/meetings/${m.id}/end`);
+    t.equal(r.status, 200, `end ${m.id} via the resumed member`);
+  }
+  t.comment(`mutes under load: ${mutes.filter((m) => m.ok).length} applied, ${mutes.filter((m) => !m.ok).length} refused (${[...new Set(mutes.filter((m) => !m.ok).map((m) => m.code))].join(', ')}); slowest ${Math.max(...mutes.map((m) => m.answered - m.sent))} ms`);
+  t.ok(mutes.every((m) => m.ok || m.code === 'actor_unavailable'), 'a mute during the freeze is applied or refused as actor_unavailable, nothing else');
+
+  const settledAgain = await fleet.waitSettled(pair);
+  assertOneOwner(t, settledAgain, pair, before);
+  await assertLedger(t, acked);
+  const late = (await auditRows(sql)).filter((r) => r.tbl !== 'shards' && fleet.processOfPort(r.clientPort) === frozen.name && frozenShards.has(r.shard) && r.epoch <= before.shards[r.shard]!.epoch && r.atUs > Date.now() * 1000 - (performance.now() - contAt) * 1000);
+  t.same(late, [], 'no write by the resumed member under the epochs it held before the freeze');
+  await assertFenced(t, 'after SIGSTOP/SIGCONT');
+});
+
+t.test('a member cut off from Redis stops serving its shards before its leases end, and commits nothing after', async (t) => {
+  const proxy = await startProxy(Number(new URL(REDIS_URL).port || 6379));
+  t.teardown(() => proxy.close());
+  const d = await fleet.start('d', { AULA_REDIS_URL: `redis://127.0.0.1:${proxy.port}` });
+  const trio = fleet.alive();
+  t.equal(trio.length, 3);
+  const settled = await fleet.waitSettled(trio);
+  const others = trio.filter((p) => p !== d) as [Proc, Proc];
+  const dShards = new Set(settled.shards.filter((s) => s.owner === d.memberId).map((s) => s.shard));
+  t.comment(`${d.name} reaches Redis through a proxy and holds ${dShards.size} shards`);
+
+  const ms = await fleet.meetingsOn(6, teacher.id, others, (s) => dShards.has(s));
+  // per meeting: a host whose socket is on d (its commands enter at d), and one whose socket is elsewhere
+  const onD = await pool(ms, 6, (m) => fleet.join(m.id, teacher.id, 'HOST', { mint: others[0], exchange: others[1], connect: d }));
+  const elsewhere = await pool(ms, 6, (m, i) => fleet.join(m.id, teacher.id, 'HOST', { mint: others[1], exchange: others[0], connect: others[i % 2]! }));
+  const acked = new Map(ms.map((m, i) => [m.id, new Set([onD[i]!.participantId, elsewhere[i]!.participantId])]));
+
+  let running = true;
+  t.teardown(() => {
+    running = false;
+  });
+  const viaD: Probe[] = [];
+  const viaOthers: Probe[] = [];
+  const probes = Promise.all([...onD.map((h) => muteLoop(h, () => running, viaD)), ...elsewhere.map((h) => muteLoop(h, () => running, viaOthers))]);
+  await sleep(300);
+
+  const before = await fleet.placement();
+  fleet.notePorts();
+  const logFrom = d.member.logs.length;
+  const cut = Date.now();
+  proxy.cut();
+
+  const until = performance.now() + 10_000;
+  let takenAt = NaN;
+  while (performance.now() < until) {
+    const p = await fleet.placement();
+    if ([...dShards].every((s) => others.some((o) => o.memberId === p.shards[s]!.owner) && p.shards[s]!.epoch > before.shards[s]!.epoch)) {
+      takenAt = Date.now();
+      break;
+    }
+    await sleep(25);
+  }
+  t.ok(takenAt - cut < 5000, `the others own every shard of the cut member within 5 s (${takenAt - cut} ms)`);
+  // let the asks in flight at the cut member run into their deadline (5 s)
+  await sleep(6000);
+  running = false;
+  await probes;
+
+  const lost = d.member.logs.slice(logFrom).filter((l) => l.msg === 'shard lost');
+  t.same(lost.map((l) => l.shard).sort((x, y) => (x as number) - (y as number)), [...dShards].sort((x, y) => x - y), 'it stepped down from every shard it held');
+  const steppedDown = Math.max(...lost.map((l) => Date.parse(l.time as string)));
+  const audit = await auditRows(sql);
+  const bumps = new Map(audit.filter((r) => r.tbl === 'shards' && r.epoch === before.shards[r.shard]!.epoch + 1).map((r) => [r.shard, r.atUs / 1000]));
+  const margins = lost.map((l) => bumps.get(l.shard as number)! - Date.parse(l.time as string));
+  t.comment(`cut -> stepped down ${steppedDown - cut} ms; cut -> all taken over ${takenAt - cut} ms; step-down before takeover by at least ${Math.round(Math.min(...margins))} ms`);
+  t.ok(margins.every((m) => m > 0), 'each shard was given up before another member fenced it');
+  t.ok(steppedDown - cut < 2500, 'within stepDownMs (2 s) of its last renewal');
+
+  const okAtD = viaD.filter((p) => p.ok);
+  const refusedAtD = viaD.filter((p) => !p.ok);
+  t.comment(`via the cut member: ${okAtD.length} applied (last sent ${Math.max(...okAtD.map((p) => p.sent)) - cut} ms after the cut), ${refusedAtD.length} refused (${[...new Set(refusedAtD.map((p) => p.code))].join(', ')})`);
+  t.same(okAtD.filter((p) => p.sent > steppedDown).map((p) => p.sent - cut), [], 'nothing sent to it after it stepped down was applied');
+  t.ok(refusedAtD.every((p) => p.code === 'actor_unavailable'), 'after stepping down its own sockets hear actor_unavailable');
+  t.ok(refusedAtD.length > 0, 'and they do hear it');
+  const okOthers = viaOthers.filter((p) => p.ok && p.sent > cut);
+  const firstOkAfterTakeover = Math.min(...okOthers.filter((p) => p.sent >= takenAt).map((p) => p.answered));
+  t.ok(Number.isFinite(firstOkAfterTakeover), 'the other members reach the actors at their new owners');
+  t.ok(viaOthers.every((p) => p.ok || p.code === 'actor_unavailable'), 'elsewhere: applied, or actor_unavailable during the failover');
+
+  fleet.notePorts();
+  const late = audit.filter((r) => r.tbl !== 'shards' && fleet.processOfPort(r.clientPort) === d.name && r.atUs / 1000 > steppedDown);
+  const beforeStep = audit.filter((r) => r.tbl !== 'shards' && fleet.processOfPort(r.clientPort) === d.name && r.atUs / 1000 > cut);
+  t.same(late.map((r) => `${r.tbl} ${r.key} epoch ${r.epoch}`), [], `no write by the cut member after it stepped down (${beforeStep.length} between the cut and the step-down, under its valid lease)`);
+
+  for (const m of ms) t.equal((await fleet.http(others[0], 'POST', `/public/meetings/${m.id}/end`)).status, 200);
+  const after = await fleet.waitSettled(others);
+  assertOneOwner(t, after, others, before);
+  await assertLedger(t, acked);
+  await assertFenced(t, 'after the partition');
+  const gone = new Promise((r) => d.member.proc.once('exit', r));
+  d.member.proc.kill('SIGKILL');
+  await gone;
+});
+
+// Fails today (a bug in the fencing, src/cluster/fencing.ts): the actor host's commit holds the shard row
+// `for share` from its epoch check to COMMIT, across client round trips. An owner that stops between two of
+// them (GC pause, SIGSTOP, a stalled VM) leaves its backend idle in transaction with the lock held, and
+// Postgres never ends that session on its own, so the new owner's epoch bump waits for the lock (lock_timeout
+// 2 s), gives the lease back, and tries again every tick: the shard stays unowned until the old owner runs
+// again. Fix: bound that idle time in the fenced transaction itself, e.g. in assertEpoch
+// `select epoch, set_config('idle_in_transaction_session_timeout', '2000', true) from shards where id = $1 for share`
+// (2 s = stepDownMs: by then the stalled owner has lost its lease anyway). With it, the takeover here takes
+// about 2.5 s; and the stalled member is then hit by porsager/postgres#1208 when it resumes (see below).
+t.test('an owner frozen in the middle of a fenced commit does not keep its shard from being taken over', async (t) => {
+  const pair = fleet.alive();
+  t.equal(pair.length, 2);
+  const settled = await fleet.waitSettled(pair);
+  const [frozen, other] = pair as [Proc, Proc];
+  const frozenShards = new Set(settled.shards.filter((s) => s.owner === frozen.memberId).map((s) => s.shard));
+  const ms = await fleet.meetingsOn(6, teacher.id, [other], (s) => frozenShards.has(s));
+  // hosts on the owner itself: their mutes commit there back to back, so it is often inside a commit
+  const hosts = await pool(ms, 6, (m) => fleet.join(m.id, teacher.id, 'HOST', { mint: other, exchange: other, connect: frozen }));
+  let running = true;
+  t.teardown(() => {
+    running = false;
+    if (frozen.member.proc.signalCode === null && frozen.member.proc.exitCode === null) frozen.member.proc.kill('SIGCONT');
+  });
+  const probes: Probe[] = [];
+  const load = Promise.all(hosts.map((h) => muteLoop(h, () => running, probes)));
+  await sleep(200);
+  fleet.notePorts();
+
+  // SIGSTOP it at a moment one of its connections is idle inside a transaction that holds a shard row `for share`
+  const midCommit = () => sql<{ pid: number; clientPort: number; query: string }[]>`
+    select a.pid, a.client_port, a.query from pg_stat_activity a join pg_locks l on l.pid = a.pid
+    where a.state = 'idle in transaction' and l.relation = 'shards'::regclass and l.mode = 'RowShareLock'`;
+  let caught: { pid: number; clientPort: number; query: string } | null = null;
+  let attempts = 0;
+  const catchUntil = performance.now() + 15_000;
+  while (!caught && performance.now() < catchUntil) {
+    attempts++;
+    const rows = (await midCommit()).filter((r) => fleet.processOfPort(r.clientPort) === frozen.name);
+    if (!rows.length) continue;
+    frozen.member.proc.kill('SIGSTOP');
+    await sleep(30);
+    caught = (await midCommit()).find((r) => fleet.processOfPort(r.clientPort) === frozen.name) ?? null;
+    if (!caught) {
+      frozen.member.proc.kill('SIGCONT');
+      await sleep(30);
+    }
+  }
+  if (!caught) {
+    t.comment(`could not freeze the owner inside a commit in ${attempts} attempts; nothing to check`);
+    running = false;
+    await load;
+    return;
+  }
+  const stoppedAt = performance.now();
+  t.comment(`frozen inside a commit after ${attempts} attempts (its backend ${caught.pid}, last statement: ${caught.query.replace(/\s+/g, ' ').slice(0, 80)})`);
+  const before = await fleet.placement();
+
+  let takenMs = NaN;
+  const until = performance.now() + 6500;
+  while (performance.now() < until) {
+    const p = await fleet.placement();
+    if ([...frozenShards].every((s) => p.shards[s]!.owner === other.memberId && p.shards[s]!.epoch > before.shards[s]!.epoch)) {
+      takenMs = performance.now() - stoppedAt;
+      break;
+    }
+    await sleep(25);
+  }
+  const p = await fleet.placement();
+  const stuck = [...frozenShards].filter((s) => p.shards[s]!.owner !== other.memberId || p.shards[s]!.epoch <= before.shards[s]!.epoch);
+  const refused = other.member.logs.filter((l) => l.msg === 'could not fence the shard in Postgres; giving the lease back' && stuck.includes(l.shard as number));
+  t.comment(`${Math.round(performance.now() - stoppedAt)} ms after the freeze: shards not taken over: [${stuck.join(', ')}]; ${refused.length} refused epoch bumps (lock_timeout) on them`);
+  t.ok(takenMs < 5000, `every shard of the owner frozen mid-commit is taken over within 5 s (${Number.isNaN(takenMs) ? 'not in 6.5 s' : `${Math.round(takenMs)} ms`})`);
+
+  frozen.member.proc.kill('SIGCONT');
+  running = false;
+  await load;
+  await sleep(1000);
+  // Once the stalled transaction is cut off by the server (the fix), postgres.js 3.4.9 crashes the process on
+  // resume (a buffered write to the closed socket, porsager/postgres#1208): the member must survive it.
+  const survived = frozen.member.proc.exitCode === null && frozen.member.proc.signalCode === null;
+  t.ok(survived, 'the member frozen inside a commit is still running after it resumes');
+  const members = survived ? pair : [other];
+  const again = await fleet.waitSettled(members);
+  assertOneOwner(t, again, members, before);
+  for (const m of ms) t.equal((await fleet.http(other, 'POST', `/public/meetings/${m.id}/end`)).status, 200);
+  await assertFenced(t, 'after a freeze inside a commit');
+});
