@@ -1,0 +1,43 @@
+import { randomBytes } from 'node:crypto';
+import t from 'tap';
+import { ManualClock } from '../../src/clock.ts';
+import { shardOf } from '../../src/cluster/cluster.ts';
+import { api, createTenant, createTestDatabase, startTestMember } from '../helpers/member.ts';
+import { eventually, goLive } from '../helpers/ws.ts';
+
+// Deadlines are rows: when the member that armed them leaves, the member that takes the shard fires them.
+const clock = new ManualClock(Date.parse('2026-10-05T10:00:00Z'));
+const databaseUrl = await createTestDatabase(t);
+const redisPrefix = `aulatest:${randomBytes(4).toString('hex')}:`;
+const a = await startTestMember(t, { databaseUrl, redisPrefix, clock });
+const b = await startTestMember(t, { databaseUrl, redisPrefix, clock });
+const tenant = await createTenant(a, 'free');
+const key = tenant.key;
+
+t.test('a plan-cap timer armed on one member fires on the member that takes over its shard', async (t) => {
+  await eventually(() => a.app.cluster.owned().size > 0 && b.app.cluster.owned().size > 0 && a.app.cluster.owned().size + b.app.cluster.owned().size === 64);
+  const teacher = (await api(a, 'POST', '/public/users', { key, body: { externalId: 't', fullName: 'T', role: 'TEACHER' } })).body.data;
+  // a meeting whose actor lives on member a
+  let meeting: any;
+  for (let i = 0; i < 50; i++) {
+    const m = (await api(a, 'POST', '/public/meetings', { key, body: { title: `M${i}`, type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2026-10-05T10:00:00Z', durationMinutes: 60 } })).body.data;
+    if (a.app.cluster.owned().has(shardOf(`meeting:${m.id}`))) {
+      meeting = m;
+      break;
+    }
+  }
+  t.ok(meeting, 'found a meeting owned by member a');
+  const host = await goLive(t, a, key, meeting.id, teacher.id);
+  const [timer] = await a.app.sql<{ dueAt: Date }[]>`select due_at from actor_timers where actor_id = ${`meeting:${meeting.id}`} and name = 'plan-cap'`;
+  t.equal(timer!.dueAt.toISOString(), '2026-10-05T10:40:00.000Z', 'the free plan caps at 40 minutes');
+
+  await a.close();
+  t.equal((await host.waitClosed()).code, 4503, 'member a closed its sockets as it shut down');
+  await eventually(() => b.app.cluster.owned().size === 64);
+  clock.advance(40 * 60_000 + 1);
+  await b.app.timers.tick();
+  const m = (await api(b, 'GET', `/public/meetings/${meeting.id}`, { key })).body.data;
+  t.match(m, { status: 'ENDED', endedReason: 'PLAN_LIMIT', durationSeconds: 2400 });
+  const ended = await b.app.sql<{ data: any }[]>`select data from outbox where type = 'meeting.ended' and data->>'meetingId' = ${meeting.id}`;
+  t.equal(ended.length, 1, 'one meeting.ended');
+});
