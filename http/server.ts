@@ -16,6 +16,7 @@ import { validationError } from './validation.ts';
 
 export interface HttpServer {
   port: number;
+  /** Stops listening and closes every connection. */
   close(): void;
 }
 

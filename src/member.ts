@@ -147,8 +147,10 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       closed = true;
       clearInterval(purge);
       clearInterval(passivate);
+      // Drain: close the server (its sockets go; clients reconnect to another member), hand the
+      // shards over, then the rest. Ending sockets one by one with 4503 first crashed uWS on close.
       http.close();
-      gateway.closeAll();
+      await gateway.closeAll();
       timers.stop();
       await cluster.stop({ drain: true });
       host.stopAll();

@@ -69,9 +69,11 @@ export class MediaGateway {
     });
   }
 
-  /** Closes every local socket, e.g. on shutdown. */
-  closeAll(reason: CloseReason = 'server_shutdown'): void {
+  /** Closes every local socket, e.g. on shutdown, and resolves once they are closed (or after `waitMs`). */
+  async closeAll(reason: CloseReason = 'server_shutdown', waitMs = 2000): Promise<void> {
     for (const set of this.#byParticipant.values()) for (const ws of [...set]) this.#end(ws, reason);
+    const until = Date.now() + waitMs;
+    while (this.connections > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
   }
 
   #upgrade(res: uws.HttpResponse, req: uws.HttpRequest, context: uws.us_socket_context_t): void {
