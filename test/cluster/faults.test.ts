@@ -495,6 +495,16 @@ t.test('an owner frozen in the middle of a fenced commit does not keep its shard
   const members = survived ? pair : [other];
   const again = await fleet.waitSettled(members);
   assertOneOwner(t, again, members, before);
-  for (const m of ms) t.equal((await fleet.http(other, 'POST', `/public/meetings/${m.id}/end`)).status, 200);
+  // Shards may still be moving back to the resumed member: 503 actor_unavailable is retryable, as the
+  // spec's client guidance says (back off and retry).
+  for (const m of ms) {
+    let status = 0;
+    for (let attempt = 0; attempt < 6 && status !== 200; attempt++) {
+      if (attempt) await sleep(500 * attempt);
+      status = (await fleet.http(other, 'POST', `/public/meetings/${m.id}/end`)).status;
+      if (status !== 200 && status !== 503) break;
+    }
+    t.equal(status, 200, 'ended, retrying 503 with backoff');
+  }
   await assertFenced(t, 'after a freeze inside a commit');
 });
