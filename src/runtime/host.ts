@@ -63,7 +63,7 @@ export class ActorHost {
 
   /** The cluster's handler: messages for actors on shards this member owns. */
   readonly handle = (msg: ActorMessage, shard: number, epoch: number): Promise<unknown> =>
-    this.#mailbox(msg.actorId, () => this.#process(msg.actorId, msg.event, shard, epoch));
+    this.#mailbox(`${epoch}:${msg.actorId}`, () => this.#process(msg.actorId, msg.event, shard, epoch));
 
   /** Stops every in-memory actor of a shard (handed over or lost); their state is already in Postgres. */
   dropShard(shard: number): void {
@@ -75,7 +75,7 @@ export class ActorHost {
     const cutoff = performance.now() - idleMs;
     let n = 0;
     for (const [id, e] of this.#entries) {
-      if (e.lastUsed < cutoff && !this.#tails.has(id)) {
+      if (e.lastUsed < cutoff && !this.#tails.has(`${e.epoch}:${id}`)) {
         this.#drop(id);
         n++;
       }
@@ -103,6 +103,11 @@ export class ActorHost {
     e.actor.stop();
   }
 
+  /**
+   * One event at a time per actor and epoch. Keyed by epoch too: work left over from an epoch this
+   * member lost (say, a commit stuck when the process was frozen) can never hold up the actor once the
+   * shard is acquired again, and it cannot commit anyway.
+   */
   #mailbox<T>(actorId: string, fn: () => Promise<T>): Promise<T> {
     const prev = this.#tails.get(actorId) ?? Promise.resolve();
     const run = prev.then(fn, fn);

@@ -1,0 +1,57 @@
+import t from 'tap';
+import { deriveKey, randomString, Sealer, sha256, sha256Hex } from '../src/crypto.ts';
+import { isServiceId, newId, randomId, ulid } from '../src/ids.ts';
+
+const B32 = '0123456789abcdefghjkmnpqrstvwxyz';
+const timeOf = (id: string): number => [...id.slice(0, 10)].reduce((n, c) => n * 32 + B32.indexOf(c), 0);
+
+t.test('service ids are lowercase ULIDs that sort in the order they were made', async (t) => {
+  const ids = Array.from({ length: 20_000 }, () => newId('ses'));
+  t.ok(ids.every((id) => isServiceId('ses', id)), 'prefix and 26 base32 characters');
+  t.equal(new Set(ids).size, ids.length, 'unique');
+  t.ok(ids.every((id, i) => i === 0 || id > ids[i - 1]!), 'strictly increasing, also within one millisecond');
+  t.ok(Math.abs(timeOf(ids[0]!.slice(4)) - Date.now()) < 5_000, 'the time part is now');
+});
+
+t.test('a given time is encoded; a time not after the last one keeps the order', async (t) => {
+  const at = Date.parse('2031-03-04T05:06:07.089Z');
+  const a = ulid(at);
+  t.equal(timeOf(a), at);
+  const b = ulid(at - 60_000);
+  t.ok(b > a, 'an earlier time still sorts after');
+  t.equal(timeOf(b), at, 'with the last id\'s time, as the ulid package\'s monotonic factory does');
+  const c = ulid(at + 1);
+  t.equal(timeOf(c), at + 1);
+  t.not(c.slice(10), a.slice(10), 'a new millisecond draws new randomness');
+});
+
+t.test('pooled random strings', async (t) => {
+  const many = Array.from({ length: 2_000 }, () => randomId(16)); // 32 KB: several pool refills
+  t.ok(many.every((s) => /^[A-Za-z0-9_-]{22}$/.test(s)));
+  t.equal(new Set(many).size, many.length);
+  t.match(randomString(16, 'hex'), /^[0-9a-f]{32}$/);
+  t.equal(randomString(5000, 'hex').length, 10_000, 'larger than the pool');
+});
+
+t.test('sealed boxes open only with the same key and purpose, and not when altered', async (t) => {
+  const key = deriveKey('a secret of some length', 'join-token');
+  const sealer = new Sealer(key, 'join-token');
+  const boxes = Array.from({ length: 1_000 }, (_, i) => sealer.sealJson({ i, s: 'é'.repeat(i % 7) }));
+  t.ok(boxes.every((b, i) => sealer.openJson<{ i: number; s: string }>(b)?.i === i && sealer.openJson<{ s: string }>(b)?.s === 'é'.repeat(i % 7)));
+  t.equal(new Set(boxes.map((b) => b.subarray(1, 13).toString('hex'))).size, boxes.length, 'a fresh nonce each time');
+  t.equal(boxes[0]![0], 1, 'format version 1');
+  t.same(sealer.open(sealer.seal(Buffer.from([0, 1, 2]))), Buffer.from([0, 1, 2]), 'bytes too');
+  t.same(sealer.open(sealer.seal('')), Buffer.alloc(0), 'and nothing');
+  for (const at of [0, 1, 13, boxes[5]!.length - 1]) {
+    const bad = Buffer.from(boxes[5]!);
+    bad[at]! ^= 1;
+    t.equal(sealer.open(bad), null, `a flipped bit at ${at}`);
+  }
+  t.equal(new Sealer(key, 'media-room').open(boxes[5]!), null, 'another purpose');
+  t.equal(new Sealer(deriveKey('another secret', 'join-token'), 'join-token').open(boxes[5]!), null, 'another key');
+});
+
+t.test('sha256 helpers agree', async (t) => {
+  t.equal(sha256('aula').toString('hex'), sha256Hex('aula'));
+  t.equal(sha256Hex('abc'), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+});
