@@ -149,6 +149,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       clearInterval(passivate);
       // Drain: close the server (its sockets go; clients reconnect to another member), hand the
       // shards over, then the rest. Ending sockets one by one with 4503 first crashed uWS on close.
+      gateway.stop();
       http.close();
       await gateway.closeAll();
       timers.stop();

@@ -5,6 +5,7 @@ import { AppError, toAppError } from '../../src/errors.ts';
 import { meetingActor, waitingRoomActor } from '../../src/runtime/kinds.ts';
 import type { RoomEffect } from '../../src/runtime/host.ts';
 import { CLOSE_CODES, clientMessage, type CloseReason } from './protocol.ts';
+import { clusterKeys } from '../../src/cluster/placement.ts';
 
 interface Conn {
   connectionId: string;
@@ -38,10 +39,56 @@ export class MediaGateway {
   readonly #byUser = new Map<string, Set<Socket>>();
   readonly #byTopic = new Map<string, Set<Socket>>();
 
+  #sweep: NodeJS.Timeout | null = null;
+
   constructor(app: App) {
     this.#app = app;
     app.bus.subscribe('room', (m) => this.#fanOut(m.meetingId as string, m.effects as RoomEffect[]));
     app.bus.subscribe('user-deactivated', (m) => void this.#deactivated(m.userId as string));
+    if (app.redis) {
+      this.#sweep = setInterval(() => void this.sweepDeadMembers().catch((err) => app.log.warn({ err }, 'connection sweep failed')), 2000);
+      this.#sweep.unref();
+    }
+  }
+
+  /** Room connections per member, in Redis, so others can report them gone when this member dies. */
+  #connKey(memberId = this.#app.cluster.memberId): string {
+    return `${this.#app.config.AULA_REDIS_PREFIX}conns:${memberId}`;
+  }
+
+  /**
+   * A member that dies cannot report its sockets closed, and `send` is at-most-once; so every member
+   * looks for connection lists of members whose registration expired and reports each connection
+   * disconnected (idempotent in the meeting actor), which starts the reconnect grace as usual.
+   */
+  async sweepDeadMembers(): Promise<number> {
+    const redis = this.#app.redis;
+    if (!redis) return 0;
+    const [sec, usec] = await redis.time();
+    const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+    const live = new Set(await redis.zrangebyscore(clusterKeys(this.#app.config.AULA_REDIS_PREFIX).members, now, '+inf'));
+    live.add(this.#app.cluster.memberId);
+    let reported = 0;
+    const prefix = this.#connKey('');
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 100);
+      cursor = next;
+      for (const key of keys) {
+        if (live.has(key.slice(prefix.length))) continue;
+        for (const [connectionId, raw] of Object.entries(await redis.hgetall(key))) {
+          const { m, p } = JSON.parse(raw) as { m: string; p: string };
+          await this.#app.cluster.send(meetingActor(m), { type: 'DISCONNECT', participantId: p, connectionId });
+          await redis.hdel(key, connectionId);
+          reported++;
+        }
+      }
+    } while (cursor !== '0');
+    return reported;
+  }
+
+  stop(): void {
+    if (this.#sweep) clearInterval(this.#sweep);
   }
 
   /** The actor host's sink: room effects go to every member, each delivers to its own sockets. */
@@ -136,6 +183,7 @@ export class MediaGateway {
     add(this.#byParticipant, c.participantId, ws);
     add(this.#byUser, c.userId, ws);
     for (const topic of topicsOf(c)) add(this.#byTopic, topic, ws);
+    if (c.kind === 'room') void this.#app.redis?.hset(this.#connKey(), c.connectionId, JSON.stringify({ m: c.meetingId, p: c.participantId }));
     if (c.kind === 'waiting') {
       this.#send(ws, { type: 'waiting', queueId: c.queueId });
       return;
@@ -220,6 +268,7 @@ export class MediaGateway {
     remove(this.#byUser, c.userId, ws);
     for (const topic of topicsOf(c)) remove(this.#byTopic, topic, ws);
     if (c.kind === 'room') {
+      void this.#app.redis?.hdel(this.#connKey(), c.connectionId);
       void this.#app.cluster
         .send(meetingActor(c.meetingId), { type: 'DISCONNECT', participantId: c.participantId, connectionId: c.connectionId })
         .catch((err) => this.#app.log.warn({ err, meetingId: c.meetingId }, 'could not report a disconnect'));
