@@ -117,8 +117,9 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       members: new Members(sql, clock, bus),
     },
   };
-  if (bus instanceof RedisBus) await bus.ready();
+  // Every bus subscription is made before the subscriber connection is awaited, so none misses a message.
   const gateway = new MediaGateway(app);
+  if (bus instanceof RedisBus) await bus.ready();
   host.setSink(gateway);
   await cluster.start();
   timers.start();
