@@ -16,6 +16,8 @@ export interface OutboxEffect<TType extends string = string, TData = Record<stri
   eventType: TType;
   /** The webhook `data`, exactly as the spec shapes it. */
   data: TData;
+  /** Emitted by the background worker (e.g. the plan cap): delivered even to organizations whose plan lacks webhooks. */
+  background?: boolean;
 }
 
 /** Arm (or re-arm: same name replaces) a durable timer; the host later sends `{ type: 'TIMER', name, at }`. */

@@ -4,10 +4,12 @@ import type { Bus } from './cluster/bus.ts';
 import type { Cluster } from './cluster/cluster.ts';
 import type { ActorHost } from './runtime/host.ts';
 import type { DurableTimers } from './runtime/timers.ts';
+import type { WebhookDelivery } from './webhooks/delivery.ts';
 import type { RateLimits } from './cluster/rate-limit.ts';
 import type { Config } from './config.ts';
 import type { Database, Sql } from './db/index.ts';
 import type { Logger } from './logger.ts';
+import type { Mailer } from './notifications/mailer.ts';
 import type { ApiKeys } from './services/api-keys.ts';
 import type { Classes } from './services/classes.ts';
 import type { Enrollments } from './services/enrollments.ts';
@@ -17,6 +19,7 @@ import type { Jobs } from './services/jobs.ts';
 import type { JoinLinks } from './services/join-links.ts';
 import type { Meetings } from './services/meetings.ts';
 import type { Members } from './services/members.ts';
+import type { WebhookEndpoints } from './services/webhooks.ts';
 import type { Sessions } from './services/sessions.ts';
 import type { Tokens } from './services/tokens.ts';
 import type { Users } from './services/users.ts';
@@ -35,7 +38,11 @@ export interface App {
   cluster: Cluster;
   host: ActorHost;
   timers: DurableTimers;
+  /** Fans events out to webhook endpoints and sends them (src/webhooks/delivery.ts). */
+  delivery: WebhookDelivery;
   tokens: Tokens;
+  /** Sends email_outbox rows (AULA_SMTP_URL). */
+  mailer: Mailer;
   baseUrl: string;
   services: {
     apiKeys: ApiKeys;
@@ -50,5 +57,7 @@ export interface App {
     idempotency: Idempotency;
     /** Signed-in organization owners and admins, and their sessions. */
     members: Members;
+    /** Webhook endpoints, their secrets, test events, delivery log and redeliveries. */
+    webhooks: WebhookEndpoints;
   };
 }

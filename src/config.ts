@@ -22,6 +22,14 @@ export const configSchema = z.object({
   AULA_TRUST_PROXY: bool.default(false),
   AULA_MIGRATE_ON_START: bool.default(true),
   AULA_JOB_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
+  /** Outgoing email (owner and admin notifications); unset: emails stay queued in email_outbox, unsent. */
+  AULA_SMTP_URL: z.url({ protocol: /^smtps?$/, hostname: /./, error: 'must be an smtp:// or smtps:// URL with a host' }).optional(),
+  AULA_MAIL_FROM: z.string().min(3).max(320).regex(/^[^\r\n]*@[^\r\n]*$/, 'must be an address, or "Name <address>", on one line').default('Aula <no-reply@localhost>'),
+  /** Webhook sends in flight at once per endpoint, and per member over all endpoints. */
+  AULA_WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
+  AULA_WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(512),
+  /** How often a member looks for due webhook sends and undispatched events besides being woken. */
+  AULA_WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(500),
   /** The spec's switch, under its own name (no prefix): local http webhook receivers, outside production only. */
   WEBHOOKS_ALLOW_PRIVATE_TARGETS: bool.default(false),
 });

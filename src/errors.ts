@@ -51,6 +51,8 @@ export const errorCatalog = {
   job_not_found: { status: 404, message: 'No job with this id in the organization.' },
   enrollment_not_found: { status: 404, message: 'The user is not enrolled in this class.' },
   invitation_not_found: { status: 404, message: 'The user is not invited to this meeting.' },
+  webhook_not_found: { status: 404, message: 'No webhook endpoint with this id in the organization.' },
+  delivery_not_found: { status: 404, message: 'No webhook delivery with this id in the organization.' },
   meeting_exists: { status: 409, message: 'A meeting with this externalId already exists.' },
   slug_taken: { status: 409, message: 'This slug is already in use.' },
   member_exists: { status: 409, message: 'A member with this email already exists in the organization.' },

@@ -6,10 +6,11 @@ import { systemClock, type Clock } from './clock.ts';
 import { LocalBus, RedisBus, type Bus } from './cluster/bus.ts';
 import { RateLimits } from './cluster/rate-limit.ts';
 import { connectRedis } from './cluster/redis.ts';
-import { baseUrl as resolveBaseUrl, loadConfig, type Config } from './config.ts';
+import { allowPrivateTargets, baseUrl as resolveBaseUrl, loadConfig, type Config } from './config.ts';
 import { openDatabase } from './db/index.ts';
 import { migrate } from './db/migrate.ts';
 import { createLogger, type Logger } from './logger.ts';
+import { Mailer, MAIL_POLL_MS } from './notifications/mailer.ts';
 import { ApiKeys } from './services/api-keys.ts';
 import { Classes } from './services/classes.ts';
 import { Enrollments } from './services/enrollments.ts';
@@ -19,6 +20,7 @@ import { Jobs } from './services/jobs.ts';
 import { JoinLinks } from './services/join-links.ts';
 import { Meetings } from './services/meetings.ts';
 import { Members } from './services/members.ts';
+import { WebhookEndpoints } from './services/webhooks.ts';
 import { Sessions } from './services/sessions.ts';
 import { Tokens } from './services/tokens.ts';
 import { Users } from './services/users.ts';
@@ -28,9 +30,10 @@ import type { Cluster } from './cluster/cluster.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
 import { RedisCluster } from './cluster/redis-cluster.ts';
 import { ActorHost } from './runtime/host.ts';
-import { ACTOR_KINDS } from './runtime/kinds.ts';
+import { ACTOR_KINDS, RETENTION_ACTOR } from './runtime/kinds.ts';
 import { DurableTimers } from './runtime/timers.ts';
 import { routes } from '../http/routes/index.ts';
+import { WebhookDelivery } from './webhooks/delivery.ts';
 
 export interface MemberOptions {
   config?: Config;
@@ -83,7 +86,19 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
   cluster.on('releasing', (shard) => host.dropShard(shard));
   cluster.on('lost', (shard) => host.dropShard(shard));
   const timers = new DurableTimers(sql, clock, cluster, log);
+  const delivery = new WebhookDelivery({
+    sql,
+    clock,
+    cluster,
+    bus,
+    log,
+    sealer: tokens.data,
+    allowPrivate: allowPrivateTargets(config),
+    concurrency: config.AULA_WEBHOOK_CONCURRENCY,
+    maxInFlight: config.AULA_WEBHOOK_MAX_IN_FLIGHT,
+  });
 
+  const rateLimits = new RateLimits(redis, config.AULA_REDIS_PREFIX);
   const apiKeys = new ApiKeys(sql, clock, bus);
   const users = new Users(clock, bus);
   const classes = new Classes(clock);
@@ -97,11 +112,13 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     sql,
     redis,
     bus,
-    rateLimits: new RateLimits(redis, config.AULA_REDIS_PREFIX),
+    rateLimits,
     cluster,
     host,
     timers,
+    delivery,
     tokens,
+    mailer: new Mailer(sql, clock, log, config),
     baseUrl: '',
     services: {
       apiKeys,
@@ -115,6 +132,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       jobs: new Jobs(sql, clock, bus, users, log),
       idempotency: new Idempotency(sql, clock, tokens.data),
       members: new Members(sql, clock, bus),
+      webhooks: new WebhookEndpoints({ clock, sealer: tokens.data, cluster, rateLimits, allowPrivate: allowPrivateTargets(config), log }),
     },
   };
   // Every bus subscription is made before the subscriber connection is awaited, so none misses a message.
@@ -123,16 +141,22 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
   host.setSink(gateway);
   await cluster.start();
   timers.start();
+  app.mailer.start(MAIL_POLL_MS);
+  delivery.start(config.AULA_WEBHOOK_POLL_MS);
 
   const http = await startHttp(app, routes, { host: config.AULA_HOST, port: config.AULA_PORT, extend: (server) => gateway.register(server) });
   app.baseUrl = resolveBaseUrl(config, http.port);
   sessions.setBaseUrl(app.baseUrl);
   app.services.jobs.start(config.AULA_JOB_POLL_MS);
-  // Idempotency records past their 24 hours; any member may purge them, the delete is idempotent.
-  const purge = setInterval(() => {
-    app.services.idempotency.purge().catch((err) => log.warn({ err }, 'idempotency purge failed'));
-  }, 15 * 60_000);
-  purge.unref();
+  // Retention (delivery log, events, idempotency records, sessions) is the maintenance actor's hourly
+  // durable timer; every member makes sure the actor exists, until one attempt gets through.
+  const ensureRetention = setInterval(() => {
+    cluster.ask(RETENTION_ACTOR, { type: 'ENSURE' }).then(
+      () => clearInterval(ensureRetention),
+      (err) => log.debug({ err }, 'retention actor not reachable yet'),
+    );
+  }, 1000);
+  ensureRetention.unref();
   const passivate = setInterval(() => host.passivateIdle(10 * 60_000), 60_000);
   passivate.unref();
   log.info({ port: http.port, baseUrl: app.baseUrl, embedded: database.embedded, redis: !!redis }, 'aula member listening');
@@ -146,7 +170,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     async close() {
       if (closed) return;
       closed = true;
-      clearInterval(purge);
+      clearInterval(ensureRetention);
       clearInterval(passivate);
       // Drain: close the server (its sockets go; clients reconnect to another member), hand the
       // shards over, then the rest. Ending sockets one by one with 4503 first crashed uWS on close.
@@ -154,9 +178,11 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       http.close();
       await gateway.closeAll();
       timers.stop();
+      await delivery.stop();
       await cluster.stop({ drain: true });
       host.stopAll();
       await app.services.jobs.stop();
+      await app.mailer.stop();
       await bus.close();
       redis?.disconnect();
       await database.close();

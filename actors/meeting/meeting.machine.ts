@@ -251,7 +251,8 @@ export const meetingMachine = setup({
         emptyGraceAt: null,
       };
       enqueue.assign(ended);
-      enqueue.emit({ type: 'outbox', eventType: 'meeting.ended', data: meetingData({ ...context, ...ended }) });
+      // The plan cap is the background worker's doing: its meeting.ended is delivered whatever the plan (spec, webhook rule 3).
+      enqueue.emit({ type: 'outbox', eventType: 'meeting.ended', data: meetingData({ ...context, ...ended }), ...(params.reason === 'PLAN_LIMIT' ? { background: true } : {}) });
       for (const p of present) enqueue.emit({ type: 'disconnect', participantId: p.participantId, code: 'meeting_ended' });
       enqueue.emit({ type: 'timer.cancel', name: MEETING_TIMERS.planCap });
       if (context.emptyGraceAt !== null) enqueue.emit({ type: 'timer.cancel', name: MEETING_TIMERS.emptyGrace });

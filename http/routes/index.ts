@@ -7,12 +7,14 @@ import { enrollmentRoutes } from './enrollments.ts';
 import { healthRoutes } from './health.ts';
 import { joinRoutes } from './join.ts';
 import { meetingRoutes } from './meetings.ts';
+import { notificationRoutes } from './notifications.ts';
 import { orgRoutes } from './orgs.ts';
 import { userRoutes } from './users.ts';
 import { pageRoutes } from '../pages/join.ts';
 import { roomRoutes } from './rooms.ts';
+import { webhookRoutes } from './webhooks.ts';
 
-const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...joinRoutes, ...roomRoutes, ...authRoutes, ...orgRoutes, ...pageRoutes];
+const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...joinRoutes, ...roomRoutes, ...authRoutes, ...orgRoutes, ...notificationRoutes, ...webhookRoutes, ...pageRoutes];
 
 let doc: string | null = null;
 const openApiRoute = route(

@@ -190,13 +190,14 @@ export class ActorHost {
             shard = excluded.shard, updated_at = excluded.updated_at`;
         if (event.type === 'TIMER') await tx`delete from actor_timers where actor_id = ${actorId} and name = ${event.name as string}`;
         for (const e of effects) {
-          if (e.type === 'outbox') await emitEvent(tx, kind.orgOf(context), e.eventType as EventType, e.data as Record<string, unknown>, at);
+          if (e.type === 'outbox') await emitEvent(tx, kind.orgOf(context), e.eventType as EventType, e.data as Record<string, unknown>, at, { background: e.background === true });
           else if (e.type === 'timer.set') {
             await tx`insert into actor_timers (actor_id, name, shard, due_at) values (${actorId}, ${e.name as string}, ${shard}, ${iso(e.dueAt as number)})
               on conflict (actor_id, name) do update set due_at = excluded.due_at, shard = excluded.shard`;
           } else if (e.type === 'timer.cancel') await tx`delete from actor_timers where actor_id = ${actorId} and name = ${e.name as string}`;
+          else if (kind.effect && e.type !== 'send' && e.type !== 'disconnect' && e.type !== 'reply') await kind.effect(tx, entityId, context, e, at);
         }
-        await kind.project?.(tx, entityId, context);
+        await kind.project?.(tx, entityId, context, at);
       });
     } catch (err) {
       this.#drop(actorId);

@@ -10,6 +10,13 @@ import { PLANS, type PlanName } from '../plans.ts';
 import type { MeetingRow } from '../services/meetings.ts';
 import { toMeetingRecord } from '../services/meetings.ts';
 import { iso } from '../clock.ts';
+import { WEBHOOK_ENDPOINT_MACHINE_VERSION, webhookEndpointMachine } from '../../actors/webhook-endpoint/webhook-endpoint.machine.ts';
+import { webhookEndpointEvent } from '../../actors/webhook-endpoint/webhook-endpoint.schemas.ts';
+import type { WebhookEndpointContext, WebhookEndpointInput } from '../../actors/webhook-endpoint/webhook-endpoint.types.ts';
+import { notifyEndpointDisabled } from '../notifications/notify.ts';
+import { MAINTENANCE_MACHINE_VERSION, maintenanceMachine } from '../../actors/maintenance/maintenance.machine.ts';
+import { maintenanceEvent } from '../../actors/maintenance/maintenance.schemas.ts';
+import { purgeExpired } from '../services/retention.ts';
 
 /** What the host needs to know about one kind of actor. Actor ids are `<kind>:<entityId>`. */
 export interface ActorKind {
@@ -24,7 +31,9 @@ export interface ActorKind {
   /** Sent to a fresh actor before anything else. */
   init?: (at: number) => Record<string, unknown>;
   /** Writes the actor's state back to its domain row, in the snapshot's transaction. */
-  project?(tx: Db, entityId: string, context: Record<string, unknown>): Promise<void>;
+  project?(tx: Db, entityId: string, context: Record<string, unknown>, at: number): Promise<void>;
+  /** Carries out a kind's own effects (anything but outbox, timers, sends, disconnects and the reply) in the transition's transaction. */
+  effect?(tx: Db, entityId: string, context: Record<string, unknown>, effect: { type: string; [k: string]: unknown }, at: number): Promise<void>;
   /** Events for other actors once a transition has committed (e.g. the waiting room hears the meeting ended). */
   followUps?(entityId: string, before: Record<string, unknown>, after: Record<string, unknown>): { actorId: string; event: Record<string, unknown> }[];
 }
@@ -70,20 +79,20 @@ export const meetingKind: ActorKind = {
   },
   orgOf: (c) => (c as unknown as MeetingContext).meeting.orgId,
   init: (at) => ({ type: 'INIT', at }),
-  async project(tx, meetingId, context) {
+  async project(tx, meetingId, context, at) {
     const c = context as unknown as MeetingContext;
     const ts = (v: number | null) => (v === null ? null : iso(v));
     await tx`update meetings set status = ${c.status}, started_at = ${ts(c.startedAt)}, ended_at = ${ts(c.endedAt)},
-        ended_reason = ${c.endedReason}, cancelled_at = ${ts(c.cancelledAt)}, updated_at = now()
+        ended_reason = ${c.endedReason}, cancelled_at = ${ts(c.cancelledAt)}, updated_at = ${iso(at)}
       where id = ${meetingId} and (status, started_at, ended_at, ended_reason, cancelled_at)
         is distinct from (${c.status}, ${ts(c.startedAt)}::timestamptz, ${ts(c.endedAt)}::timestamptz, ${c.endedReason}, ${ts(c.cancelledAt)}::timestamptz)`;
     if (c.removedSessions.length) {
       // A removed participant's session can no longer be refreshed or reconnect.
-      await tx`update meeting_sessions set revoked_at = now(), revoked_reason = 'removed'
+      await tx`update meeting_sessions set revoked_at = ${iso(at)}, revoked_reason = 'removed'
         where id in ${tx(c.removedSessions)} and revoked_at is null`;
     }
     if (c.status === 'CANCELLED') {
-      await tx`update meeting_sessions set revoked_at = now(), revoked_reason = 'meeting_cancelled' where meeting_id = ${meetingId} and revoked_at is null`;
+      await tx`update meeting_sessions set revoked_at = ${iso(at)}, revoked_reason = 'meeting_cancelled' where meeting_id = ${meetingId} and revoked_at is null`;
     }
   },
   followUps(meetingId, before, after) {
@@ -107,7 +116,83 @@ export const waitingRoomKind: ActorKind = {
   orgOf: (c) => (c as { meeting: { orgId: string } }).meeting.orgId,
 };
 
-export const ACTOR_KINDS: ActorKind[] = [meetingKind, waitingRoomKind];
+const ms = (v: Date | string | null) => (v === null ? null : new Date(v).getTime());
+
+export const webhookKind: ActorKind = {
+  kind: 'webhook',
+  version: WEBHOOK_ENDPOINT_MACHINE_VERSION,
+  machine: webhookEndpointMachine,
+  events: webhookEndpointEvent,
+  async input(db, endpointId): Promise<WebhookEndpointInput | null> {
+    const [row] = await db<{ orgId: string; url: string; status: 'ACTIVE' | 'DISABLED'; disabledReason: WebhookEndpointInput['disabledReason']; disabledAt: Date | null; failingSince: Date | null; previousSecretExpiresAt: Date | null }[]>`
+      select org_id, url, status, disabled_reason, disabled_at, failing_since, previous_secret_expires_at from webhook_endpoints where id = ${endpointId}`;
+    if (!row) return null;
+    return {
+      endpointId,
+      orgId: row.orgId,
+      url: row.url,
+      status: row.status,
+      disabledReason: row.disabledReason,
+      disabledAt: ms(row.disabledAt),
+      failingSince: ms(row.failingSince),
+      rotationExpiresAt: ms(row.previousSecretExpiresAt),
+    };
+  },
+  orgOf: (c) => (c as unknown as WebhookEndpointContext).orgId,
+  init: (at) => ({ type: 'INIT', at }),
+  async project(tx, endpointId, context, at) {
+    const c = context as unknown as WebhookEndpointContext;
+    if (c.status === 'DELETED') {
+      await tx`delete from webhook_endpoints where id = ${endpointId}`;
+      return;
+    }
+    const ts = (v: number | null) => (v === null ? null : iso(v));
+    await tx`update webhook_endpoints set status = ${c.status}, disabled_reason = ${c.disabledReason}, disabled_at = ${ts(c.disabledAt)},
+        failing_since = ${ts(c.failingSince)}, updated_at = ${iso(at)}
+      where id = ${endpointId} and (status, disabled_reason, disabled_at, failing_since)
+        is distinct from (${c.status}, ${c.disabledReason}, ${ts(c.disabledAt)}::timestamptz, ${ts(c.failingSince)}::timestamptz)`;
+    // Disabled: its queued retries stop (the delivery log keeps what was tried; redeliver resends).
+    if (c.status === 'DISABLED') {
+      await tx`update webhook_messages set status = 'CANCELLED', claimed_until = null, updated_at = ${iso(at)}
+        where endpoint_id = ${endpointId} and status = 'PENDING'`;
+    }
+  },
+  async effect(tx, endpointId, context, effect, at) {
+    const c = context as unknown as WebhookEndpointContext;
+    if (effect.type === 'notify.disabled') {
+      const [row] = await tx<{ url: string }[]>`select url from webhook_endpoints where id = ${endpointId}`;
+      await notifyEndpointDisabled(tx, {
+        orgId: c.orgId,
+        endpointId,
+        url: row?.url ?? c.url,
+        reason: effect.reason as 'FAILING' | 'GONE',
+        failingSince: (effect.failingSince as number | null) ?? null,
+        at,
+      });
+    } else if (effect.type === 'secret.expired') {
+      await tx`update webhook_endpoints set previous_secret_sealed = null, previous_secret_expires_at = null
+        where id = ${endpointId} and previous_secret_expires_at <= ${iso(at)}`;
+    }
+  },
+};
+
+/** Cluster housekeeping: one actor per job (`maintenance:retention`), run by whichever member owns it. */
+export const maintenanceKind: ActorKind = {
+  kind: 'maintenance',
+  version: MAINTENANCE_MACHINE_VERSION,
+  machine: maintenanceMachine,
+  events: maintenanceEvent,
+  input: async (_db, name) => (name === 'retention' ? { name } : null),
+  // housekeeping emits no events; nothing reaches an outbox
+  orgOf: () => '',
+  init: (at) => ({ type: 'INIT', at }),
+  async effect(tx, _name, _context, effect, at) {
+    if (effect.type === 'purge') await purgeExpired(tx, at);
+  },
+};
+
+export const ACTOR_KINDS: ActorKind[] = [meetingKind, waitingRoomKind, webhookKind, maintenanceKind];
+export const RETENTION_ACTOR = 'maintenance:retention';
 
 export const meetingActor = (meetingId: string) => `meeting:${meetingId}`;
 export const waitingRoomActor = (meetingId: string) => `waiting-room:${meetingId}`;

@@ -1,5 +1,6 @@
 import { iso } from '../clock.ts';
 import type { Db } from '../db/index.ts';
+import { afterCommit } from '../db/tx.ts';
 import { newId } from '../ids.ts';
 
 /** Event types of catalog v1. */
@@ -16,11 +17,31 @@ export type EventType = (typeof EVENT_TYPES)[number];
 
 /**
  * Writes an event to the outbox. Always called with the transaction that makes the change it reports,
- * so the event exists if and only if the change committed.
+ * so the event exists if and only if the change committed. `background`: emitted by the background
+ * worker (plan-cap meeting.ended, transcript.ready, insights.ready), delivered whatever the plan.
  */
-export async function emitEvent(db: Db, orgId: string, type: EventType, data: Record<string, unknown>, at: number): Promise<string> {
+export async function emitEvent(
+  db: Db,
+  orgId: string,
+  type: EventType,
+  data: Record<string, unknown>,
+  at: number,
+  opts: { background?: boolean } = {},
+): Promise<string> {
   const id = newId('evt', at);
-  await db`insert into outbox (id, org_id, type, data, created_at)
-    values (${id}, ${orgId}, ${type}, ${db.json(data as never)}, ${iso(at)})`;
+  await db`insert into outbox (id, org_id, type, data, created_at, background)
+    values (${id}, ${orgId}, ${type}, ${db.json(data as never)}, ${iso(at)}, ${opts.background === true})`;
+  afterCommit(db, notifyCommitted);
   return id;
+}
+
+const listeners = new Set<() => void>();
+function notifyCommitted(): void {
+  for (const l of listeners) l();
+}
+
+/** Called after every commit that wrote events (in this process): the webhook dispatcher fans them out at once instead of at its next poll. */
+export function onOutboxCommit(listener: () => void): () => void {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
 }

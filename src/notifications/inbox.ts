@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { iso } from '../clock.ts';
+import type { Db } from '../db/index.ts';
+import { AppError } from '../errors.ts';
+import { decodeCursor, encodeCursor, pageQuery } from '../services/common.ts';
+
+/** A signed-in owner's or admin's own in-app notifications (written by notify.ts). */
+
+export const notificationRecord = z.object({
+  id: z.string(),
+  kind: z.string().describe('e.g. webhook.endpoint_disabled'),
+  title: z.string(),
+  body: z.string(),
+  data: z.record(z.string(), z.unknown()).describe('Details by kind; webhook.endpoint_disabled: { endpointId, url, reason: FAILING | GONE, failingSince, disabledAt }.'),
+  createdAt: z.string(),
+  readAt: z.string().nullable(),
+});
+export type NotificationRecord = z.infer<typeof notificationRecord>;
+
+export const notificationListQuery = z.strictObject({
+  ...pageQuery,
+  unread: z
+    .enum(['true', 'false'])
+    .optional()
+    .transform((v) => v === 'true')
+    .describe('true: only notifications not yet marked read.'),
+});
+
+interface NotificationRow {
+  id: string;
+  kind: string;
+  title: string;
+  body: string;
+  data: Record<string, unknown>;
+  createdAt: Date;
+  readAt: Date | null;
+}
+
+const toRecord = (r: NotificationRow): NotificationRecord => ({
+  id: r.id,
+  kind: r.kind,
+  title: r.title,
+  body: r.body,
+  data: r.data,
+  createdAt: r.createdAt.toISOString(),
+  readAt: r.readAt ? r.readAt.toISOString() : null,
+});
+
+/** The member's notifications in the organization, newest first. */
+export async function listNotifications(
+  db: Db,
+  who: { orgId: string; memberId: string },
+  q: z.output<typeof notificationListQuery>,
+): Promise<{ items: NotificationRecord[]; nextCursor: string | null }> {
+  const after = decodeCursor(q.cursor, 1);
+  const rows = await db<NotificationRow[]>`select id, kind, title, body, data, created_at, read_at from notifications
+    where member_id = ${who.memberId} and org_id = ${who.orgId}
+    ${q.unread ? db`and read_at is null` : db``}
+    ${after ? db`and id < ${after[0]!}` : db``}
+    order by id desc limit ${q.limit + 1}`;
+  const items = rows.slice(0, q.limit);
+  return { items: items.map(toRecord), nextCursor: rows.length > q.limit ? encodeCursor([items.at(-1)!.id]) : null };
+}
+
+/**
+ * Marks one of the member's notifications read (the first time counts: marking again keeps `readAt`).
+ * Another member's notification answers `not_found`, as an unknown id does.
+ */
+export async function markNotificationRead(db: Db, who: { orgId: string; memberId: string }, id: string, at: number): Promise<NotificationRecord> {
+  const [row] = await db<NotificationRow[]>`update notifications set read_at = coalesce(read_at, ${iso(at)})
+    where id = ${id} and member_id = ${who.memberId} and org_id = ${who.orgId}
+    returning id, kind, title, body, data, created_at, read_at`;
+  if (!row) throw new AppError('not_found', { message: 'No notification with this id for the signed-in member.', details: { id } });
+  return toRecord(row);
+}

@@ -1,0 +1,464 @@
+import { z } from 'zod';
+import { iso, type Clock } from '../clock.ts';
+import type { Cluster } from '../cluster/cluster.ts';
+import type { RateLimits } from '../cluster/rate-limit.ts';
+import type { Sealer } from '../crypto.ts';
+import type { Db } from '../db/index.ts';
+import { afterCommit, inTx } from '../db/tx.ts';
+import { AppError, errorCatalog, type ErrorCode } from '../errors.ts';
+import { newId } from '../ids.ts';
+import type { Logger } from '../logger.ts';
+import { eventBody, insertAttempt, liveSecrets, sendAttempt, webhookActor, type EventRow } from '../webhooks/envelope.ts';
+import { newSecret } from '../webhooks/signing.ts';
+import { checkTargetUrl } from '../webhooks/targets.ts';
+import { decodeCursor, encodeCursor, externalId, pageQuery, ts } from './common.ts';
+import { EVENT_TYPES } from './outbox.ts';
+
+/** Endpoints per organization, disabled ones included (spec, Webhook management rule 2). */
+export const WEBHOOK_ENDPOINT_LIMIT = 20;
+/** How long the previous secret keeps signing after a rotation (rule 4). */
+export const ROTATION_OVERLAP_MS = 24 * 60 * 60_000;
+/** Test events per endpoint per minute (spec, Limits; the unit is ours: per endpoint). */
+export const TEST_EVENTS_PER_MINUTE = 10;
+/** How far back `GET /public/events` reaches. */
+export const EVENT_FEED_WINDOW_MS = 30 * 24 * 60 * 60_000;
+export const WILDCARD = '*';
+export const TEST_EVENT_MESSAGE = 'This is a test event from Aula: your endpoint is reachable and can verify our signatures.';
+
+export const ENDPOINT_STATUSES = ['ACTIVE', 'DISABLED'] as const;
+export const DISABLED_REASONS = ['MANUAL', 'FAILING', 'GONE'] as const;
+export const DELIVERY_STATUSES = ['SUCCEEDED', 'FAILED', 'SKIPPED'] as const;
+export const DELIVERY_TRIGGERS = ['EVENT', 'TEST', 'REDELIVERY'] as const;
+/** Types the events feed serves: the catalog without the test events, which belong to one endpoint. */
+export const FEED_EVENT_TYPES = EVENT_TYPES.filter((t) => t !== 'webhook.test') as [string, ...string[]];
+
+const eventsField = z
+  .array(z.enum([WILDCARD, ...EVENT_TYPES]))
+  .min(1)
+  .max(EVENT_TYPES.length + 1)
+  .superRefine((events, ctx) => {
+    if (events.includes(WILDCARD) && events.some((e) => e !== WILDCARD)) {
+      ctx.addIssue({ code: 'custom', message: `"${WILDCARD}" means every type: send it alone` });
+    }
+  })
+  .transform((events) => [...new Set(events)])
+  .describe(`Event types of the catalog (GET .../webhooks/event-types), or ["${WILDCARD}"] for every current and future type. Duplicates are dropped.`);
+
+const urlField = z.string().min(1).max(2048).describe('A public https:// address; checked (and its name resolved) when saved.');
+const descriptionField = z.string().max(500);
+
+export const webhookCreate = z.strictObject({
+  url: urlField,
+  description: descriptionField.optional(),
+  events: eventsField.optional().describe(`Event types, or ["${WILDCARD}"] (the default when omitted) for every current and future type.`),
+});
+export type WebhookCreate = z.infer<typeof webhookCreate>;
+
+export const webhookUpdate = z
+  .strictObject({
+    url: urlField.optional(),
+    description: descriptionField.nullable().optional().describe('null clears it.'),
+    events: eventsField.optional(),
+    status: z.enum(ENDPOINT_STATUSES).optional().describe('ACTIVE re-enables a disabled endpoint; DISABLED stops deliveries (events are logged as SKIPPED).'),
+  })
+  .refine((u) => Object.keys(u).length > 0, { message: 'give at least one field to change' });
+export type WebhookUpdate = z.infer<typeof webhookUpdate>;
+
+export const webhookRecord = z.object({
+  id: z.string(),
+  url: z.string(),
+  description: z.string().nullable(),
+  events: z.array(z.string()),
+  status: z.enum(ENDPOINT_STATUSES),
+  disabledReason: z.enum(DISABLED_REASONS).nullable().describe('MANUAL (an update), FAILING (3 days of failed deliveries) or GONE (the receiver answered 410).'),
+  disabledAt: z.string().nullable(),
+  failingSince: z.string().nullable().describe('The first failed delivery since the last success; null while deliveries succeed.'),
+  previousSecretExpiresAt: z.string().nullable().describe('While a rotation overlap runs: when the previous secret stops signing.'),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export type WebhookRecord = z.infer<typeof webhookRecord>;
+export const webhookWithSecret = webhookRecord.extend({ secret: z.string().describe('whsec_...: shown only here and on rotate-secret.') });
+
+export const webhookListQuery = z.strictObject({ ...pageQuery });
+
+export const deliveryListQuery = z.strictObject({
+  ...pageQuery,
+  status: z.enum(DELIVERY_STATUSES).optional(),
+  eventType: z.enum(EVENT_TYPES).optional(),
+});
+
+export const deliveryRecord = z.object({
+  id: z.string().describe('The deliveryId (whd_...).'),
+  endpointId: z.string(),
+  eventId: z.string(),
+  eventType: z.string(),
+  attempt: z.number().int().describe('1 to 8 within an event\'s scheduled series (0 on SKIPPED); a test or a redelivery is a series of its own (1).'),
+  trigger: z.enum(DELIVERY_TRIGGERS),
+  status: z.enum(DELIVERY_STATUSES),
+  statusCode: z.number().int().nullable(),
+  durationMs: z.number().int().nullable(),
+  responseBody: z.string().nullable().describe('The first 1 KB of the receiver\'s response.'),
+  error: z.object({ kind: z.string(), message: z.string() }).nullable(),
+  nextAttemptAt: z.string().nullable(),
+  createdAt: z.string(),
+});
+export type DeliveryRecord = z.infer<typeof deliveryRecord>;
+
+export const eventEnvelope = z.object({
+  id: z.string(),
+  type: z.string(),
+  createdAt: z.string(),
+  organizationId: z.string(),
+  data: z.record(z.string(), z.unknown()),
+});
+export type EventEnvelope = z.infer<typeof eventEnvelope>;
+
+export const deliveryDetail = deliveryRecord.extend({
+  payload: eventEnvelope.nullable().describe('The event envelope as delivered; null once the event is no longer kept.'),
+});
+
+export const eventCatalog = z.object({ wildcard: z.literal(WILDCARD), types: z.array(z.string()) });
+
+export const eventFeedQuery = z.strictObject({
+  after: z
+    .string()
+    .regex(/^evt_[0-9a-z]{26}$/, 'an event id (evt_...)')
+    .optional()
+    .describe('An event id: the events after it. The nextCursor of the previous page, or the id of the last event you processed.'),
+  type: z.enum(FEED_EVENT_TYPES).optional(),
+  limit: pageQuery.limit,
+});
+
+/** A `webhook_endpoints` row. */
+export interface EndpointRow {
+  id: string;
+  orgId: string;
+  url: string;
+  description: string | null;
+  events: string[];
+  status: (typeof ENDPOINT_STATUSES)[number];
+  disabledReason: (typeof DISABLED_REASONS)[number] | null;
+  disabledAt: Date | null;
+  failingSince: Date | null;
+  secretSealed: Buffer;
+  previousSecretSealed: Buffer | null;
+  previousSecretExpiresAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** A `webhook_attempts` row. */
+export interface AttemptRow {
+  id: string;
+  endpointId: string;
+  orgId: string;
+  messageId: string | null;
+  eventId: string;
+  eventType: string;
+  attempt: number;
+  trigger: (typeof DELIVERY_TRIGGERS)[number];
+  status: (typeof DELIVERY_STATUSES)[number];
+  statusCode: number | null;
+  durationMs: number | null;
+  responseBody: string | null;
+  errorKind: string | null;
+  errorMessage: string | null;
+  nextAttemptAt: Date | null;
+  createdAt: Date;
+}
+
+export const toWebhookRecord = (e: EndpointRow, now: number): WebhookRecord => ({
+  id: e.id,
+  url: e.url,
+  description: e.description,
+  events: e.events,
+  status: e.status,
+  disabledReason: e.disabledReason,
+  disabledAt: ts(e.disabledAt),
+  failingSince: ts(e.failingSince),
+  previousSecretExpiresAt:
+    e.previousSecretSealed && e.previousSecretExpiresAt && e.previousSecretExpiresAt.getTime() > now ? e.previousSecretExpiresAt.toISOString() : null,
+  createdAt: e.createdAt.toISOString(),
+  updatedAt: e.updatedAt.toISOString(),
+});
+
+export const toDeliveryRecord = (a: AttemptRow): DeliveryRecord => ({
+  id: a.id,
+  endpointId: a.endpointId,
+  eventId: a.eventId,
+  eventType: a.eventType,
+  attempt: a.attempt,
+  trigger: a.trigger,
+  status: a.status,
+  statusCode: a.statusCode,
+  durationMs: a.durationMs,
+  responseBody: a.responseBody,
+  error: a.errorKind ? { kind: a.errorKind, message: a.errorMessage ?? '' } : null,
+  nextAttemptAt: ts(a.nextAttemptAt),
+  createdAt: a.createdAt.toISOString(),
+});
+
+/** The envelope exactly as it is sent: the bytes `eventBody` makes, parsed. */
+const envelopeOf = (e: EventRow): EventEnvelope => JSON.parse(eventBody(e)) as EventEnvelope;
+
+type ActorReply = { ok: true } | { ok: false; error?: { code?: string; message?: string; details?: Record<string, unknown> } };
+
+export interface WebhookEndpointsOptions {
+  clock: Clock;
+  /** Seals secrets at rest (`tokens.data`). */
+  sealer: Sealer;
+  cluster: Cluster;
+  rateLimits: RateLimits;
+  /** `allowPrivateTargets(config)`: never true in production. */
+  allowPrivate: boolean;
+  log: Logger;
+}
+
+/**
+ * Webhook endpoints as the management API sees them: CRUD, secrets, test events, the delivery log and
+ * redeliveries, and the events feed. The endpoint's actor owns its status and timers, so enabling,
+ * disabling, deleting and the end of a rotation overlap go through it; everything else is rows.
+ */
+export class WebhookEndpoints {
+  readonly #clock: Clock;
+  readonly #sealer: Sealer;
+  readonly #cluster: Cluster;
+  readonly #rateLimits: RateLimits;
+  readonly #allowPrivate: boolean;
+  readonly #log: Logger;
+
+  constructor(opts: WebhookEndpointsOptions) {
+    this.#clock = opts.clock;
+    this.#sealer = opts.sealer;
+    this.#cluster = opts.cluster;
+    this.#rateLimits = opts.rateLimits;
+    this.#allowPrivate = opts.allowPrivate;
+    this.#log = opts.log;
+  }
+
+  async get(db: Db, orgId: string, id: string, forUpdate = false): Promise<EndpointRow> {
+    const [row] = await db<EndpointRow[]>`select * from webhook_endpoints where org_id = ${orgId} and id = ${id} ${forUpdate ? db`for update` : db``}`;
+    if (!row) throw new AppError('webhook_not_found', { details: { id } });
+    return row;
+  }
+
+  /** Newest first. */
+  async list(db: Db, orgId: string, q: z.infer<typeof webhookListQuery>): Promise<{ items: EndpointRow[]; nextCursor: string | null }> {
+    const after = decodeCursor(q.cursor, 1);
+    const rows = await db<EndpointRow[]>`select * from webhook_endpoints where org_id = ${orgId}
+      ${after ? db`and id < ${after[0]!}` : db``}
+      order by id desc limit ${q.limit + 1}`;
+    const items = rows.slice(0, q.limit);
+    return { items, nextCursor: rows.length > q.limit ? encodeCursor([items.at(-1)!.id]) : null };
+  }
+
+  /**
+   * Creates an ACTIVE endpoint with a new secret, returned only here. The organization row is locked
+   * first, so concurrent creates count one after another and the 21st always gets `limit_reached`.
+   */
+  async create(pool: Db, orgId: string, input: WebhookCreate): Promise<{ endpoint: EndpointRow; secret: string }> {
+    // Resolved before the transaction: no row lock is held while DNS answers.
+    const url = await this.#checkUrl(input.url);
+    return inTx(pool, async (db) => {
+      await db`select id from organizations where id = ${orgId} for update`;
+      const [row] = await db<{ count: number }[]>`select count(*)::int as count from webhook_endpoints where org_id = ${orgId}`;
+      const count = row!.count;
+      if (count >= WEBHOOK_ENDPOINT_LIMIT) {
+        throw new AppError('limit_reached', {
+          message: `An organization has at most ${WEBHOOK_ENDPOINT_LIMIT} webhook endpoints, disabled ones included; delete one first.`,
+          details: { limit: WEBHOOK_ENDPOINT_LIMIT, count, resource: 'webhook_endpoints' },
+        });
+      }
+      const secret = newSecret();
+      const at = this.#clock.now();
+      const [endpoint] = await db<EndpointRow[]>`insert into webhook_endpoints (id, org_id, url, description, events, status, secret_sealed, created_at, updated_at)
+        values (${newId('whe', at)}, ${orgId}, ${url}, ${input.description ?? null}, ${input.events ?? [WILDCARD]}, 'ACTIVE',
+          ${this.#sealer.seal(secret)}, ${iso(at)}, ${iso(at)})
+        returning *`;
+      return { endpoint: endpoint!, secret };
+    });
+  }
+
+  /**
+   * Changes url, description and events in a transaction, then, when `status` is given, asks the
+   * endpoint's actor to enable or disable it (it owns the status). Repeating an update is harmless.
+   */
+  async update(pool: Db, orgId: string, id: string, patch: WebhookUpdate): Promise<EndpointRow> {
+    await this.get(pool, orgId, id);
+    const url = patch.url === undefined ? undefined : await this.#checkUrl(patch.url);
+    if (url !== undefined || patch.description !== undefined || patch.events !== undefined) {
+      await inTx(pool, async (db) => {
+        const e = await this.get(db, orgId, id, true);
+        const next = { url: url ?? e.url, description: patch.description === undefined ? e.description : patch.description, events: patch.events ?? e.events };
+        if (next.url === e.url && next.description === e.description && next.events.join('\n') === e.events.join('\n')) return;
+        await db`update webhook_endpoints set url = ${next.url}, description = ${next.description}, events = ${next.events},
+          updated_at = ${iso(this.#clock.now())} where id = ${e.id}`;
+      });
+    }
+    if (patch.status) await this.#command(orgId, id, { type: patch.status === 'ACTIVE' ? 'ENABLE' : 'DISABLE' });
+    return this.get(pool, orgId, id);
+  }
+
+  /** Deleted by its actor (which stops its timers and deletes the row, its queue and its delivery log). */
+  async remove(db: Db, orgId: string, id: string): Promise<void> {
+    await this.get(db, orgId, id);
+    await this.#command(orgId, id, { type: 'DELETE' });
+  }
+
+  /**
+   * A new secret; the one it replaces keeps signing for 24 hours (a second rotation within that time
+   * keeps only the secret it replaces). The actor is told afterwards, so it erases the previous secret
+   * when the overlap ends; signing stops at `previous_secret_expires_at` whether or not it has.
+   */
+  rotateSecret(pool: Db, orgId: string, id: string): Promise<{ endpoint: EndpointRow; secret: string }> {
+    return inTx(pool, async (db) => {
+      const e = await this.get(db, orgId, id, true);
+      const secret = newSecret();
+      const at = this.#clock.now();
+      const expiresAt = at + ROTATION_OVERLAP_MS;
+      const [endpoint] = await db<EndpointRow[]>`update webhook_endpoints set secret_sealed = ${this.#sealer.seal(secret)},
+          previous_secret_sealed = secret_sealed, previous_secret_expires_at = ${iso(expiresAt)}, updated_at = ${iso(at)}
+        where id = ${e.id} returning *`;
+      // After the commit, and never failing the request: the caller must get the secret now in effect.
+      afterCommit(db, () =>
+        this.#cluster.ask<ActorReply>(webhookActor(id), { type: 'ROTATED', expiresAt }).then(
+          (reply) => {
+            if (!reply.ok) this.#log.warn({ endpointId: id, reply }, 'webhook actor refused ROTATED');
+          },
+          (err: unknown) => this.#log.warn({ err, endpointId: id }, 'webhook actor not told of a rotation; the old secret still stops signing on time'),
+        ),
+      );
+      return { endpoint: endpoint!, secret };
+    });
+  }
+
+  /**
+   * Sends a `webhook.test` event once, now, with no retries, whatever the endpoint's status, and
+   * records it in the delivery log (trigger TEST). The endpoint's failure state is not touched.
+   */
+  async sendTest(db: Db, orgId: string, id: string): Promise<AttemptRow> {
+    const e = await this.get(db, orgId, id);
+    const limit = await this.#rateLimits.consume('webhook-test', e.id, TEST_EVENTS_PER_MINUTE);
+    if (!limit.allowed) {
+      throw new AppError('rate_limited', {
+        message: `At most ${TEST_EVENTS_PER_MINUTE} test events per endpoint per minute.`,
+        details: { limit: TEST_EVENTS_PER_MINUTE, retryAfterSeconds: limit.retryAfterSeconds },
+        headers: { 'Retry-After': String(limit.retryAfterSeconds) },
+      });
+    }
+    const at = this.#clock.now();
+    // Written as already dispatched, so it is never fanned out to the organization's other endpoints.
+    const event: EventRow = { id: newId('evt', at), orgId, type: 'webhook.test', data: { message: TEST_EVENT_MESSAGE, endpointId: e.id }, createdAt: new Date(at) };
+    await db`insert into outbox (id, org_id, type, data, created_at, dispatched_at)
+      values (${event.id}, ${orgId}, ${event.type}, ${db.json(event.data as never)}, ${iso(at)}, ${iso(at)})`;
+    return this.#sendOnce(db, e, event, 'TEST');
+  }
+
+  /** The log of one endpoint, newest first. */
+  async deliveries(db: Db, orgId: string, endpointId: string, q: z.infer<typeof deliveryListQuery>): Promise<{ items: AttemptRow[]; nextCursor: string | null }> {
+    const e = await this.get(db, orgId, endpointId);
+    const after = decodeCursor(q.cursor, 1);
+    const rows = await db<AttemptRow[]>`select * from webhook_attempts where endpoint_id = ${e.id}
+      ${q.status ? db`and status = ${q.status}` : db``}
+      ${q.eventType ? db`and event_type = ${q.eventType}` : db``}
+      ${after ? db`and id < ${after[0]!}` : db``}
+      order by id desc limit ${q.limit + 1}`;
+    const items = rows.slice(0, q.limit);
+    return { items, nextCursor: rows.length > q.limit ? encodeCursor([items.at(-1)!.id]) : null };
+  }
+
+  async delivery(db: Db, orgId: string, deliveryId: string): Promise<{ attempt: AttemptRow; payload: EventEnvelope | null }> {
+    const attempt = await this.#attempt(db, orgId, deliveryId);
+    const event = await this.#event(db, orgId, attempt.eventId);
+    return { attempt, payload: event ? envelopeOf(event) : null };
+  }
+
+  /** Sends the delivery's event again, same id, once, now; recorded as a new delivery (trigger REDELIVERY). */
+  async redeliver(db: Db, orgId: string, deliveryId: string): Promise<AttemptRow> {
+    const attempt = await this.#attempt(db, orgId, deliveryId);
+    const event = await this.#event(db, orgId, attempt.eventId);
+    if (!event) {
+      throw new AppError('delivery_not_found', { message: 'The event of this delivery is no longer kept, so it cannot be sent again.', details: { id: deliveryId, eventId: attempt.eventId } });
+    }
+    const e = await this.get(db, orgId, attempt.endpointId);
+    return this.#sendOnce(db, e, event, 'REDELIVERY');
+  }
+
+  /** The organization's events of the last 30 days, oldest first, as delivered (test events excluded). */
+  async events(db: Db, orgId: string, q: z.infer<typeof eventFeedQuery>): Promise<{ items: EventEnvelope[]; nextCursor: string | null }> {
+    const since = iso(this.#clock.now() - EVENT_FEED_WINDOW_MS);
+    const rows = await db<EventRow[]>`select id, org_id, type, data, created_at from outbox
+      where org_id = ${orgId} and type <> 'webhook.test' and created_at >= ${since}
+      ${q.type ? db`and type = ${q.type}` : db``}
+      ${q.after ? db`and id > ${q.after}` : db``}
+      order by id limit ${q.limit + 1}`;
+    const items = rows.slice(0, q.limit);
+    return { items: items.map(envelopeOf), nextCursor: rows.length > q.limit ? items.at(-1)!.id : null };
+  }
+
+  async #sendOnce(db: Db, e: EndpointRow, event: EventRow, trigger: 'TEST' | 'REDELIVERY'): Promise<AttemptRow> {
+    const at = this.#clock.now();
+    const result = await sendAttempt({ url: e.url, event, secrets: liveSecrets(e, this.#sealer, at), clock: this.#clock, allowPrivate: this.#allowPrivate });
+    const deliveryId = await insertAttempt(db, {
+      endpointId: e.id,
+      orgId: e.orgId,
+      messageId: null,
+      eventId: event.id,
+      eventType: event.type,
+      attempt: 1,
+      trigger,
+      at,
+      result,
+    });
+    const [row] = await db<AttemptRow[]>`select * from webhook_attempts where id = ${deliveryId}`;
+    return row!;
+  }
+
+  async #attempt(db: Db, orgId: string, deliveryId: string): Promise<AttemptRow> {
+    const [row] = await db<AttemptRow[]>`select * from webhook_attempts where id = ${deliveryId} and org_id = ${orgId}`;
+    if (!row) throw new AppError('delivery_not_found', { details: { id: deliveryId } });
+    return row;
+  }
+
+  async #event(db: Db, orgId: string, eventId: string): Promise<EventRow | null> {
+    const [row] = await db<EventRow[]>`select id, org_id, type, data, created_at from outbox where id = ${eventId} and org_id = ${orgId}`;
+    return row ?? null;
+  }
+
+  /** The save-time SSRF check; a refusal is a validation error naming `url`. Returns the URL as it will be stored (normalised). */
+  async #checkUrl(url: string): Promise<string> {
+    const check = await checkTargetUrl(url, { allowPrivate: this.#allowPrivate });
+    if (check.ok) return check.url.href;
+    throw new AppError('validation_failed', {
+      details: {
+        fields: [
+          {
+            field: 'url',
+            in: 'body',
+            code: 'url_refused',
+            message: check.message,
+            reason: check.reason,
+            ...(check.range ? { range: check.range } : {}),
+          },
+        ],
+      },
+    });
+  }
+
+  /** Asks the endpoint's actor; a refusal becomes its AppError, a vanished endpoint `webhook_not_found`. */
+  async #command(orgId: string, id: string, event: Record<string, unknown>): Promise<void> {
+    let reply: ActorReply;
+    try {
+      reply = await this.#cluster.ask<ActorReply>(webhookActor(id), event);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'not_found') throw new AppError('webhook_not_found', { details: { id }, cause: err });
+      throw err;
+    }
+    if (!reply.ok) {
+      if (reply.error?.code === 'not_found') throw new AppError('webhook_not_found', { details: { id } });
+      const code = reply.error?.code && reply.error.code in errorCatalog ? (reply.error.code as ErrorCode) : 'invalid_state';
+      throw new AppError(code, { ...(reply.error?.message ? { message: reply.error.message } : {}), details: { ...reply.error?.details, id } });
+    }
+  }
+}
