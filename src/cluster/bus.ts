@@ -38,7 +38,7 @@ export class RedisBus implements Bus {
 
   constructor(pub: Redis, prefix: string, origin: string) {
     this.#pub = pub;
-    this.#sub = pub.duplicate();
+    this.#sub = pub.duplicate({ enableAutoPipelining: false, enableReadyCheck: false }); // see RedisCluster's subscriber
     this.#prefix = `${prefix}bus:`;
     this.#origin = origin;
     this.#sub.on('message', (ch: string, raw: string) => {

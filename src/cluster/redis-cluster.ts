@@ -114,7 +114,10 @@ export class RedisCluster implements Cluster {
     this.#events = new ShardEvents((event, shard, err) => this.#log.error({ err, event, shard }, 'shard listener failed'));
     const name = (role: string) => `${opts.prefix}cluster:${this.memberId}:${role}`.replace(/[^\w:.-]/g, '_');
     this.#cmd = clusterCommands(opts.redis.duplicate({ connectionName: name('cmd') }));
-    this.#sub = opts.redis.duplicate({ connectionName: name('sub') });
+    // A subscriber must never have a command queued behind its SUBSCRIBE: autopipelining could send the
+    // ready check or CLIENT SETNAME after it on a reconnect, which Redis refuses in subscriber mode
+    // (redis/ioredis#1505), and the connection would loop on errors.
+    this.#sub = opts.redis.duplicate({ connectionName: name('sub'), enableAutoPipelining: false, enableReadyCheck: false });
     for (const [role, conn] of [['cmd', this.#cmd], ['sub', this.#sub]] as const) {
       conn.on('error', (err: Error) => this.#log.warn({ err: err.message, role }, 'cluster redis connection error'));
     }

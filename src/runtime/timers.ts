@@ -15,7 +15,8 @@ export class DurableTimers {
   readonly #cluster: Cluster;
   readonly #log: Logger;
   #timer: NodeJS.Timeout | null = null;
-  #running: Promise<number> | null = null;
+  #chain: Promise<void> = Promise.resolve();
+  #busy = 0;
 
   constructor(sql: Sql, clock: Clock, cluster: Cluster, log: Logger) {
     this.#sql = sql;
@@ -25,7 +26,10 @@ export class DurableTimers {
   }
 
   start(pollMs = 250): void {
-    this.#timer = setInterval(() => void this.tick().catch((err) => this.#log.warn({ err }, 'timer tick failed')), pollMs);
+    this.#timer = setInterval(() => {
+      // the poll skips a beat while a pass runs; tick() always runs a pass of its own
+      if (!this.#busy) void this.tick().catch((err) => this.#log.warn({ err }, 'timer tick failed'));
+    }, pollMs);
     this.#timer.unref();
   }
 
@@ -34,12 +38,20 @@ export class DurableTimers {
     this.#timer = null;
   }
 
-  /** Fires every due timer of the owned shards; returns how many fired. Concurrent calls share one pass. */
+  /**
+   * Fires every timer of the owned shards that is due now; returns how many fired. Passes never overlap,
+   * and each call gets a pass that starts after it was made, so a pass begun before the clock moved
+   * can never stand in for one after.
+   */
   tick(): Promise<number> {
-    this.#running ??= this.#fire().finally(() => {
-      this.#running = null;
-    });
-    return this.#running;
+    const run = this.#chain.then(() => this.#fire());
+    this.#chain = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#busy++;
+    void this.#chain.then(() => this.#busy--);
+    return run;
   }
 
   async #fire(): Promise<number> {
