@@ -80,7 +80,8 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
   const cluster: Cluster = redis
     ? new RedisCluster({ redis, sql, prefix: config.AULA_REDIS_PREFIX, log })
     : new LocalCluster({ sql, log });
-  const host = new ActorHost({ sql, clock, log, kinds: ACTOR_KINDS });
+  let publicBaseUrl: string | undefined;
+  const host = new ActorHost({ sql, clock, log, kinds: ACTOR_KINDS, env: { baseUrl: () => publicBaseUrl } });
   cluster.setHandler(host.handle);
   host.setSender((actorId, event) => cluster.send(actorId, event));
   cluster.on('releasing', (shard) => host.dropShard(shard));
@@ -146,6 +147,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
 
   const http = await startHttp(app, routes, { host: config.AULA_HOST, port: config.AULA_PORT, extend: (server) => gateway.register(server) });
   app.baseUrl = resolveBaseUrl(config, http.port);
+  publicBaseUrl = app.baseUrl;
   sessions.setBaseUrl(app.baseUrl);
   app.services.jobs.start(config.AULA_JOB_POLL_MS);
   // Retention (delivery log, events, idempotency records, sessions) is the maintenance actor's hourly

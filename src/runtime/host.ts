@@ -13,6 +13,12 @@ import type { ActorKind } from './kinds.ts';
 
 export type RoomEffect = SendEffect | DisconnectEffect;
 
+/** What a kind's own effects may need to know about this member. */
+export interface EffectEnv {
+  /** The public base URL (for addresses written into emails), once the member listens. */
+  baseUrl(): string | undefined;
+}
+
 /** Where the sends and disconnects an actor emits go once its transition has committed. */
 export interface EffectSink {
   deliver(actorId: string, effects: RoomEffect[]): void;
@@ -42,13 +48,15 @@ export class ActorHost {
   readonly #kinds = new Map<string, ActorKind>();
   readonly #entries = new Map<string, Entry>();
   readonly #tails = new Map<string, Promise<unknown>>();
+  readonly #env: EffectEnv;
   #sink: EffectSink = { deliver: () => {} };
   #send: (actorId: string, event: Record<string, unknown>) => Promise<void> = async () => {};
 
-  constructor(opts: { sql: Sql; clock: Clock; log: Logger; kinds: ActorKind[] }) {
+  constructor(opts: { sql: Sql; clock: Clock; log: Logger; kinds: ActorKind[]; env?: EffectEnv }) {
     this.#sql = opts.sql;
     this.#clock = opts.clock;
     this.#log = opts.log;
+    this.#env = opts.env ?? { baseUrl: () => undefined };
     for (const k of opts.kinds) this.#kinds.set(k.kind, k);
   }
 
@@ -195,7 +203,7 @@ export class ActorHost {
             await tx`insert into actor_timers (actor_id, name, shard, due_at) values (${actorId}, ${e.name as string}, ${shard}, ${iso(e.dueAt as number)})
               on conflict (actor_id, name) do update set due_at = excluded.due_at, shard = excluded.shard`;
           } else if (e.type === 'timer.cancel') await tx`delete from actor_timers where actor_id = ${actorId} and name = ${e.name as string}`;
-          else if (kind.effect && e.type !== 'send' && e.type !== 'disconnect' && e.type !== 'reply') await kind.effect(tx, entityId, context, e, at);
+          else if (kind.effect && e.type !== 'send' && e.type !== 'disconnect' && e.type !== 'reply') await kind.effect(tx, entityId, context, e, at, this.#env);
         }
         await kind.project?.(tx, entityId, context, at);
       });

@@ -6,6 +6,7 @@ import type { MeetingContext } from '../../actors/meeting/meeting.types.ts';
 import { WAITING_ROOM_MACHINE_VERSION, waitingRoomMachine } from '../../actors/waiting-room/waiting-room.machine.ts';
 import { waitingRoomEvent } from '../../actors/waiting-room/waiting-room.schemas.ts';
 import type { Db } from '../db/index.ts';
+import type { EffectEnv } from './host.ts';
 import { PLANS, type PlanName } from '../plans.ts';
 import type { MeetingRow } from '../services/meetings.ts';
 import { toMeetingRecord } from '../services/meetings.ts';
@@ -33,7 +34,7 @@ export interface ActorKind {
   /** Writes the actor's state back to its domain row, in the snapshot's transaction. */
   project?(tx: Db, entityId: string, context: Record<string, unknown>, at: number): Promise<void>;
   /** Carries out a kind's own effects (anything but outbox, timers, sends, disconnects and the reply) in the transition's transaction. */
-  effect?(tx: Db, entityId: string, context: Record<string, unknown>, effect: { type: string; [k: string]: unknown }, at: number): Promise<void>;
+  effect?(tx: Db, entityId: string, context: Record<string, unknown>, effect: { type: string; [k: string]: unknown }, at: number, env: EffectEnv): Promise<void>;
   /** Events for other actors once a transition has committed (e.g. the waiting room hears the meeting ended). */
   followUps?(entityId: string, before: Record<string, unknown>, after: Record<string, unknown>): { actorId: string; event: Record<string, unknown> }[];
 }
@@ -157,7 +158,7 @@ export const webhookKind: ActorKind = {
         where endpoint_id = ${endpointId} and status = 'PENDING'`;
     }
   },
-  async effect(tx, endpointId, context, effect, at) {
+  async effect(tx, endpointId, context, effect, at, env) {
     const c = context as unknown as WebhookEndpointContext;
     if (effect.type === 'notify.disabled') {
       const [row] = await tx<{ url: string }[]>`select url from webhook_endpoints where id = ${endpointId}`;
@@ -168,6 +169,7 @@ export const webhookKind: ActorKind = {
         reason: effect.reason as 'FAILING' | 'GONE',
         failingSince: (effect.failingSince as number | null) ?? null,
         at,
+        ...(env.baseUrl() ? { baseUrl: env.baseUrl() } : {}),
       });
     } else if (effect.type === 'secret.expired') {
       await tx`update webhook_endpoints set previous_secret_sealed = null, previous_secret_expires_at = null

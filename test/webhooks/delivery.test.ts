@@ -229,6 +229,9 @@ t.test('3 days of failures disable the endpoint; owners are told; re-enabling re
   t.match(notes[0], { kind: 'webhook.endpoint_disabled', data: { endpointId: ep.id } });
   const { emails } = (await sql<{ emails: number }[]>`select count(*)::int as emails from email_outbox where org_id = ${tenant.orgId} and to_address = 'owner@example.com'`)[0]!;
   t.equal(emails, 1, 'and an email is queued');
+  const [mail] = await sql<{ subject: string; textBody: string }[]>`select subject, text_body from email_outbox where org_id = ${tenant.orgId}`;
+  t.match(mail!.subject, receiver.url(), 'naming the endpoint');
+  t.ok(mail!.textBody.includes(`${member.url}/api/v1/`), 'with the API addresses in full');
 
   const before = receiver.received.length;
   clock.advance(7 * 24 * 60 * MIN);
