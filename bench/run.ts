@@ -25,12 +25,19 @@ if (argv.includes('--scenario=cluster') || argv.some((a, i) => a === '--scenario
   await import('./cluster.ts');
   process.exit(process.exitCode ?? 0);
 }
+// `--scenario webhooks` too (a receiver, a client, a member; no wrk): bench/webhooks.ts
+if (argv.includes('--scenario=webhooks') || argv.some((a, i) => a === '--scenario' && argv[i + 1] === 'webhooks')) {
+  await import('./webhooks.ts');
+  process.exit(process.exitCode ?? 0);
+}
 
 const USAGE = `npm run bench -- [options]
 
   --scenario S      join (mint and exchange), mint or exchange          [join]
                     cluster: actor latency, failover, memory per actor, connections
                     per member (its own options: --scenario cluster --help)
+                    webhooks: signed deliveries against unsigned POSTs, commit-to-delivery
+                    latency at 1,000 events/s (its own options: --scenario webhooks --help)
   --duration S      seconds of each measured run                        [8]
   --warmup S        seconds of an unrecorded run before each one (0: none) [2]
   --connections N   wrk connections                                     [64]
