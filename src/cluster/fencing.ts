@@ -33,6 +33,18 @@ export async function assertEpoch(tx: Db, shard: number, epoch: number): Promise
   if (current !== epoch) throw new FencedError(shard, epoch, current);
 }
 
+/**
+ * The current epochs of `shards`, each row held `for share` until the caller commits, exactly as
+ * `assertEpoch` holds one (with the same server-side limit on a stalled transaction). For work that
+ * spans several shards at once: keep only what belongs to shards whose epoch is still the caller's.
+ */
+export async function lockEpochs(tx: Db, shards: readonly number[]): Promise<Map<number, number>> {
+  if (!shards.length) return new Map();
+  const rows = await tx<{ id: number; epoch: string }[]>`select id, epoch, set_config('idle_in_transaction_session_timeout', '2000', true)
+    from shards where id in ${tx(shards as number[])} for share`;
+  return new Map(rows.map((r) => [r.id, Number(r.epoch)]));
+}
+
 /** How long a takeover waits for a former owner's in-flight write to commit before trying again later. */
 const ACQUIRE_LOCK_TIMEOUT = '2s';
 

@@ -4,6 +4,7 @@ import { validationError } from '../../http/validation.ts';
 import { iso, type Clock } from '../clock.ts';
 import type { ActorMessage } from '../cluster/cluster.ts';
 import { assertEpoch } from '../cluster/fencing.ts';
+import { ActorUnavailableError } from '../cluster/cluster.ts';
 import type { Sql } from '../db/index.ts';
 import { transaction } from '../db/tx.ts';
 import { AppError } from '../errors.ts';
@@ -12,6 +13,19 @@ import { emitEvent, type EventType } from '../services/outbox.ts';
 import type { ActorKind } from './kinds.ts';
 
 export type RoomEffect = SendEffect | DisconnectEffect;
+
+const RETRYABLE_CONNECTION = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT']);
+
+/**
+ * A database failure that says nothing about the request itself: the connection or session went away
+ * (postgres.js connection errors, SQLSTATE class 08, 57P01-57P03 shutdowns, 25P03 idle-in-transaction
+ * timeout), or Postgres asks for a retry (40001 serialization, 40P01 deadlock).
+ */
+export function retryableDbError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return false;
+  return RETRYABLE_CONNECTION.has(code) || code.startsWith('08') || ['57P01', '57P02', '57P03', '25P03', '40001', '40P01'].includes(code);
+}
 
 /** What a kind's own effects may need to know about this member. */
 export interface EffectEnv {
@@ -209,7 +223,11 @@ export class ActorHost {
       });
     } catch (err) {
       this.#drop(actorId);
-      throw err;
+      if (err instanceof AppError || !retryableDbError(err)) throw err;
+      // The session was lost under the commit (say, the server ended a transaction that stalled while
+      // this process was frozen) or the database asked for a retry: the actor is reloaded from what
+      // the database holds, and the caller may retry, as with any actor_unavailable.
+      throw new ActorUnavailableError({ message: `The change was not confirmed by the database (${(err as Error).message}); retry.`, cause: err });
     }
     const room = effects.filter((e): e is RoomEffect & Effect => e.type === 'send' || e.type === 'disconnect');
     if (room.length) this.#sink.deliver(actorId, room);

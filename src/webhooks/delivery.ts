@@ -23,7 +23,7 @@
 import { iso, type Clock } from '../clock.ts';
 import type { Bus } from '../cluster/bus.ts';
 import { shardOf, type Cluster } from '../cluster/cluster.ts';
-import { assertEpoch, FencedError } from '../cluster/fencing.ts';
+import { assertEpoch, FencedError, lockEpochs } from '../cluster/fencing.ts';
 import type { Sealer } from '../crypto.ts';
 import type { Sql, Tx } from '../db/index.ts';
 import { transaction } from '../db/tx.ts';
@@ -31,7 +31,7 @@ import { newId } from '../ids.ts';
 import type { Logger } from '../logger.ts';
 import { planHas, type PlanName } from '../plans.ts';
 import { onOutboxCommit } from '../services/outbox.ts';
-import { insertAttempt, liveSecrets, sendAttempt, webhookActor, type AttemptInput } from './envelope.ts';
+import { attemptRow, insertAttempt, liveSecrets, sendAttempt, webhookActor, type AttemptInput } from './envelope.ts';
 import type { DeliveryResult } from './sender.ts';
 
 /** Delays before attempts 2..8 (spec, receiver rule 4). */
@@ -77,6 +77,54 @@ export interface WebhookDeliveryOptions {
   ca?: AttemptInput['ca'];
 }
 
+interface Outcome {
+  m: Claimed;
+  epoch: number;
+  startedAt: number;
+  result: DeliveryResult;
+}
+
+/**
+ * Collects items and hands them to `flush` in batches: what arrives while a flush runs goes in the next
+ * one (at most `max` at a time). `add` settles when its item's batch has been flushed (or rejects with
+ * that flush's error).
+ */
+class Batcher<T> {
+  readonly #flush: (batch: T[]) => Promise<void>;
+  readonly #max: number;
+  #queue: { item: T; done: (err?: unknown) => void }[] = [];
+  #running = false;
+
+  constructor(flush: (batch: T[]) => Promise<void>, max: number) {
+    this.#flush = flush;
+    this.#max = max;
+  }
+
+  add(item: T): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ item, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      if (!this.#running) void this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    this.#running = true;
+    try {
+      while (this.#queue.length) {
+        const batch = this.#queue.splice(0, this.#max);
+        try {
+          await this.#flush(batch.map((b) => b.item));
+          for (const b of batch) b.done();
+        } catch (err) {
+          for (const b of batch) b.done(err ?? new Error('flush failed'));
+        }
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+}
+
 interface Claimed {
   id: string;
   endpointId: string;
@@ -100,11 +148,18 @@ export class WebhookDelivery {
   readonly #random: () => number;
   /** Sends in flight per endpoint. */
   readonly #busy = new Map<string, number>();
+  /** Sends not yet recorded (tests wait for them). */
   readonly #sends = new Set<Promise<void>>();
+  /** HTTP attempts in flight in this member. */
+  #http = 0;
+  readonly #recorder = new Batcher<Outcome>((batch) => this.#recordBatch(batch), 128);
   #timer: NodeJS.Timeout | null = null;
   #unlisten: (() => void) | null = null;
   #chain: Promise<void> = Promise.resolve();
-  #again = false;
+  #wantFanOut = false;
+  #wantClaim = false;
+  /** Whether the last fan-out made messages for shards this member owns. */
+  #fannedOutHere = false;
   #stopped = false;
 
   constructor(opts: WebhookDeliveryOptions) {
@@ -115,17 +170,17 @@ export class WebhookDelivery {
   /** Polls every `pollMs`, and runs at once when this process commits events or another member wakes an owned shard. */
   start(pollMs: number): void {
     this.#stopped = false;
-    this.#unlisten = onOutboxCommit(() => this.kick());
+    this.#unlisten = onOutboxCommit(() => this.kick('fanOut'));
     this.#o.bus.subscribe(WAKE_CHANNEL, (m) => {
       const owned = this.#o.cluster.owned();
-      if ((m.shards as number[] | undefined)?.some((s) => owned.has(s))) this.kick();
+      if ((m.shards as number[] | undefined)?.some((s) => owned.has(s))) this.kick('claim');
     });
     this.#o.cluster.on('acquired', (shard) => {
       this.#releaseClaims(shard)
-        .then(() => this.kick())
+        .then(() => this.kick('claim'))
         .catch((err) => this.#o.log.warn({ err, shard }, 'could not release webhook claims of an acquired shard'));
     });
-    this.#timer = setInterval(() => this.kick(), pollMs);
+    this.#timer = setInterval(() => this.kick('both'), pollMs);
     this.#timer.unref();
   }
 
@@ -143,16 +198,31 @@ export class WebhookDelivery {
   }
 
   get inFlight(): number {
-    return this.#sends.size;
+    return this.#http;
   }
 
-  /** Runs a pass soon: passes never overlap; kicks during a pass make one more pass after it. */
-  kick(): void {
-    if (this.#stopped || this.#again) return;
-    this.#again = true;
+  /**
+   * Runs a pass soon: passes never overlap; kicks during a pass make one more pass after it. `fanOut`:
+   * events were committed; `claim`: something may have become sendable (a slot freed, a wake-up).
+   */
+  kick(what: 'fanOut' | 'claim' | 'both'): void {
+    if (this.#stopped) return;
+    const queued = this.#wantFanOut || this.#wantClaim;
+    if (what !== 'claim') this.#wantFanOut = true;
+    if (what !== 'fanOut') this.#wantClaim = true;
+    if (queued) return;
     void this.#exclusive(async () => {
-      this.#again = false;
-      await this.#pass();
+      const fan = this.#wantFanOut;
+      let claim = this.#wantClaim;
+      this.#wantFanOut = this.#wantClaim = false;
+      if (fan) {
+        let n: number;
+        do {
+          n = await this.fanOut();
+          if (this.#fannedOutHere) claim = true;
+        } while (n === FANOUT_BATCH);
+      }
+      if (claim) await this.#claimAndSend();
     }).catch((err) => this.#o.log.warn({ err }, 'webhook delivery pass failed'));
   }
 
@@ -164,11 +234,6 @@ export class WebhookDelivery {
       () => undefined,
     );
     return run;
-  }
-
-  async #pass(): Promise<number> {
-    while ((await this.fanOut()) === FANOUT_BATCH);
-    return this.#claimAndSend();
   }
 
   /**
@@ -190,6 +255,7 @@ export class WebhookDelivery {
 
   /** Fans out one batch of undispatched events; returns how many events it took. */
   async fanOut(): Promise<number> {
+    this.#fannedOutHere = false;
     const now = this.#o.clock.now();
     const wake = new Set<number>();
     const n = await transaction(this.#o.sql, async (tx) => {
@@ -243,7 +309,7 @@ export class WebhookDelivery {
   #wake(shards: Set<number>): void {
     const owned = this.#o.cluster.owned();
     const elsewhere = [...shards].filter((s) => !owned.has(s));
-    if (elsewhere.length < shards.size) this.kick();
+    this.#fannedOutHere = elsewhere.length < shards.size;
     if (elsewhere.length) this.#o.bus.publish(WAKE_CHANNEL, { shards: elsewhere }).catch(() => undefined);
   }
 
@@ -257,27 +323,41 @@ export class WebhookDelivery {
   async #claimAndSend(): Promise<number> {
     if (this.#stopped) return 0;
     const owned = this.#o.cluster.owned();
-    const room = this.#o.maxInFlight - this.#sends.size;
+    const room = this.#o.maxInFlight - this.#http;
     if (!owned.size || room <= 0) return 0;
     const now = this.#o.clock.now();
     const busyIds = [...this.#busy.keys()];
     const busyCounts = busyIds.map((id) => this.#busy.get(id)!);
     const claimed = await transaction(this.#o.sql, async (tx) => {
       // Fenced claim: only shards whose epoch is still ours; `for share` holds off a takeover until we commit.
-      const rows = await tx<{ id: number; epoch: string }[]>`select id, epoch from shards where id in ${tx([...owned.keys()])} for share`;
-      const mine = rows.filter((r) => Number(r.epoch) === owned.get(r.id)).map((r) => r.id);
+      const epochs = await lockEpochs(tx, [...owned.keys()]);
+      const mine = [...epochs].filter(([shard, epoch]) => epoch === owned.get(shard)).map(([shard]) => shard);
       if (!mine.length) return [];
+      // no JIT for the claim: its plan is small, but the loose scan's row estimates are high
+      await tx`select set_config('jit', 'off', true)`;
       return tx<Claimed[]>`
-        with due as (
-          select m.id, m.endpoint_id, m.next_attempt_at,
-            row_number() over (partition by m.endpoint_id order by m.next_attempt_at, m.id) as rn
-          from webhook_messages m
-          where m.status = 'PENDING' and m.shard in ${tx(mine)} and m.next_attempt_at <= ${iso(now)}
-            and (m.claimed_until is null or m.claimed_until <= ${iso(now)})
-        ), pick as (
-          select d.id from due d
-            left join unnest(${busyIds}::text[], ${busyCounts}::int[]) as b(endpoint_id, n) on b.endpoint_id = d.endpoint_id
-          where d.rn <= ${this.#o.concurrency} - coalesce(b.n, 0)
+        with pick as (
+          select d.id, d.next_attempt_at from unnest(${mine}::int[]) as s(shard)
+          -- the endpoints of this shard that have pending messages, one index probe each
+          cross join lateral (
+            with recursive eps(endpoint_id) as (
+              (select endpoint_id from webhook_messages where status = 'PENDING' and shard = s.shard order by endpoint_id limit 1)
+              union all
+              select (select m.endpoint_id from webhook_messages m
+                      where m.status = 'PENDING' and m.shard = s.shard and m.endpoint_id > eps.endpoint_id order by m.endpoint_id limit 1)
+              from eps where eps.endpoint_id is not null
+            )
+            select endpoint_id from eps where endpoint_id is not null
+          ) e
+          left join unnest(${busyIds}::text[], ${busyCounts}::int[]) as b(endpoint_id, n) on b.endpoint_id = e.endpoint_id
+          -- and of each, the oldest due messages, as many as its free slots
+          cross join lateral (
+            select m.id, m.next_attempt_at from webhook_messages m
+            where m.shard = s.shard and m.endpoint_id = e.endpoint_id and m.status = 'PENDING' and m.next_attempt_at <= ${iso(now)}
+              and (m.claimed_until is null or m.claimed_until <= ${iso(now)})
+            order by m.next_attempt_at, m.id
+            limit greatest(${this.#o.concurrency} - coalesce(b.n, 0), 0)
+          ) d
           order by d.next_attempt_at, d.id limit ${room}
         ), claimed as (
           update webhook_messages m set claimed_until = ${iso(now + CLAIM_LEASE_MS)} from pick where m.id = pick.id
@@ -290,24 +370,35 @@ export class WebhookDelivery {
     });
     for (const m of claimed) {
       this.#busy.set(m.endpointId, (this.#busy.get(m.endpointId) ?? 0) + 1);
-      const p: Promise<void> = this.#send(m).finally(() => {
-        this.#sends.delete(p);
+      this.#http++;
+      const p: Promise<void> = this.#send(m, () => {
+        // the receiver's slot is free once its answer is in; the outcome is recorded after, in a batch
         const left = (this.#busy.get(m.endpointId) ?? 1) - 1;
         if (left > 0) this.#busy.set(m.endpointId, left);
         else this.#busy.delete(m.endpointId);
-        this.kick();
-      });
+        this.#http--;
+        this.kick('claim');
+      }).finally(() => this.#sends.delete(p));
       this.#sends.add(p);
     }
     return claimed.length;
   }
 
-  async #send(m: Claimed): Promise<void> {
+  /** Sends one claimed message; `answered` runs once the HTTP attempt is over (whatever happens). The promise settles once its outcome is recorded. */
+  async #send(m: Claimed, answered: () => void): Promise<void> {
     const { clock, log, cluster } = this.#o;
-    const epoch = cluster.owned().get(m.shard);
-    if (epoch === undefined) return; // the shard moved on: its new owner sends it
+    let freed = false;
+    const free = () => {
+      if (!freed) {
+        freed = true;
+        answered();
+      }
+    };
     try {
+      const epoch = cluster.owned().get(m.shard);
+      if (epoch === undefined) return; // the shard moved on: its new owner sends it
       if (m.endpointStatus !== 'ACTIVE') {
+        free();
         await this.#fenced(m.shard, epoch, (tx) => tx`update webhook_messages set status = 'CANCELLED', claimed_until = null, updated_at = ${iso(clock.now())}
           where id = ${m.id} and status = 'PENDING'`);
         return;
@@ -322,45 +413,78 @@ export class WebhookDelivery {
         ...(this.#o.lookup ? { lookup: this.#o.lookup } : {}),
         ...(this.#o.ca ? { ca: this.#o.ca } : {}),
       });
-      await this.#record(m, epoch, startedAt, result);
+      free();
+      await this.#recorder.add({ m, epoch, startedAt, result });
     } catch (err) {
       if (err instanceof FencedError) log.debug({ messageId: m.id, shard: m.shard }, 'webhook outcome not recorded: the shard moved on (its new owner sends again)');
       else log.warn({ err, messageId: m.id, endpointId: m.endpointId }, 'webhook send failed to complete; retried when its claim lapses');
+    } finally {
+      free();
     }
   }
 
-  async #record(m: Claimed, epoch: number, startedAt: number, result: DeliveryResult): Promise<void> {
+  /**
+   * Records a batch of outcomes in one transaction: the shards' epochs are checked first (outcomes of
+   * shards this member no longer holds are dropped: their new owner sends again), then the log rows and
+   * the messages' new states. Then the endpoint actors hear what changes them.
+   */
+  async #recordBatch(batch: Outcome[]): Promise<void> {
     const now = this.#o.clock.now();
-    const attempts = m.attempts + 1;
-    const gone = result.status === 410;
-    const delay = result.ok || gone ? null : retryDelay(attempts, this.#random, result.retryAfterSeconds);
-    const next = delay === null ? null : now + delay;
-    const status = result.ok ? 'SUCCEEDED' : next === null ? 'FAILED' : 'PENDING';
-    await this.#fenced(m.shard, epoch, async (tx) => {
-      await insertAttempt(tx, {
-        endpointId: m.endpointId,
-        orgId: m.orgId,
-        messageId: m.id,
-        eventId: m.eventId,
-        eventType: m.type,
-        attempt: attempts,
-        trigger: 'EVENT',
-        at: startedAt,
-        result,
-        nextAttemptAt: next,
-      });
-      await tx`update webhook_messages set attempts = ${attempts}, status = ${status}, claimed_until = null, updated_at = ${iso(now)}
-          ${next === null ? tx`` : tx`, next_attempt_at = ${iso(next)}`}
-        where id = ${m.id} and status = 'PENDING'`;
+    const rows = batch.map((o) => {
+      const attempts = o.m.attempts + 1;
+      const gone = o.result.status === 410;
+      const delay = o.result.ok || gone ? null : retryDelay(attempts, this.#random, o.result.retryAfterSeconds);
+      const next = delay === null ? null : now + delay;
+      return { o, attempts, gone, next, status: o.result.ok ? 'SUCCEEDED' : next === null ? 'FAILED' : 'PENDING' };
     });
-    // Tell the endpoint's actor only what changes its state (its row says whether it is failing).
-    const failing = m.failingSince !== null;
-    const event =
-      gone ? { type: 'DELIVERY_FAILED', gone: true }
-      : result.ok && failing ? { type: 'DELIVERY_SUCCEEDED' }
-      : !result.ok && !failing ? { type: 'DELIVERY_FAILED' }
-      : null;
-    if (event) await this.#o.cluster.ask(webhookActor(m.endpointId), event);
+    const recorded = await transaction(this.#o.sql, async (tx) => {
+      const shards = [...new Set(batch.map((o) => o.m.shard))];
+      const current = await lockEpochs(tx, shards);
+      const mine = rows.filter((r) => current.get(r.o.m.shard) === r.o.epoch);
+      if (mine.length < rows.length) {
+        this.#o.log.debug({ dropped: rows.length - mine.length }, 'webhook outcomes not recorded: their shards moved on (the new owners send again)');
+      }
+      if (!mine.length) return [];
+      await tx`insert into webhook_attempts ${tx(
+        mine.map((r) =>
+          attemptRow({
+            endpointId: r.o.m.endpointId,
+            orgId: r.o.m.orgId,
+            messageId: r.o.m.id,
+            eventId: r.o.m.eventId,
+            eventType: r.o.m.type,
+            attempt: r.attempts,
+            trigger: 'EVENT',
+            at: r.o.startedAt,
+            result: r.o.result,
+            nextAttemptAt: r.next,
+          }),
+        ) as never,
+      )}`;
+      await tx`update webhook_messages m set attempts = v.attempts, status = v.status, claimed_until = null, updated_at = ${iso(now)},
+          next_attempt_at = coalesce(v.next, m.next_attempt_at)
+        from unnest(${mine.map((r) => r.o.m.id)}::text[], ${mine.map((r) => r.attempts)}::int[], ${mine.map((r) => r.status)}::text[],
+          ${mine.map((r) => (r.next === null ? null : iso(r.next)))}::timestamptz[]) as v(id, attempts, status, next)
+        where m.id = v.id and m.status = 'PENDING'`;
+      return mine;
+    });
+    // Tell each endpoint's actor only what changes its state (its row says whether it is failing).
+    const told = new Set<string>();
+    for (const r of recorded) {
+      const { m, result } = r.o;
+      const failing = m.failingSince !== null;
+      const event =
+        r.gone ? { type: 'DELIVERY_FAILED', gone: true }
+        : result.ok && failing ? { type: 'DELIVERY_SUCCEEDED' }
+        : !result.ok && !failing ? { type: 'DELIVERY_FAILED' }
+        : null;
+      const key = `${m.endpointId}:${event?.type}:${r.gone}`;
+      if (!event || told.has(key)) continue;
+      told.add(key);
+      await this.#o.cluster.ask(webhookActor(m.endpointId), event).catch((err) =>
+        this.#o.log.warn({ err, endpointId: m.endpointId, event: event.type }, 'the endpoint actor did not hear a delivery outcome; the next outcome tells it'),
+      );
+    }
   }
 
   #fenced<T>(shard: number, epoch: number, fn: (tx: Tx) => Promise<T>): Promise<T> {

@@ -90,16 +90,32 @@ export interface AttemptRecord {
   nextAttemptAt?: number | null;
 }
 
+/** One row of the delivery log (column names as postgres.js maps them), with a new id. */
+export function attemptRow(r: AttemptRecord): Record<string, unknown> & { id: string } {
+  const res = r.result === 'SKIPPED' ? null : r.result;
+  return {
+    id: newId('whd', r.at),
+    endpointId: r.endpointId,
+    orgId: r.orgId,
+    messageId: r.messageId,
+    eventId: r.eventId,
+    eventType: r.eventType,
+    attempt: r.attempt,
+    trigger: r.trigger,
+    status: res === null ? 'SKIPPED' : res.ok ? 'SUCCEEDED' : 'FAILED',
+    statusCode: res?.status ?? null,
+    durationMs: res === null ? null : Math.round(res.durationMs),
+    responseBody: res?.responseBody ?? null,
+    errorKind: res?.error?.kind ?? (res === null ? 'disabled' : null),
+    errorMessage: res?.error?.message ?? (res === null ? 'the endpoint was disabled when the event happened' : null),
+    nextAttemptAt: r.nextAttemptAt == null ? null : iso(r.nextAttemptAt),
+    createdAt: iso(r.at),
+  };
+}
+
 /** Writes one row of the delivery log; returns its id (the `deliveryId` of the API). */
 export async function insertAttempt(db: Db, r: AttemptRecord): Promise<string> {
-  const id = newId('whd', r.at);
-  const res = r.result === 'SKIPPED' ? null : r.result;
-  await db`insert into webhook_attempts (id, endpoint_id, org_id, message_id, event_id, event_type, attempt, trigger, status,
-      status_code, duration_ms, response_body, error_kind, error_message, next_attempt_at, created_at)
-    values (${id}, ${r.endpointId}, ${r.orgId}, ${r.messageId}, ${r.eventId}, ${r.eventType}, ${r.attempt}, ${r.trigger},
-      ${res === null ? 'SKIPPED' : res.ok ? 'SUCCEEDED' : 'FAILED'}, ${res?.status ?? null}, ${res === null ? null : Math.round(res.durationMs)},
-      ${res?.responseBody ?? null}, ${res?.error?.kind ?? (res === null ? 'disabled' : null)},
-      ${res?.error?.message ?? (res === null ? 'the endpoint was disabled when the event happened' : null)},
-      ${r.nextAttemptAt == null ? null : iso(r.nextAttemptAt)}, ${iso(r.at)})`;
-  return id;
+  const row = attemptRow(r);
+  await db`insert into webhook_attempts ${db(row as never)}`;
+  return row.id;
 }

@@ -110,6 +110,9 @@ export function parseRetryAfter(value: string | string[] | undefined, nowMs: num
   return Math.max(0, Math.ceil((at - nowMs) / 1000));
 }
 
+/** Handed to `agent.destroy` once an attempt is over; nothing is pending on the agent by then. */
+const AGENT_DONE = Object.assign(new Error('the delivery attempt is over'), { stack: '' });
+
 class DeadlineError extends Error {
   override name = 'DeadlineError';
   readonly code = 'ETIMEDOUT';
@@ -197,6 +200,7 @@ export async function deliver(opts: DeliverOptions): Promise<DeliveryResult> {
     return { ok: false, ...(status === undefined ? {} : { status }), durationMs: elapsed(), responseBody: bodyText(), error: { kind, message } };
   } finally {
     clearTimeout(timer);
-    await agent.destroy().catch(() => undefined);
+    // with an error of our own: undici would otherwise build (and format the stack of) a new one each attempt
+    await agent.destroy(AGENT_DONE).catch(() => undefined);
   }
 }
