@@ -157,6 +157,9 @@ export class WebhookDelivery {
   #unlisten: (() => void) | null = null;
   #chain: Promise<void> = Promise.resolve();
   #wantFanOut = false;
+  /** Owned shards where something may have become sendable since the last claim. */
+  readonly #dirty = new Set<number>();
+  #dirtyAll = false;
   #wantClaim = false;
   /** Whether the last fan-out made messages for shards this member owns. */
   #fannedOutHere = false;
@@ -173,14 +176,15 @@ export class WebhookDelivery {
     this.#unlisten = onOutboxCommit(() => this.kick('fanOut'));
     this.#o.bus.subscribe(WAKE_CHANNEL, (m) => {
       const owned = this.#o.cluster.owned();
-      if ((m.shards as number[] | undefined)?.some((s) => owned.has(s))) this.kick('claim');
+      const mine = (m.shards as number[] | undefined)?.filter((s) => owned.has(s)) ?? [];
+      if (mine.length) this.kick('claim', mine);
     });
     this.#o.cluster.on('acquired', (shard) => {
       this.#releaseClaims(shard)
-        .then(() => this.kick('claim'))
+        .then(() => this.kick('claim', [shard]))
         .catch((err) => this.#o.log.warn({ err, shard }, 'could not release webhook claims of an acquired shard'));
     });
-    this.#timer = setInterval(() => this.kick('both'), pollMs);
+    this.#timer = setInterval(() => this.kick('both', 'all'), pollMs);
     this.#timer.unref();
   }
 
@@ -205,8 +209,10 @@ export class WebhookDelivery {
    * Runs a pass soon: passes never overlap; kicks during a pass make one more pass after it. `fanOut`:
    * events were committed; `claim`: something may have become sendable (a slot freed, a wake-up).
    */
-  kick(what: 'fanOut' | 'claim' | 'both'): void {
+  kick(what: 'fanOut' | 'claim' | 'both', shards: readonly number[] | 'all' = []): void {
     if (this.#stopped) return;
+    if (shards === 'all') this.#dirtyAll = true;
+    else for (const s of shards) this.#dirty.add(s);
     const queued = this.#wantFanOut || this.#wantClaim;
     if (what !== 'claim') this.#wantFanOut = true;
     if (what !== 'fanOut') this.#wantClaim = true;
@@ -245,6 +251,7 @@ export class WebhookDelivery {
     for (;;) {
       const n = await this.#exclusive(async () => {
         while ((await this.fanOut()) > 0);
+        this.#dirtyAll = true;
         return this.#claimAndSend();
       });
       await Promise.allSettled([...this.#sends]);
@@ -310,6 +317,7 @@ export class WebhookDelivery {
     const owned = this.#o.cluster.owned();
     const elsewhere = [...shards].filter((s) => !owned.has(s));
     this.#fannedOutHere = elsewhere.length < shards.size;
+    for (const s of shards) if (owned.has(s)) this.#dirty.add(s);
     if (elsewhere.length) this.#o.bus.publish(WAKE_CHANNEL, { shards: elsewhere }).catch(() => undefined);
   }
 
@@ -325,12 +333,17 @@ export class WebhookDelivery {
     const owned = this.#o.cluster.owned();
     const room = this.#o.maxInFlight - this.#http;
     if (!owned.size || room <= 0) return 0;
+    // Only the shards where something may have become sendable (the poll looks at all of them).
+    const scan = this.#dirtyAll ? [...owned.keys()] : [...this.#dirty].filter((s) => owned.has(s));
+    this.#dirtyAll = false;
+    this.#dirty.clear();
+    if (!scan.length) return 0;
     const now = this.#o.clock.now();
     const busyIds = [...this.#busy.keys()];
     const busyCounts = busyIds.map((id) => this.#busy.get(id)!);
     const claimed = await transaction(this.#o.sql, async (tx) => {
       // Fenced claim: only shards whose epoch is still ours; `for share` holds off a takeover until we commit.
-      const epochs = await lockEpochs(tx, [...owned.keys()]);
+      const epochs = await lockEpochs(tx, scan);
       const mine = [...epochs].filter(([shard, epoch]) => epoch === owned.get(shard)).map(([shard]) => shard);
       if (!mine.length) return [];
       // no JIT for the claim: its plan is small, but the loose scan's row estimates are high
@@ -377,10 +390,12 @@ export class WebhookDelivery {
         if (left > 0) this.#busy.set(m.endpointId, left);
         else this.#busy.delete(m.endpointId);
         this.#http--;
-        this.kick('claim');
+        this.kick('claim', [m.shard]);
       }).finally(() => this.#sends.delete(p));
       this.#sends.add(p);
     }
+    // took all it could: there may be more on these shards
+    if (claimed.length === room) for (const s of scan) this.#dirty.add(s);
     return claimed.length;
   }
 
