@@ -32,7 +32,8 @@ import type { Logger } from '../logger.ts';
 import { planHas, type PlanName } from '../plans.ts';
 import { onOutboxCommit } from '../services/outbox.ts';
 import { attemptRow, insertAttempt, liveSecrets, sendAttempt, webhookActor, type AttemptInput } from './envelope.ts';
-import type { DeliveryResult } from './sender.ts';
+import { closeAgent, vettedAgent, type DeliveryResult } from './sender.ts';
+import type { Agent } from 'undici';
 
 /** Delays before attempts 2..8 (spec, receiver rule 4). */
 export const RETRY_SCHEDULE_MS = [60_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 6 * 3_600_000, 12 * 3_600_000, 24 * 3_600_000] as const;
@@ -43,6 +44,8 @@ export const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
 /** How long a claimed message is left alone by this member's own polls; a new owner releases claims at once. */
 export const CLAIM_LEASE_MS = 60_000;
 const FANOUT_BATCH = 500;
+/** An endpoint's kept-alive connections are closed after this long without a send. */
+const AGENT_IDLE_MS = 30_000;
 const WAKE_CHANNEL = 'webhooks.wake';
 
 /**
@@ -156,6 +159,8 @@ export class WebhookDelivery {
   #timer: NodeJS.Timeout | null = null;
   #unlisten: (() => void) | null = null;
   #chain: Promise<void> = Promise.resolve();
+  /** One vetted agent per endpoint, so its connections are kept alive between attempts. */
+  readonly #agents = new Map<string, { agent: Agent; url: string; lastUsed: number }>();
   #wantFanOut = false;
   /** Owned shards where something may have become sendable since the last claim. */
   readonly #dirty = new Set<number>();
@@ -184,8 +189,43 @@ export class WebhookDelivery {
         .then(() => this.kick('claim', [shard]))
         .catch((err) => this.#o.log.warn({ err, shard }, 'could not release webhook claims of an acquired shard'));
     });
-    this.#timer = setInterval(() => this.kick('both', 'all'), pollMs);
+    this.#timer = setInterval(() => {
+      this.kick('both', 'all');
+      this.#closeIdleAgents(AGENT_IDLE_MS);
+    }, pollMs);
     this.#timer.unref();
+  }
+
+  /**
+   * The endpoint's agent: its connections are kept alive (each one pinned to the address it was
+   * vetted for; a new one is vetted again), replaced when the URL changes, closed when idle.
+   */
+  #agentFor(endpointId: string, url: string): Agent {
+    const now = performance.now();
+    const held = this.#agents.get(endpointId);
+    if (held && held.url === url) {
+      held.lastUsed = now;
+      return held.agent;
+    }
+    if (held) void closeAgent(held.agent);
+    const agent = vettedAgent({
+      allowPrivate: this.#o.allowPrivate,
+      connections: this.#o.concurrency,
+      ...(this.#o.lookup ? { lookup: this.#o.lookup } : {}),
+      ...(this.#o.ca ? { ca: this.#o.ca } : {}),
+    });
+    this.#agents.set(endpointId, { agent, url, lastUsed: now });
+    return agent;
+  }
+
+  #closeIdleAgents(idleMs: number): void {
+    const cutoff = performance.now() - idleMs;
+    for (const [id, a] of this.#agents) {
+      if (a.lastUsed < cutoff && !this.#busy.has(id)) {
+        this.#agents.delete(id);
+        void closeAgent(a.agent);
+      }
+    }
   }
 
   /** Stops claiming; waits (up to `graceMs`) for sends in flight to record their outcome. */
@@ -199,6 +239,8 @@ export class WebhookDelivery {
     let t: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled([...this.#sends]), new Promise((r) => (t = setTimeout(r, graceMs).unref()))]);
     clearTimeout(t);
+    for (const a of this.#agents.values()) void closeAgent(a.agent);
+    this.#agents.clear();
   }
 
   get inFlight(): number {
@@ -427,6 +469,7 @@ export class WebhookDelivery {
         allowPrivate: this.#o.allowPrivate,
         ...(this.#o.lookup ? { lookup: this.#o.lookup } : {}),
         ...(this.#o.ca ? { ca: this.#o.ca } : {}),
+        agent: this.#agentFor(m.endpointId, m.url),
       });
       free();
       await this.#recorder.add({ m, epoch, startedAt, result });

@@ -58,6 +58,8 @@ export interface AttemptInput {
   lookup?: DeliverOptions['lookup'];
   ca?: DeliverOptions['ca'];
   timeoutMs?: number;
+  /** A kept `vettedAgent` (made with the same allowPrivate, lookup and ca), to reuse its connections. */
+  agent?: DeliverOptions['agent'];
 }
 
 /** One signed POST of an event, signed with a fresh timestamp. Never throws. */
@@ -73,6 +75,7 @@ export function sendAttempt(a: AttemptInput): Promise<DeliveryResult> {
     ...(a.lookup ? { lookup: a.lookup } : {}),
     ...(a.ca ? { ca: a.ca } : {}),
     ...(a.timeoutMs ? { timeoutMs: a.timeoutMs } : {}),
+    ...(a.agent ? { agent: a.agent } : {}),
   });
 }
 

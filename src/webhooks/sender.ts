@@ -57,6 +57,12 @@ export interface DeliverOptions {
    * Certificate verification itself is never turned off.
    */
   ca?: string | Buffer | Array<string | Buffer>;
+  /**
+   * A `vettedAgent` to send through, kept by the caller so its connections are reused; `allowPrivate`,
+   * `lookup` and `ca` must be the ones it was made with. Without it, each attempt makes its own and
+   * closes it.
+   */
+  agent?: Agent;
 }
 
 const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NODATA', 'EAI_NONAME', 'ENODATA', 'ESERVFAIL', 'ENONAME', 'EREFUSED']);
@@ -118,6 +124,49 @@ class DeadlineError extends Error {
   readonly code = 'ETIMEDOUT';
 }
 
+export interface VettedAgentOptions {
+  allowPrivate: boolean;
+  /** Connect timeout, and the headers and body timeouts of its requests. */
+  timeoutMs?: number;
+  lookup?: LookupFn;
+  ca?: string | Buffer | Array<string | Buffer>;
+  /** Connections it may hold open at once (default 1). */
+  connections?: number;
+}
+
+/**
+ * An undici `Agent` that only ever opens sockets to vetted addresses: IP literals are classified
+ * before any socket exists, names are resolved and every address classified by `vettedLookup` as the
+ * socket is opened. A connection it keeps alive stays pinned to the address it was vetted for; every
+ * new connection is vetted again (so DNS rebinding between two connections reaches nothing forbidden).
+ */
+export function vettedAgent(o: VettedAgentOptions): Agent {
+  const timeoutMs = o.timeoutMs ?? DELIVERY_TIMEOUT_MS;
+  const base = buildConnector({
+    timeout: timeoutMs,
+    maxCachedSessions: 0,
+    rejectUnauthorized: true,
+    ...(o.ca ? { ca: [...rootCertificates, ...(Array.isArray(o.ca) ? o.ca : [o.ca])] } : {}),
+    lookup: vettedLookup({ allowPrivate: o.allowPrivate, ...(o.lookup ? { lookup: o.lookup } : {}) }),
+  });
+  const connector: buildConnector.connector = (options, callback) => {
+    // net.connect skips `lookup` for an IP literal, so literals are judged here, before any socket exists.
+    const host = options.hostname.startsWith('[') ? options.hostname.slice(1, -1) : options.hostname;
+    if (isIP(host)) {
+      const c = classifyAddress(host, { allowPrivate: o.allowPrivate });
+      if (!c.allowed) {
+        queueMicrotask(() => callback(new TargetRefusedError(`the address ${c.address} is not allowed (${c.range})`, c.range, c.address), null));
+        return;
+      }
+    }
+    base(options, callback);
+  };
+  return new Agent({ connect: connector, connections: o.connections ?? 1, pipelining: 1, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+}
+
+/** Closes an agent made by `vettedAgent` (its idle connections; nothing is pending on it by then). */
+export const closeAgent = (agent: Agent): Promise<void> => agent.destroy(AGENT_DONE).catch(() => undefined);
+
 /** One attempt: never throws; every outcome is a `DeliveryResult`. */
 export async function deliver(opts: DeliverOptions): Promise<DeliveryResult> {
   const clock = opts.clock ?? systemClock;
@@ -131,26 +180,7 @@ export async function deliver(opts: DeliverOptions): Promise<DeliveryResult> {
     return { ok: false, durationMs: elapsed(), responseBody: '', error: { kind: 'ssrf', message: target.message } };
   }
 
-  const base = buildConnector({
-    timeout: timeoutMs,
-    maxCachedSessions: 0,
-    rejectUnauthorized: true,
-    ...(opts.ca ? { ca: [...rootCertificates, ...(Array.isArray(opts.ca) ? opts.ca : [opts.ca])] } : {}),
-    lookup: vettedLookup({ allowPrivate, ...(opts.lookup ? { lookup: opts.lookup } : {}) }),
-  });
-  const connector: buildConnector.connector = (options, callback) => {
-    // net.connect skips `lookup` for an IP literal, so literals are judged here, before any socket exists.
-    const host = options.hostname.startsWith('[') ? options.hostname.slice(1, -1) : options.hostname;
-    if (isIP(host)) {
-      const c = classifyAddress(host, { allowPrivate });
-      if (!c.allowed) {
-        queueMicrotask(() => callback(new TargetRefusedError(`the address ${c.address} is not allowed (${c.range})`, c.range, c.address), null));
-        return;
-      }
-    }
-    base(options, callback);
-  };
-  const agent = new Agent({ connect: connector, connections: 1, pipelining: 1, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+  const agent = opts.agent ?? vettedAgent({ allowPrivate, timeoutMs, ...(opts.lookup ? { lookup: opts.lookup } : {}), ...(opts.ca ? { ca: opts.ca } : {}) });
 
   const controller = new AbortController();
   let timedOut = false;
@@ -201,6 +231,6 @@ export async function deliver(opts: DeliverOptions): Promise<DeliveryResult> {
   } finally {
     clearTimeout(timer);
     // with an error of our own: undici would otherwise build (and format the stack of) a new one each attempt
-    await agent.destroy(AGENT_DONE).catch(() => undefined);
+    if (!opts.agent) await agent.destroy(AGENT_DONE).catch(() => undefined);
   }
 }
