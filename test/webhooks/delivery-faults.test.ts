@@ -76,6 +76,10 @@ t.test('kill -9 of the member in the middle of a send: the survivor sends the ev
   });
   const fleet = new Fleet(t, { env: { ...baseEnv, AULA_REDIS_URL: REDIS_URL, AULA_REDIS_PREFIX: prefix }, redis, sql, prefix });
   const [a, b] = await Promise.all([fleet.start('a'), fleet.start('b')]);
+  t.teardown(() => {
+    if (t.passing()) return;
+    for (const p of fleet.procs) for (const l of p.member.logs) if ((l.level as number) >= 40) t.comment(`${p.name}: ${JSON.stringify(l).slice(0, 400)}`);
+  });
   await fleet.waitSettled([a!, b!]);
   const receiver = await Receiver.start(t);
   receiver.answer = () => ({ hang: true });
