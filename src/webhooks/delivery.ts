@@ -263,15 +263,28 @@ export class WebhookDelivery {
       const fan = this.#wantFanOut;
       let claim = this.#wantClaim;
       this.#wantFanOut = this.#wantClaim = false;
-      if (fan) {
-        let n: number;
-        do {
-          n = await this.fanOut();
-          if (this.#fannedOutHere) claim = true;
-        } while (n === FANOUT_BATCH);
+      // every wake-up of this member waits behind a pass: one that takes long is worth a line
+      const began = performance.now();
+      const slow = setTimeout(() => this.#o.log.warn({ fanOut: fan, claim, ms: Math.round(performance.now() - began) }, 'a webhook delivery pass is taking long'), 10_000);
+      slow.unref();
+      try {
+        await this.#passBody(fan, claim);
+      } finally {
+        clearTimeout(slow);
       }
-      if (claim) await this.#claimAndSend();
     }).catch((err) => this.#o.log.warn({ err }, 'webhook delivery pass failed'));
+  }
+
+  /** One pass: fan out (when events were committed), then claim (when something may be sendable, or the fan-out made work here). */
+  async #passBody(fan: boolean, claim: boolean): Promise<void> {
+    if (fan) {
+      let n: number;
+      do {
+        n = await this.fanOut();
+        if (this.#fannedOutHere) claim = true;
+      } while (n === FANOUT_BATCH);
+    }
+    if (claim) await this.#claimAndSend();
   }
 
   /** Runs `fn` once every earlier pass has finished (claims from two passes at once could race). */

@@ -104,7 +104,13 @@ t.test('kill -9 of the member in the middle of a send: the survivor sends the ev
   const killedAt = performance.now();
   sender.member.proc.kill('SIGKILL');
   receiver.answer = () => ({ status: 200, body: 'ok' });
-  await receiver.waitFor(2, 15_000);
+  await receiver.waitFor(2, 20_000).catch(async (err) => {
+    // what the database says happened to the message, for the failure report
+    t.comment(`message: ${JSON.stringify(await sql`select status, attempts, next_attempt_at, claimed_until from webhook_messages where endpoint_id = ${ep.id}`)}`);
+    t.comment(`attempts: ${JSON.stringify(await sql`select status, status_code, error_kind, error_message from webhook_attempts where endpoint_id = ${ep.id}`)}`);
+    t.comment(`shard ${shard}: ${JSON.stringify(await sql`select owner, epoch, acquired_at from shards where id = ${shard}`)}`);
+    throw err;
+  });
   const again = receiver.received[1]!;
   t.comment(`sent again ${Math.round(performance.now() - killedAt)} ms after the kill`);
   t.equal(again.headers['svc-webhook-id'], receiver.received[0]!.headers['svc-webhook-id'], 'the same event id');
