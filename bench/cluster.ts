@@ -27,6 +27,7 @@ import { shardOf } from '../src/cluster/cluster.ts';
 import { desiredOwners, readPlacement } from '../src/cluster/placement.ts';
 import { pgOptions, type Sql } from '../src/db/index.ts';
 import { startRpcChild, type RpcChild } from './lib/rpc.ts';
+import { REDIS_URL, scratchBackends } from './lib/scratch.ts';
 
 const USAGE = `npm run bench -- --scenario cluster [options]
 
@@ -83,8 +84,6 @@ const perMeeting = int('per-meeting', opt['per-meeting'], 1);
 const hasTaskset = spawnSync('taskset', ['--version']).status === 0;
 const pin = !opt['no-pin'] && availableParallelism() >= 2 && hasTaskset;
 
-const PG_ADMIN_URL = process.env.AULA_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const REDIS_URL = process.env.AULA_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const here = new URL('.', import.meta.url).pathname;
 const MEMBER = join(here, 'servers/cluster-member.ts');
 
@@ -124,26 +123,9 @@ interface Memory {
 
 // ---- the run's database, Redis prefix and members -----------------------------------------------
 
-const prefix = `aulabench:${randomBytes(4).toString('hex')}:`;
-const dbName = `aula_bench_${randomBytes(6).toString('hex')}`;
-const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => {} });
-await admin.unsafe(`create database ${dbName}`);
-cleanups.push(async () => {
-  await admin.unsafe(`drop database if exists ${dbName} with (force)`);
-  await admin.end();
-});
-const dbUrl = new URL(PG_ADMIN_URL);
-dbUrl.pathname = `/${dbName}`;
+const { dbUrl, redisPrefix: prefix } = await scratchBackends(cleanups);
 const redis = new Redis(REDIS_URL);
-cleanups.push(async () => {
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (found.length) await redis.del(...found);
-  } while (cursor !== '0');
-  redis.disconnect();
-});
+cleanups.push(async () => redis.disconnect());
 let sql: Sql | null = null;
 cleanups.push(async () => {
   await sql?.end({ timeout: 1 });

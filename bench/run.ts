@@ -10,14 +10,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
-import postgres from 'postgres';
 import { ABLATION_NAMES, ALL_AT_ONCE, type Ablation } from './lib/ablations.ts';
 import { startServer, type ServerChild } from './lib/child.ts';
 import { snapshot, usage, type CpuSnapshot } from './lib/cpu.ts';
 import { fmtInt, ms, pct, printTable, ratiosPerRound, summarize, type Run } from './lib/report.ts';
 import { hasTaskset, runWrk, wrkVersion, type WrkResult } from './lib/wrk.ts';
 import { PLANS } from '../src/plans.ts';
+import { REDIS_URL, scratchBackends } from './lib/scratch.ts';
 
 // `--scenario cluster` is its own runner (several members, no wrk): bench/cluster.ts
 const argv = process.argv.slice(2);
@@ -146,8 +145,6 @@ const SERVER_CORE = pin ? 0 : null;
 const LOAD_CORE = pin ? 1 : null;
 if (!pin) console.warn('warning: not pinning (needs taskset and 2 cores); server and wrk share the CPU');
 
-const PG_ADMIN_URL = process.env.AULA_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const REDIS_URL = process.env.AULA_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const here = new URL('.', import.meta.url).pathname;
 const profileDir = join(here, 'results', 'profiles');
 
@@ -183,27 +180,7 @@ const socketErrors = (r: WrkResult) => r.errors.connect + r.errors.read + r.erro
 
 /** A fresh database and Redis prefix, and the member in its own process; all removed by cleanup(). */
 async function startAula(fixtures: string): Promise<ServerChild<AulaInfo>> {
-  const redisPrefix = `aulabench:${randomBytes(4).toString('hex')}:`;
-  const dbName = `aula_bench_${randomBytes(6).toString('hex')}`;
-  const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${dbName}`);
-  cleanups.push(async () => {
-    await admin.unsafe(`drop database if exists ${dbName} with (force)`);
-    await admin.end();
-  });
-  cleanups.push(async () => {
-    const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
-    await redis.connect();
-    let cursor = '0';
-    do {
-      const [next, found] = await redis.scan(cursor, 'MATCH', `${redisPrefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (found.length) await redis.del(...found);
-    } while (cursor !== '0');
-    redis.disconnect();
-  });
-  const dbUrl = new URL(PG_ADMIN_URL);
-  dbUrl.pathname = `/${dbName}`;
+  const { dbUrl, redisPrefix } = await scratchBackends(cleanups);
   const t0 = performance.now();
   const aula = await startServer<AulaInfo>(
     'aula',

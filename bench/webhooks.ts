@@ -30,6 +30,7 @@ import { availableParallelism, cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
+import { REDIS_URL, scratchBackends } from './lib/scratch.ts';
 
 const SELF = new URL(import.meta.url).pathname;
 /** Microseconds on CLOCK_MONOTONIC: comparable between processes on one machine. */
@@ -272,8 +273,6 @@ async function runnerMain(): Promise<void> {
   const RECEIVER_CORE = pin ? 0 : null;
   const CLIENT_CORE = pin ? 1 : null;
 
-  const PG_ADMIN_URL = process.env.AULA_BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const REDIS_URL = process.env.AULA_BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
   const here = new URL('.', import.meta.url).pathname;
   const started = new Date();
 
@@ -422,8 +421,6 @@ async function runnerMain(): Promise<void> {
 
     // ---- latency: a real member in this process ------------------------------------------------
     if (parts.has('latency') || parts.has('cross')) {
-      const { default: postgres } = await import('postgres');
-      const { Redis } = await import('ioredis');
       const { loadConfig } = await import('../src/config.ts');
       const { startMember } = await import('../src/member.ts');
       const { createOrg } = await import('../src/services/orgs.ts');
@@ -436,27 +433,7 @@ async function runnerMain(): Promise<void> {
       const { shardOf } = await import('../src/cluster/cluster.ts');
       const { desiredOwners } = await import('../src/cluster/placement.ts');
 
-      const prefix = `aulabench:${randomBytes(4).toString('hex')}:`;
-      const dbName = `aula_bench_${randomBytes(6).toString('hex')}`;
-      const admin = postgres(PG_ADMIN_URL, { max: 1, onnotice: () => {} });
-      await admin.unsafe(`create database ${dbName}`);
-      cleanups.push(async () => {
-        await admin.unsafe(`drop database if exists ${dbName} with (force)`);
-        await admin.end();
-      });
-      cleanups.push(async () => {
-        const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
-        await redis.connect();
-        let cursor = '0';
-        do {
-          const [next, found] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-          cursor = next;
-          if (found.length) await redis.del(...found);
-        } while (cursor !== '0');
-        redis.disconnect();
-      });
-      const dbUrl = new URL(PG_ADMIN_URL);
-      dbUrl.pathname = `/${dbName}`;
+      const { dbUrl, redisPrefix: prefix } = await scratchBackends(cleanups);
       const memberEnv = {
         AULA_ENV: 'test',
         AULA_HOST: '127.0.0.1',

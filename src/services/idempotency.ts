@@ -103,10 +103,4 @@ export class Idempotency {
     const reply = stored.reply!;
     return { ...reply, headers: { ...reply.headers, 'Idempotent-Replayed': 'true' } };
   }
-
-  /** Drops records past their 24 hours. */
-  async purge(): Promise<number> {
-    const rows = await this.#sql`delete from idempotency_keys where expires_at <= ${iso(this.#clock.now())} returning key`;
-    return rows.length;
-  }
 }

@@ -2,6 +2,7 @@ import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
 import { api, createTenant, startTestMember } from '../helpers/member.ts';
 import { assertError } from '../helpers/assert.ts';
+import { PURGE_EVERY_MS } from '../../actors/maintenance/maintenance.machine.ts';
 
 const clock = new ManualClock(Date.parse('2026-04-01T12:00:00Z'));
 const member = await startTestMember(t, { clock });
@@ -65,8 +66,10 @@ t.test('keys are scoped per API key and kept 24 hours', async (t) => {
   t.equal(late.status, 201);
   t.equal(late.headers.get('idempotent-replayed'), null, 'after 24 hours the key runs anew');
   t.equal(await countMeetings('Scoped'), 3);
-  // the hourly retention run (its timer is due: the clock moved a day) may have purged them already
-  await member.app.services.idempotency.purge();
+  // purged by the cluster's hourly retention run (actors/maintenance), on its durable timer
+  await member.app.cluster.ask('maintenance:retention', { type: 'ENSURE' });
+  clock.advance(PURGE_EVERY_MS);
+  await member.app.timers.tick();
   const [{ expired }] = (await sql<{ expired: number }[]>`select count(*)::int as expired from idempotency_keys where expires_at <= ${new Date(clock.now())}`) as unknown as [{ expired: number }];
   t.equal(expired, 0, 'expired records are purged');
   t.equal((await sql`select 1 from idempotency_keys where key = 'shared'`).length, 1, 'the live one stays');
