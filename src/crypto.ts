@@ -98,6 +98,11 @@ export class Sealer {
     return out;
   }
 
+  /** A box's nonce as base64url: random and unique per seal, so it can name what was sealed. */
+  static nonceOf(box: Buffer): string {
+    return box.toString('base64url', 1, 13);
+  }
+
   /** Returns null for anything that was not sealed by this key and purpose. */
   open(box: Buffer): Buffer | null {
     if (box.length < 1 + 12 + 16 || box[0] !== VERSION) return null;

@@ -54,6 +54,50 @@ function encodeTime(t: number): string {
   return s;
 }
 
+const B32_VALUE = new Int8Array(128).fill(-1);
+for (let i = 0; i < 32; i++) B32_VALUE[B32.charCodeAt(i)] = i;
+
+/**
+ * Writes the 26-character ULID that starts at `from` in `id` as its 16 bytes (128 bits, big-endian) at
+ * `offset`; returns false, writing nothing useful, when those 26 characters are not a lowercase ULID.
+ */
+export function ulidToBytes(id: string, from: number, out: Buffer, offset: number): boolean {
+  if (id.length !== from + 26) return false;
+  // 26 characters carry 130 bits; the first holds only the top 3 of the 128
+  let acc = 0;
+  let bits = 0;
+  let o = offset;
+  for (let i = from; i < from + 26; i++) {
+    const c = id.charCodeAt(i);
+    const v = c < 128 ? B32_VALUE[c]! : -1;
+    if (v < 0 || (i === from && v > 7)) return false;
+    acc = ((acc << 5) | v) & 0xffff;
+    bits += 5;
+    if (i === from) bits -= 2;
+    if (bits >= 8) {
+      bits -= 8;
+      out[o++] = (acc >>> bits) & 0xff;
+    }
+  }
+  return true;
+}
+
+/** The ULID whose 16 bytes are at `offset` in `buf`, as 26 lowercase characters. */
+export function ulidFromBytes(buf: Buffer, offset: number): string {
+  let s = '';
+  let acc = 0;
+  let bits = 2; // two zero bits on top make 130
+  for (let i = offset; i < offset + 16; i++) {
+    acc = ((acc << 8) | buf[i]!) & 0xffff;
+    bits += 8;
+    while (bits >= 5) {
+      bits -= 5;
+      s += B32[(acc >>> bits) & 31];
+    }
+  }
+  return s;
+}
+
 /** Service ids: a type prefix and a ULID, so ids sort by creation and say what they name. */
 export function newId(prefix: IdPrefix, at?: number): string {
   return `${prefix}_${ulid(at)}`;

@@ -174,6 +174,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       closed = true;
       clearInterval(ensureRetention);
       clearInterval(passivate);
+      rateLimits.close();
       // Drain: close the server (its sockets go; clients reconnect to another member), hand the
       // shards over, then the rest. Ending sockets one by one with 4503 first crashed uWS on close.
       gateway.stop();

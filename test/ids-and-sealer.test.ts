@@ -1,6 +1,7 @@
 import t from 'tap';
 import { deriveKey, randomString, Sealer, sha256, sha256Hex } from '../src/crypto.ts';
-import { isServiceId, newId, randomId, ulid } from '../src/ids.ts';
+import { isServiceId, newId, randomId, ulid, ulidFromBytes, ulidToBytes } from '../src/ids.ts';
+import { Tokens } from '../src/services/tokens.ts';
 
 const B32 = '0123456789abcdefghjkmnpqrstvwxyz';
 const timeOf = (id: string): number => [...id.slice(0, 10)].reduce((n, c) => n * 32 + B32.indexOf(c), 0);
@@ -54,4 +55,50 @@ t.test('sealed boxes open only with the same key and purpose, and not when alter
 t.test('sha256 helpers agree', async (t) => {
   t.equal(sha256('aula').toString('hex'), sha256Hex('aula'));
   t.equal(sha256Hex('abc'), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+});
+
+t.test('ULIDs pack into 16 bytes and back', async (t) => {
+  const buf = Buffer.alloc(16);
+  const ids = Array.from({ length: 5_000 }, () => newId('usr'));
+  t.ok(ids.every((id) => ulidToBytes(id, 4, buf, 0) && ulidFromBytes(buf, 0) === id.slice(4)), 'round trip');
+  t.ok(ulidToBytes('7zzzzzzzzzzzzzzzzzzzzzzzzz', 0, buf, 0), 'the largest ULID');
+  t.equal(buf.toString('hex'), 'f'.repeat(32));
+  t.notOk(ulidToBytes('8zzzzzzzzzzzzzzzzzzzzzzzzz', 0, buf, 0), 'past 128 bits');
+  t.notOk(ulidToBytes('0000000000000000000000000u', 0, buf, 0), 'a letter Crockford leaves out');
+  t.notOk(ulidToBytes('0000000000000000000000000A', 0, buf, 0), 'upper case');
+  t.notOk(ulidToBytes('000000000000000000000000é0', 0, buf, 0), 'beyond ASCII');
+  t.notOk(ulidToBytes('000', 0, buf, 0), 'too short');
+});
+
+t.test('join tokens: binary claims, sealed; tokens of the JSON format still open', async (t) => {
+  const tokens = new Tokens('a secret of some length');
+  const base = { o: newId('org'), m: newId('mtg'), u: newId('usr'), r: 'COHOST' as const, i: 1_763_000_000_123, e: 1_763_000_300_123, s: true };
+  const plain = tokens.join.issue({ ...base, n: null, d: null });
+  t.match(plain, /^jt_[A-Za-z0-9_-]+$/);
+  t.equal(plain.length, 3 + Math.ceil(((1 + 12 + 63 + 16) * 4) / 3), '126 characters without a name or redirect');
+  const read = tokens.join.read(plain)!;
+  t.same({ ...read, j: undefined }, { ...base, n: null, d: null, j: undefined });
+  t.equal(read.j, Sealer.nonceOf(Buffer.from(plain.slice(3), 'base64url')), 'the token id is the nonce');
+  t.match(read.j, /^[A-Za-z0-9_-]{16}$/);
+
+  const full = { ...base, r: 'VIEWER' as const, s: false, n: 'Zoë 🎓 O\'Brien', d: 'https://school.example/after?x=1&y=ü' };
+  t.same({ ...tokens.join.read(tokens.join.issue(full))!, j: undefined }, { ...full, j: undefined }, 'name and redirect, unicode');
+  const long = { ...full, n: 'n'.repeat(200), d: `https://school.example/${'p'.repeat(2000)}` };
+  t.same({ ...tokens.join.read(tokens.join.issue(long))!, j: undefined }, { ...long, j: undefined }, 'longer than the scratch buffer');
+  t.same({ ...tokens.join.read(plain)!, j: undefined }, { ...base, n: null, d: null, j: undefined }, 'a short one after a long one');
+
+  const ids = new Set(Array.from({ length: 2_000 }, () => tokens.join.read(tokens.join.issue({ ...base, n: null, d: null }))!.j));
+  t.equal(ids.size, 2_000, 'every token has its own id');
+
+  // a token of the first format: the claims as JSON, the id inside
+  const legacy = { j: 'x'.repeat(22), ...base, n: 'Ann', d: null };
+  const sealer = new Sealer(deriveKey('a secret of some length', 'join-token'), 'join-token');
+  t.same(tokens.join.read(`jt_${sealer.sealJson(legacy).toString('base64url')}`), legacy, 'JSON claims open as they were');
+
+  const raw = Buffer.from(plain.slice(3), 'base64url');
+  raw[20]! ^= 1;
+  t.equal(tokens.join.read(`jt_${raw.toString('base64url')}`), null, 'altered');
+  t.equal(new Tokens('another secret').join.read(plain), null, 'another server secret');
+  t.equal(tokens.media.read(`mrt_${plain.slice(3)}`), null, 'another kind');
+  t.throws(() => tokens.join.issue({ ...base, o: 'org_not-a-ulid', n: null, d: null }), /service ids/);
 });

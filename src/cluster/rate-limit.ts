@@ -10,19 +10,65 @@ export interface RateLimitResult {
   retryAfterSeconds: number;
 }
 
+/** Speculative leases last about this long at the rate the key is being used here. */
+const LEASE_HORIZON_MS = 250;
+/** The largest lease is this share of the budget (and at most MAX_LEASE): 1/64 strands at most 1.6%. */
+const LEASE_SHARE = 64;
+const MAX_LEASE = 64;
+/** Below this share of the budget left in the window, a member leases only what is waiting. */
+const EXACT_BELOW = 0.25;
+const SWEEP_MS = 30_000;
+
+/** What this member holds of one (bucket, key) window. */
+interface Lease {
+  /** points granted by the shared counter and not used yet */
+  left: number;
+  /** the shared counter's points left after the last grant (which counted `left` as used) */
+  remaining: number;
+  /** ms since the epoch when the window the points belong to ends */
+  resetAtMs: number;
+  /** the shared counter had nothing left: refuse here until the window ends */
+  exhausted: boolean;
+  /** when the last grant came, and how many points have been used since: the key's rate here */
+  grantedAt: number;
+  usedSince: number;
+  /** the grant on its way, and the requests waiting for it */
+  pending: Promise<void> | null;
+  waiting: number;
+}
+
 /**
- * Fixed one-minute windows per (bucket, key). Shared by every member through Redis when there is one,
- * in process otherwise; if Redis stops answering, each member falls back to its own in-memory window
- * rather than failing requests.
+ * Fixed one-minute windows per (bucket, key), counted by rate-limiter-flexible: shared by every
+ * member through Redis when there is one, in process otherwise; if Redis stops answering, each member
+ * falls back to its own in-memory window rather than failing requests.
+ *
+ * A member does not ask Redis for every request. It takes points from the shared counter in leases
+ * and spends them locally, so most requests are answered without a round trip:
+ * - requests that arrive while a grant is on its way wait for it and are granted together;
+ * - a key busy on this member gets a speculative lease sized to last about 250 ms at its rate here,
+ *   at most 1/64 of the budget (and 64), and only while more than a quarter of the window's budget
+ *   is left; below that, a member asks only for what is waiting, so near the limit the count is exact;
+ * - a window found exhausted is refused locally until it ends (nothing can free points sooner).
+ * Points are counted in Redis when leased, so the members together never admit more than the
+ * budget; what a member leased and did not use before the window ended is lost (at most one
+ * lease per member, 1/64 of the budget). X-RateLimit-Remaining is the shared count as this member
+ * last saw it plus what it still holds.
  */
 export class RateLimits {
   readonly #redis: Redis | null;
   readonly #prefix: string;
   readonly #limiters = new Map<string, RateLimiterAbstract>();
+  readonly #leases = new Map<string, Lease>();
+  readonly #sweep: NodeJS.Timeout;
 
   constructor(redis: Redis | null, prefix: string) {
     this.#redis = redis;
     this.#prefix = `${prefix}rl:`;
+    this.#sweep = setInterval(() => this.#forgetEnded(), SWEEP_MS).unref();
+  }
+
+  close(): void {
+    clearInterval(this.#sweep);
   }
 
   #limiter(bucket: string, points: number): RateLimiterAbstract {
@@ -39,24 +85,93 @@ export class RateLimits {
     return l;
   }
 
-  async consume(bucket: string, key: string, perMinute: number): Promise<RateLimitResult> {
-    const limiter = this.#limiter(bucket, perMinute);
-    let res: RateLimiterRes;
-    let allowed = true;
+  /** Takes one point; answered without a promise when this member holds points for the key, or knows it has none. */
+  consume(bucket: string, key: string, perMinute: number): RateLimitResult | Promise<RateLimitResult> {
+    const id = `${bucket}:${perMinute}:${key}`;
+    let lease = this.#leases.get(id);
+    if (!lease) {
+      lease = { left: 0, remaining: perMinute, resetAtMs: 0, exhausted: false, grantedAt: 0, usedSince: 0, pending: null, waiting: 0 };
+      this.#leases.set(id, lease);
+    }
+    return this.#take(lease, bucket, key, perMinute, Date.now()) ?? this.#wait(lease, bucket, key, perMinute);
+  }
+
+  /** A point from what this member holds, a refusal it can give alone, or null: ask Redis. */
+  #take(lease: Lease, bucket: string, key: string, perMinute: number, now: number): RateLimitResult | null {
+    if (now >= lease.resetAtMs) {
+      lease.left = 0;
+      lease.exhausted = false;
+      return null;
+    }
+    if (lease.left > 0) {
+      lease.left--;
+      lease.usedSince++;
+      return result(true, perMinute, lease.remaining + lease.left, lease.resetAtMs, now);
+    }
+    return lease.exhausted && !lease.pending ? result(false, perMinute, 0, lease.resetAtMs, now) : null;
+  }
+
+  async #wait(lease: Lease, bucket: string, key: string, perMinute: number): Promise<RateLimitResult> {
+    lease.waiting++;
     try {
-      res = await limiter.consume(key, 1);
+      for (;;) {
+        if (!lease.pending) lease.pending = this.#grant(lease, bucket, key, perMinute).finally(() => (lease.pending = null));
+        await lease.pending;
+        const now = Date.now();
+        const got = this.#take(lease, bucket, key, perMinute, now);
+        if (got) return got;
+        // granted less than was waiting, or the window ended meanwhile: a refusal if the counter is
+        // spent, otherwise ask again
+        if (lease.exhausted) return result(false, perMinute, 0, lease.resetAtMs, now);
+      }
+    } finally {
+      lease.waiting--;
+    }
+  }
+
+  /** One trip to the shared counter for the requests waiting here, and a speculative lease when the key is busy. */
+  async #grant(lease: Lease, bucket: string, key: string, perMinute: number): Promise<void> {
+    const now = Date.now();
+    let want = Math.max(1, lease.waiting);
+    const speculate = lease.resetAtMs > now && lease.remaining > perMinute * EXACT_BELOW;
+    if (speculate) {
+      const ratePerMs = lease.usedSince / Math.max(1, now - lease.grantedAt);
+      const cap = Math.min(MAX_LEASE, Math.floor(perMinute / LEASE_SHARE));
+      want = Math.max(want, Math.min(cap, Math.ceil(ratePerMs * LEASE_HORIZON_MS)));
+    }
+    let res: RateLimiterRes;
+    try {
+      res = await this.#limiter(bucket, perMinute).consume(key, want);
     } catch (err) {
       if (!(err instanceof RateLimiterRes)) throw err;
       res = err;
-      allowed = false;
     }
-    const ms = Math.max(res.msBeforeNext, 0);
-    return {
-      allowed,
-      limit: perMinute,
-      remaining: res.remainingPoints,
-      resetAt: Math.ceil((Date.now() + ms) / 1000),
-      retryAfterSeconds: Math.max(1, Math.ceil(ms / 1000)),
-    };
+    const at = Date.now();
+    // The counter counted all `want`; what was there before this grant is ours.
+    const granted = Math.max(0, Math.min(want, perMinute - (res.consumedPoints - want)));
+    const resetAtMs = at + Math.max(res.msBeforeNext, 0);
+    if (resetAtMs - lease.resetAtMs > 1_000 || lease.resetAtMs <= at) lease.left = 0; // a new window: what was held is void
+    lease.resetAtMs = resetAtMs;
+    lease.left += granted;
+    lease.remaining = Math.max(0, perMinute - res.consumedPoints);
+    lease.exhausted = lease.remaining === 0;
+    lease.grantedAt = at;
+    lease.usedSince = 0;
   }
+
+  #forgetEnded(): void {
+    const now = Date.now();
+    for (const [id, l] of this.#leases) if (l.resetAtMs <= now && !l.pending && l.waiting === 0) this.#leases.delete(id);
+  }
+}
+
+function result(allowed: boolean, limit: number, remaining: number, resetAtMs: number, now: number): RateLimitResult {
+  const ms = Math.max(resetAtMs - now, 0);
+  return {
+    allowed,
+    limit,
+    remaining,
+    resetAt: Math.ceil(resetAtMs / 1000),
+    retryAfterSeconds: Math.max(1, Math.ceil(ms / 1000)),
+  };
 }

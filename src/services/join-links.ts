@@ -2,7 +2,6 @@ import { z } from 'zod';
 import type { Clock } from '../clock.ts';
 import type { Db } from '../db/index.ts';
 import { AppError } from '../errors.ts';
-import { randomId } from '../ids.ts';
 import { hasScope, type Scope } from '../scopes.ts';
 import { externalId, httpsUrl } from './common.ts';
 import type { Meetings } from './meetings.ts';
@@ -80,7 +79,6 @@ export class JoinLinks {
     const exp = now + (input.expiresInSeconds ?? DEFAULT_EXPIRY_SECONDS) * 1000;
     const singleUse = input.singleUse ?? true;
     const token = this.#tokens.join.issue({
-      j: randomId(16),
       o: orgId,
       m: meeting.id,
       u: user.id,

@@ -1,10 +1,11 @@
 import { deriveKey, Sealer } from '../crypto.ts';
+import { ulidFromBytes, ulidToBytes } from '../ids.ts';
 
 export type RoomRole = 'HOST' | 'COHOST' | 'PARTICIPANT' | 'VIEWER';
 
 /** What a join token carries; sealed, so it is opaque, unforgeable and needs no storage to mint. */
 export interface JoinClaims {
-  /** token id: 128 random bits (from the pooled CSPRNG); a single-use token is spent by recording it */
+  /** token id: the sealed box's 96-bit random nonce; a single-use token is spent by recording it */
   j: string;
   o: string;
   m: string;
@@ -37,33 +38,132 @@ export interface MediaClaims {
   e: number;
 }
 
-class TokenKind<C> {
+/** How a token kind turns its claims into the bytes it seals, and back. */
+interface ClaimsCodec<C, I> {
+  encode(claims: I): Buffer | string;
+  /** `nonce` is the sealed box's 96-bit nonce, unique per token, as base64url. */
+  decode(plain: Buffer, nonce: string): C | null;
+}
+
+const jsonCodec = <C>(): ClaimsCodec<C, C> => ({
+  encode: (claims) => JSON.stringify(claims),
+  decode: (plain) => parseJson<C>(plain),
+});
+
+function parseJson<C>(plain: Buffer): C | null {
+  try {
+    return JSON.parse(plain.toString('utf8')) as C;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Join tokens are minted on the hot path of a join storm and travel in URLs, so their claims are
+ * packed in binary (about 60 bytes sealed into a 126-character token, where JSON made 290), and the
+ * token id is the box's nonce: random, 96 bits, unique per seal, and covered by the tag.
+ *
+ *   0      format (2)
+ *   1..49  org, meeting, user: each ULID as 16 bytes
+ *   49     role (index in ROOM_ROLES)
+ *   50     flags: 1 single-use, 2 display name follows, 4 redirect URL follows
+ *   51..63 issued at, expires at: milliseconds as 48-bit unsigned integers
+ *   then   display name, redirect URL when flagged: 16-bit length and UTF-8
+ *
+ * Tokens minted before this format (JSON claims, with the id inside) still open until they expire.
+ */
+const JOIN_FORMAT = 2;
+const ROLES: readonly RoomRole[] = ['HOST', 'COHOST', 'PARTICIPANT', 'VIEWER'];
+const JOIN_FIXED = 63;
+let joinScratch = Buffer.allocUnsafeSlow(1024);
+
+const joinCodec: ClaimsCodec<JoinClaims, Omit<JoinClaims, 'j'>> = {
+  encode(c) {
+    const size = JOIN_FIXED + (c.n === null ? 0 : 2 + Buffer.byteLength(c.n)) + (c.d === null ? 0 : 2 + Buffer.byteLength(c.d));
+    if (size > joinScratch.length) joinScratch = Buffer.allocUnsafeSlow(size);
+    const b = joinScratch; // sealed (copied) before the next encode
+    b[0] = JOIN_FORMAT;
+    if (!ulidToBytes(c.o, 4, b, 1) || !ulidToBytes(c.m, 4, b, 17) || !ulidToBytes(c.u, 4, b, 33)) {
+      throw new Error('join claims need service ids (org_, mtg_, usr_ and a ULID)');
+    }
+    b[49] = ROLES.indexOf(c.r);
+    b[50] = (c.s ? 1 : 0) | (c.n === null ? 0 : 2) | (c.d === null ? 0 : 4);
+    b.writeUIntBE(c.i, 51, 6);
+    b.writeUIntBE(c.e, 57, 6);
+    let at = JOIN_FIXED;
+    for (const text of [c.n, c.d]) {
+      if (text === null) continue;
+      const len = b.write(text, at + 2, 'utf8');
+      b.writeUInt16BE(len, at);
+      at += 2 + len;
+    }
+    return b.subarray(0, at);
+  },
+  decode(p, nonce) {
+    if (p[0] === 0x7b) return parseJson<JoinClaims>(p); // '{': a JSON token from before format 2
+    if (p.length < JOIN_FIXED || p[0] !== JOIN_FORMAT || p[49]! >= ROLES.length) return null;
+    const flags = p[50]!;
+    let at = JOIN_FIXED;
+    const text = (present: boolean): string | null => {
+      if (!present) return null;
+      const len = p.readUInt16BE(at);
+      const v = p.toString('utf8', at + 2, at + 2 + len);
+      at += 2 + len;
+      return v;
+    };
+    const n = text((flags & 2) !== 0);
+    const d = text((flags & 4) !== 0);
+    return {
+      j: nonce,
+      o: `org_${ulidFromBytes(p, 1)}`,
+      m: `mtg_${ulidFromBytes(p, 17)}`,
+      u: `usr_${ulidFromBytes(p, 33)}`,
+      r: ROLES[p[49]!]!,
+      n,
+      i: p.readUIntBE(51, 6),
+      e: p.readUIntBE(57, 6),
+      s: (flags & 1) !== 0,
+      d,
+    };
+  },
+};
+
+class TokenKind<C, I = C> {
   readonly #sealer: Sealer;
   readonly #prefix: string;
-  constructor(secret: string, purpose: string, prefix: string) {
+  readonly #codec: ClaimsCodec<C, I>;
+  constructor(secret: string, purpose: string, prefix: string, codec: ClaimsCodec<C, I>) {
     this.#sealer = new Sealer(deriveKey(secret, purpose), purpose);
     this.#prefix = prefix;
+    this.#codec = codec;
   }
-  issue(claims: C): string {
-    return this.#prefix + this.#sealer.sealJson(claims).toString('base64url');
+  issue(claims: I): string {
+    return this.#prefix + this.#sealer.seal(this.#codec.encode(claims)).toString('base64url');
   }
   read(token: string): C | null {
     if (!token.startsWith(this.#prefix) || token.length > 4096) return null;
-    return this.#sealer.openJson<C>(Buffer.from(token.slice(this.#prefix.length), 'base64url'));
+    const box = Buffer.from(token.slice(this.#prefix.length), 'base64url');
+    const plain = this.#sealer.open(box);
+    if (!plain) return null;
+    try {
+      return this.#codec.decode(plain, Sealer.nonceOf(box));
+    } catch {
+      return null; // sealed by us, so well formed; this is only a guard
+    }
   }
 }
 
 export class Tokens {
-  readonly join: TokenKind<JoinClaims>;
+  readonly join: TokenKind<JoinClaims, Omit<JoinClaims, 'j'>>;
   readonly access: TokenKind<AccessClaims>;
   readonly media: TokenKind<MediaClaims>;
   /** Encrypts stored idempotent responses, which can hold join tokens. */
   readonly data: Sealer;
 
   constructor(secret: string) {
-    this.join = new TokenKind(secret, 'join-token', 'jt_');
-    this.access = new TokenKind(secret, 'session-access', 'sat_');
-    this.media = new TokenKind(secret, 'media-room', 'mrt_');
+    this.join = new TokenKind(secret, 'join-token', 'jt_', joinCodec);
+    this.access = new TokenKind(secret, 'session-access', 'sat_', jsonCodec<AccessClaims>());
+    this.media = new TokenKind(secret, 'media-room', 'mrt_', jsonCodec<MediaClaims>());
     this.data = new Sealer(deriveKey(secret, 'data-at-rest'), 'data-at-rest');
   }
 }

@@ -151,7 +151,7 @@ t.test('deactivation revokes links (join_token_revoked) and sessions (user_deact
 t.test('not_a_member: a token for a user outside the organization', async (t) => {
   const m = await meeting();
   const outsider = await user('outsider', 'STUDENT', await createTenant(member));
-  const forged = new Tokens(TEST_SECRET).join.issue({ j: 'x'.repeat(22), o: tenant.orgId, m: m.id, u: outsider.id, r: 'PARTICIPANT', n: null, i: clock.now(), e: clock.now() + 60_000, s: true, d: null });
+  const forged = new Tokens(TEST_SECRET).join.issue({ o: tenant.orgId, m: m.id, u: outsider.id, r: 'PARTICIPANT', n: null, i: clock.now(), e: clock.now() + 60_000, s: true, d: null });
   assertError(t, await exchange(forged), 403, 'not_a_member');
 });
 
