@@ -1,5 +1,6 @@
 import t from 'tap';
-import { deriveKey, randomString, Sealer, sha256, sha256Hex } from '../src/crypto.ts';
+import { createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { deriveKey, randomString, Sealer, sha256, sha256Hex, StreamSealer } from '../src/crypto.ts';
 import { isServiceId, newId, randomId, ulid, ulidFromBytes, ulidToBytes } from '../src/ids.ts';
 import { Tokens } from '../src/services/tokens.ts';
 
@@ -75,11 +76,11 @@ t.test('join tokens: binary claims, sealed; tokens of the JSON format still open
   const base = { o: newId('org'), m: newId('mtg'), u: newId('usr'), r: 'COHOST' as const, i: 1_763_000_000_123, e: 1_763_000_300_123, s: true };
   const plain = tokens.join.issue({ ...base, n: null, d: null });
   t.match(plain, /^jt_[A-Za-z0-9_-]+$/);
-  t.equal(plain.length, 3 + Math.ceil(((1 + 12 + 63 + 16) * 4) / 3), '126 characters without a name or redirect');
+  t.equal(plain.length, 3 + Math.ceil(((1 + 16 + 63 + 16) * 4) / 3), '131 characters without a name or redirect');
   const read = tokens.join.read(plain)!;
   t.same({ ...read, j: undefined }, { ...base, n: null, d: null, j: undefined });
-  t.equal(read.j, Sealer.nonceOf(Buffer.from(plain.slice(3), 'base64url')), 'the token id is the nonce');
-  t.match(read.j, /^[A-Za-z0-9_-]{16}$/);
+  t.equal(read.j, Buffer.from(plain.slice(3), 'base64url').toString('base64url', 1, 17), 'the token id is the IV');
+  t.match(read.j, /^[A-Za-z0-9_-]{22}$/);
 
   const full = { ...base, r: 'VIEWER' as const, s: false, n: 'Zoë 🎓 O\'Brien', d: 'https://school.example/after?x=1&y=ü' };
   t.same({ ...tokens.join.read(tokens.join.issue(full))!, j: undefined }, { ...full, j: undefined }, 'name and redirect, unicode');
@@ -90,7 +91,7 @@ t.test('join tokens: binary claims, sealed; tokens of the JSON format still open
   const ids = new Set(Array.from({ length: 2_000 }, () => tokens.join.read(tokens.join.issue({ ...base, n: null, d: null }))!.j));
   t.equal(ids.size, 2_000, 'every token has its own id');
 
-  // a token of the first format: the claims as JSON, the id inside
+  // a token of the first format: the claims as JSON in an AES-GCM box, the id inside
   const legacy = { j: 'x'.repeat(22), ...base, n: 'Ann', d: null };
   const sealer = new Sealer(deriveKey('a secret of some length', 'join-token'), 'join-token');
   t.same(tokens.join.read(`jt_${sealer.sealJson(legacy).toString('base64url')}`), legacy, 'JSON claims open as they were');
@@ -101,4 +102,48 @@ t.test('join tokens: binary claims, sealed; tokens of the JSON format still open
   t.equal(new Tokens('another secret').join.read(plain), null, 'another server secret');
   t.equal(tokens.media.read(`mrt_${plain.slice(3)}`), null, 'another kind');
   t.throws(() => tokens.join.issue({ ...base, o: 'org_not-a-ulid', n: null, d: null }), /service ids/);
+});
+
+t.test('stream boxes: AES-CTR then HMAC-SHA256, fresh keystream for every box', async (t) => {
+  const key = deriveKey('a secret of some length', 'join-token');
+  const sealer = new StreamSealer(key, 'join-token');
+  const encKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'aula:join-token:ctr', 32));
+  const macKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'aula:join-token:hmac', 32));
+  // sizes around block and pool edges, past the scratch buffer and past the 4 KiB keystream pool
+  const sizes = [0, 1, 15, 16, 17, 63, 64, 65, 200, 1100, 4095, 4096, 4097, 9000];
+  const ivs = new Set<string>();
+  const blocks = new Set<string>();
+  for (let round = 0; round < 300; round++) {
+    for (const size of sizes) {
+      const plain = randomBytes(size);
+      const box = Buffer.from(sealer.seal(plain), 'base64url');
+      if (box.length !== 1 + 16 + size + 16) t.fail(`length of a ${size}-byte box`);
+      const end = box.length - 16;
+      // checked with Node's own HMAC and AES-CTR, not with the code under test
+      const tag = createHmac('sha256', macKey).update(box.subarray(0, end)).digest().subarray(0, 16);
+      if (!tag.equals(box.subarray(end))) t.fail(`tag of a ${size}-byte box`);
+      const iv = box.subarray(1, 17);
+      if (!createDecipheriv('aes-256-ctr', encKey, iv).update(box.subarray(17, end)).equals(plain)) t.fail(`plaintext of a ${size}-byte box`);
+      const opened = sealer.open(box);
+      if (!opened?.plain.equals(plain) || opened.iv !== iv.toString('base64url')) t.fail(`open a ${size}-byte box`);
+      ivs.add(iv.toString('hex'));
+      // every counter block a box used: none may be used twice
+      let ctr = BigInt(`0x${iv.toString('hex')}`);
+      for (let b = 0; b < Math.ceil(size / 16); b++) blocks.add((ctr++).toString(16));
+    }
+  }
+  const total = sizes.reduce((n, s) => n + Math.ceil(s / 16), 0) * 300;
+  t.equal(ivs.size, sizes.length * 300, 'every box opened, by Node\'s HMAC and AES-CTR too, and had its own IV');
+  t.equal(blocks.size, total, `${total} keystream blocks, none used twice`);
+
+  const box = Buffer.from(sealer.seal('claims'), 'base64url');
+  for (const at of [0, 1, 16, 17, box.length - 1]) {
+    const bad = Buffer.from(box);
+    bad[at]! ^= 1;
+    t.equal(sealer.open(bad), null, `a flipped bit at ${at}`);
+  }
+  t.equal(sealer.open(box.subarray(0, box.length - 1)), null, 'cut short');
+  t.equal(new StreamSealer(key, 'media-room').open(box), null, 'another purpose');
+  t.equal(new StreamSealer(deriveKey('another secret', 'join-token'), 'join-token').open(box), null, 'another key');
+  t.same(sealer.open(box)!.plain.toString(), 'claims');
 });

@@ -4,9 +4,9 @@ import type { Db } from '../db/index.ts';
 import { AppError } from '../errors.ts';
 import { hasScope, type Scope } from '../scopes.ts';
 import { externalId, httpsUrl } from './common.ts';
-import type { Meetings } from './meetings.ts';
+import type { MeetingRow, Meetings } from './meetings.ts';
 import type { RoomRole, Tokens } from './tokens.ts';
-import type { UserRole, Users } from './users.ts';
+import type { UserRole, UserRow, Users } from './users.ts';
 
 export const ROOM_ROLES = ['HOST', 'COHOST', 'PARTICIPANT', 'VIEWER'] as const;
 export const DEFAULT_EXPIRY_SECONDS = 300;
@@ -26,6 +26,9 @@ export const joinLinkCreate = z
     message: 'give exactly one of userId and externalUserId',
     path: ['userId'],
   });
+
+export type JoinLinkInput = z.infer<typeof joinLinkCreate>;
+export type JoinLinkRecord = z.infer<typeof joinLinkRecord>;
 
 export const joinLinkRecord = z.object({
   url: z.string(),
@@ -64,15 +67,30 @@ export class JoinLinks {
     this.#meetings = meetings;
   }
 
-  /** Mints a link: cached reads and one AES-GCM seal, no write. */
-  async mint(db: Db, orgId: string, scopes: ReadonlySet<Scope>, meetingId: string, input: z.infer<typeof joinLinkCreate>, baseUrl: string) {
-    const meeting = await this.#meetings.getCached(db, orgId, meetingId);
+  /**
+   * Mints a link: cached reads and one AES-GCM seal, no write. With the meeting and the user cached
+   * (a join storm) it returns the link itself, not a promise.
+   */
+  mint(db: Db, orgId: string, scopes: ReadonlySet<Scope>, meetingId: string, input: JoinLinkInput, baseUrl: string): JoinLinkRecord | Promise<JoinLinkRecord> {
+    const meeting = this.#meetings.getCached(db, orgId, meetingId);
+    return meeting instanceof Promise
+      ? meeting.then((m) => this.#forMeeting(db, orgId, scopes, m, input, baseUrl))
+      : this.#forMeeting(db, orgId, scopes, meeting, input, baseUrl);
+  }
+
+  #forMeeting(db: Db, orgId: string, scopes: ReadonlySet<Scope>, meeting: MeetingRow, input: JoinLinkInput, baseUrl: string): JoinLinkRecord | Promise<JoinLinkRecord> {
     if (meeting.status === 'ENDED' || meeting.status === 'CANCELLED') {
       throw new AppError('meeting_ended', { details: { status: meeting.status } });
     }
     const user = input.userId
-      ? await this.#users.getCached(db, orgId, input.userId)
-      : await this.#users.getCached(db, orgId, input.externalUserId!, 'external');
+      ? this.#users.getCached(db, orgId, input.userId)
+      : this.#users.getCached(db, orgId, input.externalUserId!, 'external');
+    return user instanceof Promise
+      ? user.then((u) => this.#issue(orgId, scopes, meeting, u, input, baseUrl))
+      : this.#issue(orgId, scopes, meeting, user, input, baseUrl);
+  }
+
+  #issue(orgId: string, scopes: ReadonlySet<Scope>, meeting: MeetingRow, user: UserRow, input: JoinLinkInput, baseUrl: string): JoinLinkRecord {
     if (user.status !== 'ACTIVE') throw new AppError('user_deactivated', { details: { userId: user.id } });
     const role = capRole(input.role, user.role, scopes);
     const now = this.#clock.now();

@@ -260,13 +260,14 @@ export class Meetings {
     return rows[0];
   }
 
-  async getCached(db: Db, orgId: string, idOrExternal: string): Promise<MeetingRow> {
+  getCached(db: Db, orgId: string, idOrExternal: string): MeetingRow | Promise<MeetingRow> {
     const key = `${orgId}:${idOrExternal}`;
     const hit = this.#cache.get(key);
-    if (hit) return hit;
-    const m = await this.get(db, orgId, idOrExternal);
-    this.#cache.set(key, m);
-    return m;
+    if (hit) return hit; // a hit is a value, not a promise: the hot path awaits nothing
+    return this.get(db, orgId, idOrExternal).then((m) => {
+      this.#cache.set(key, m);
+      return m;
+    });
   }
 
   async getBySlug(db: Db, slug: string): Promise<MeetingRow | null> {

@@ -1,11 +1,11 @@
-import { deriveKey, Sealer } from '../crypto.ts';
+import { deriveKey, Sealer, StreamSealer } from '../crypto.ts';
 import { ulidFromBytes, ulidToBytes } from '../ids.ts';
 
 export type RoomRole = 'HOST' | 'COHOST' | 'PARTICIPANT' | 'VIEWER';
 
 /** What a join token carries; sealed, so it is opaque, unforgeable and needs no storage to mint. */
 export interface JoinClaims {
-  /** token id: the sealed box's 96-bit random nonce; a single-use token is spent by recording it */
+  /** token id: the sealed box's random 128-bit IV; a single-use token is spent by recording it */
   j: string;
   o: string;
   m: string;
@@ -41,8 +41,8 @@ export interface MediaClaims {
 /** How a token kind turns its claims into the bytes it seals, and back. */
 interface ClaimsCodec<C, I> {
   encode(claims: I): Buffer | string;
-  /** `nonce` is the sealed box's 96-bit nonce, unique per token, as base64url. */
-  decode(plain: Buffer, nonce: string): C | null;
+  /** `id` is the sealed box's random nonce or IV, unique per token, as base64url. */
+  decode(plain: Buffer, id: string): C | null;
 }
 
 const jsonCodec = <C>(): ClaimsCodec<C, C> => ({
@@ -60,8 +60,8 @@ function parseJson<C>(plain: Buffer): C | null {
 
 /**
  * Join tokens are minted on the hot path of a join storm and travel in URLs, so their claims are
- * packed in binary (about 60 bytes sealed into a 126-character token, where JSON made 290), and the
- * token id is the box's nonce: random, 96 bits, unique per seal, and covered by the tag.
+ * packed in binary (63 bytes sealed into a 131-character token, where JSON in AES-GCM made 290), and
+ * the token id is the box's IV: random, 128 bits, unique per seal, and covered by the tag.
  *
  *   0      format (2)
  *   1..49  org, meeting, user: each ULID as 16 bytes
@@ -99,7 +99,7 @@ const joinCodec: ClaimsCodec<JoinClaims, Omit<JoinClaims, 'j'>> = {
     }
     return b.subarray(0, at);
   },
-  decode(p, nonce) {
+  decode(p, id) {
     if (p[0] === 0x7b) return parseJson<JoinClaims>(p); // '{': a JSON token from before format 2
     if (p.length < JOIN_FIXED || p[0] !== JOIN_FORMAT || p[49]! >= ROLES.length) return null;
     const flags = p[50]!;
@@ -114,7 +114,7 @@ const joinCodec: ClaimsCodec<JoinClaims, Omit<JoinClaims, 'j'>> = {
     const n = text((flags & 2) !== 0);
     const d = text((flags & 4) !== 0);
     return {
-      j: nonce,
+      j: id,
       o: `org_${ulidFromBytes(p, 1)}`,
       m: `mtg_${ulidFromBytes(p, 17)}`,
       u: `usr_${ulidFromBytes(p, 33)}`,
@@ -128,25 +128,56 @@ const joinCodec: ClaimsCodec<JoinClaims, Omit<JoinClaims, 'j'>> = {
   },
 };
 
+/** How a token kind seals its claims' bytes into text and opens them again. */
+interface TokenBox {
+  seal(plain: Buffer | string): string;
+  /** The plaintext and the box's id (its random nonce or IV, unique per seal), or null. */
+  open(box: Buffer): { plain: Buffer; id: string } | null;
+}
+
+/** AES-256-GCM boxes: session and media tokens, and join tokens minted before the stream format. */
+function gcmBox(sealer: Sealer): TokenBox {
+  return {
+    seal: (plain) => sealer.seal(plain).toString('base64url'),
+    open: (box) => {
+      const plain = sealer.open(box);
+      return plain && { plain, id: Sealer.nonceOf(box) };
+    },
+  };
+}
+
+/** Join tokens: AES-CTR + HMAC boxes (`StreamSealer`, cheap to seal); GCM boxes of older tokens still open. */
+function joinBox(key: Buffer, purpose: string): TokenBox {
+  const stream = new StreamSealer(key, purpose);
+  const legacy = gcmBox(new Sealer(key, purpose));
+  return {
+    seal: (plain) => stream.seal(plain),
+    open: (box) => {
+      if (box[0] !== StreamSealer.VERSION) return legacy.open(box);
+      const opened = stream.open(box);
+      return opened && { plain: opened.plain, id: opened.iv };
+    },
+  };
+}
+
 class TokenKind<C, I = C> {
-  readonly #sealer: Sealer;
+  readonly #box: TokenBox;
   readonly #prefix: string;
   readonly #codec: ClaimsCodec<C, I>;
-  constructor(secret: string, purpose: string, prefix: string, codec: ClaimsCodec<C, I>) {
-    this.#sealer = new Sealer(deriveKey(secret, purpose), purpose);
+  constructor(box: TokenBox, prefix: string, codec: ClaimsCodec<C, I>) {
+    this.#box = box;
     this.#prefix = prefix;
     this.#codec = codec;
   }
   issue(claims: I): string {
-    return this.#prefix + this.#sealer.seal(this.#codec.encode(claims)).toString('base64url');
+    return this.#prefix + this.#box.seal(this.#codec.encode(claims));
   }
   read(token: string): C | null {
     if (!token.startsWith(this.#prefix) || token.length > 4096) return null;
-    const box = Buffer.from(token.slice(this.#prefix.length), 'base64url');
-    const plain = this.#sealer.open(box);
-    if (!plain) return null;
+    const opened = this.#box.open(Buffer.from(token.slice(this.#prefix.length), 'base64url'));
+    if (!opened) return null;
     try {
-      return this.#codec.decode(plain, Sealer.nonceOf(box));
+      return this.#codec.decode(opened.plain, opened.id);
     } catch {
       return null; // sealed by us, so well formed; this is only a guard
     }
@@ -161,9 +192,10 @@ export class Tokens {
   readonly data: Sealer;
 
   constructor(secret: string) {
-    this.join = new TokenKind(secret, 'join-token', 'jt_', joinCodec);
-    this.access = new TokenKind(secret, 'session-access', 'sat_', jsonCodec<AccessClaims>());
-    this.media = new TokenKind(secret, 'media-room', 'mrt_', jsonCodec<MediaClaims>());
+    const gcm = (purpose: string) => gcmBox(new Sealer(deriveKey(secret, purpose), purpose));
+    this.join = new TokenKind(joinBox(deriveKey(secret, 'join-token'), 'join-token'), 'jt_', joinCodec);
+    this.access = new TokenKind(gcm('session-access'), 'sat_', jsonCodec<AccessClaims>());
+    this.media = new TokenKind(gcm('media-room'), 'mrt_', jsonCodec<MediaClaims>());
     this.data = new Sealer(deriveKey(secret, 'data-at-rest'), 'data-at-rest');
   }
 }
