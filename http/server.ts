@@ -321,8 +321,8 @@ async function handle(
       res.end(reply.raw.body);
     } else {
       res.writeHeader('Content-Type', 'application/json');
-      const out = spec.list ? { data: reply.data, nextCursor: reply.nextCursor ?? null } : { data: reply.data };
-      res.end(JSON.stringify(out));
+      if (reply.json !== undefined) res.end(reply.json);
+      else res.end(JSON.stringify(spec.list ? { data: reply.data, nextCursor: reply.nextCursor ?? null } : { data: reply.data }));
     }
     if (logsRequests) {
       info.logger(app.log).info({ method: info.method, path: info.path, status, ms: +(performance.now() - started).toFixed(2) }, 'request');

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { idParam } from '../../src/services/common.ts';
-import { joinLinkCreate, joinLinkRecord } from '../../src/services/join-links.ts';
+import { joinLinkCreate, joinLinkJson, joinLinkRecord } from '../../src/services/join-links.ts';
 import { meetingCreate, meetingListQuery, meetingRecord, meetingUpdate, toMeetingRecord } from '../../src/services/meetings.ts';
 import { route } from '../route.ts';
 
@@ -100,7 +100,7 @@ export const meetingRoutes = [
     ({ app, db, apiKey, params, body }) => {
       // the hot path of a join storm: with the meeting and user cached, no promise from here to the response
       const data = app.services.joinLinks.mint(db, apiKey!.orgId, apiKey!.scopes, params.id, body, app.baseUrl);
-      return data instanceof Promise ? data.then((d) => ({ status: 201, data: d })) : { status: 201, data };
+      return data instanceof Promise ? data.then((d) => ({ status: 201, data: d, json: joinLinkJson(d) })) : { status: 201, data, json: joinLinkJson(data) };
     },
   ),
 ];

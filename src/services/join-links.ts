@@ -40,6 +40,19 @@ export const joinLinkRecord = z.object({
   userId: z.string(),
 });
 
+/** Characters a JSON string must escape (JSON.stringify also escapes lone surrogates). */
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+const jsonString = (s: string): string => (NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`);
+
+/**
+ * `JSON.stringify({ data: link })`, built by hand: a mint's response is mostly its token three times,
+ * and JSON.stringify's generic walk cost more than the rest of the envelope (test/http/join.test.ts
+ * compares the two).
+ */
+export function joinLinkJson(l: JoinLinkRecord): string {
+  return `{"data":{"url":${jsonString(l.url)},"embedUrl":${jsonString(l.embedUrl)},"token":${jsonString(l.token)},"expiresAt":${jsonString(l.expiresAt)},"role":"${l.role}","singleUse":${l.singleUse},"userId":${jsonString(l.userId)}}}`;
+}
+
 /**
  * Caps the asked role by the user's organization role: teachers and admins may hold any role; a student
  * is HOST or COHOST only when asked for explicitly by a key with meetings:write.

@@ -76,6 +76,8 @@ export interface ApiResponse<T = any> {
   status: number;
   headers: Headers;
   body: T;
+  /** the body as it came */
+  text: string;
 }
 
 /** Real HTTP against the member. `body` objects are sent as JSON; strings and Buffers are sent as they are. */
@@ -107,5 +109,5 @@ export async function api<T = any>(
   } catch {
     // left as text
   }
-  return { status: res.status, headers: res.headers, body: parsed as T };
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
 }

@@ -1,5 +1,6 @@
 import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
+import { joinLinkJson } from '../../src/services/join-links.ts';
 import { Tokens } from '../../src/services/tokens.ts';
 import { api, createTenant, startTestMember, TEST_SECRET } from '../helpers/member.ts';
 import { assertError } from '../helpers/assert.ts';
@@ -44,6 +45,22 @@ t.test('POST /public/meetings/:id/join-links mints a link with the defaults', as
   const other = await mint(m.id, { userId: student.id, expiresInSeconds: 86_400, singleUse: false, role: 'VIEWER', displayName: 'Z', redirectUrl: 'https://lms.example/done' });
   t.match(other.body.data, { role: 'VIEWER', singleUse: false, expiresAt: '2026-03-03T08:00:00.000Z' });
   t.not(other.body.data.token, link.token);
+});
+
+t.test('the mint response is exactly JSON.stringify of the envelope, escapes included', async (t) => {
+  const base = { url: 'https://aula.example/join/abc#jt=jt_x', embedUrl: 'https://aula.example/embed/abc?jt=jt_x', token: 'jt_x', expiresAt: '2026-03-02T08:05:00.000Z', role: 'HOST' as const, singleUse: false, userId: 'usr_1' };
+  const odd = ['plain', 'with "quotes"', 'back\\slash', 'tab\there', 'nul\u0000', 'é and 🎓', 'lone \ud800 surrogate', '\u2028 line separator', ''];
+  for (const v of odd) {
+    for (const field of ['url', 'embedUrl', 'token', 'expiresAt', 'userId'] as const) {
+      const link = { ...base, [field]: v };
+      if (joinLinkJson(link) !== JSON.stringify({ data: link })) t.fail(`${field} = ${JSON.stringify(v)}`);
+    }
+  }
+  t.equal(joinLinkJson(base), JSON.stringify({ data: base }));
+  const m = await meeting();
+  const r = await mint(m.id, { userId: student.id, displayName: 'Zoë "Z" \\ O\'Brien', redirectUrl: 'https://school.example/after?x="1"' });
+  t.equal(r.status, 201);
+  t.equal(r.text, JSON.stringify({ data: r.body.data }), 'what the route sent');
 });
 
 t.test('join-link request rules', async (t) => {
