@@ -99,7 +99,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     maxInFlight: config.AULA_WEBHOOK_MAX_IN_FLIGHT,
   });
 
-  const rateLimits = new RateLimits(redis, config.AULA_REDIS_PREFIX);
+  const rateLimits = new RateLimits(redis, config.AULA_REDIS_PREFIX, clock);
   const apiKeys = new ApiKeys(sql, clock, bus);
   const users = new Users(clock, bus);
   const classes = new Classes(clock);

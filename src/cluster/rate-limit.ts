@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { systemClock, type Clock } from '../clock.ts';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 
 export interface RateLimitResult {
@@ -11,7 +12,7 @@ export interface RateLimitResult {
 }
 
 /** Speculative leases last about this long at the rate the key is being used here. */
-const LEASE_HORIZON_MS = 250;
+const LEASE_HORIZON_MS = 1_000;
 /** The largest lease is this share of the budget (and at most MAX_LEASE): 1/64 strands at most 1.6%. */
 const LEASE_SHARE = 64;
 const MAX_LEASE = 64;
@@ -45,7 +46,7 @@ interface Lease {
  * A member does not ask Redis for every request. It takes points from the shared counter in leases
  * and spends them locally, so most requests are answered without a round trip:
  * - requests that arrive while a grant is on its way wait for it and are granted together;
- * - a key busy on this member gets a speculative lease sized to last about 250 ms at its rate here,
+ * - a key busy on this member gets a speculative lease sized to last about a second at its rate here,
  *   at most 1/64 of the budget (and 64), and only while more than a quarter of the window's budget
  *   is left; below that, a member asks only for what is waiting, so near the limit the count is exact;
  * - a window found exhausted is refused locally until it ends (nothing can free points sooner).
@@ -60,10 +61,13 @@ export class RateLimits {
   readonly #limiters = new Map<string, RateLimiterAbstract>();
   readonly #leases = new Map<string, Lease>();
   readonly #sweep: NodeJS.Timeout;
+  readonly #clock: Clock;
 
-  constructor(redis: Redis | null, prefix: string) {
+  /** `clock` places this member's view of each window and measures a key's rate; the windows themselves are Redis's. */
+  constructor(redis: Redis | null, prefix: string, clock: Clock = systemClock) {
     this.#redis = redis;
     this.#prefix = `${prefix}rl:`;
+    this.#clock = clock;
     this.#sweep = setInterval(() => this.#forgetEnded(), SWEEP_MS).unref();
   }
 
@@ -93,7 +97,7 @@ export class RateLimits {
       lease = { left: 0, remaining: perMinute, resetAtMs: 0, exhausted: false, grantedAt: 0, usedSince: 0, pending: null, waiting: 0 };
       this.#leases.set(id, lease);
     }
-    return this.#take(lease, bucket, key, perMinute, Date.now()) ?? this.#wait(lease, bucket, key, perMinute);
+    return this.#take(lease, bucket, key, perMinute, this.#clock.now()) ?? this.#wait(lease, bucket, key, perMinute);
   }
 
   /** A point from what this member holds, a refusal it can give alone, or null: ask Redis. */
@@ -117,7 +121,7 @@ export class RateLimits {
       for (;;) {
         if (!lease.pending) lease.pending = this.#grant(lease, bucket, key, perMinute).finally(() => (lease.pending = null));
         await lease.pending;
-        const now = Date.now();
+        const now = this.#clock.now();
         const got = this.#take(lease, bucket, key, perMinute, now);
         if (got) return got;
         // granted less than was waiting, or the window ended meanwhile: a refusal if the counter is
@@ -131,7 +135,7 @@ export class RateLimits {
 
   /** One trip to the shared counter for the requests waiting here, and a speculative lease when the key is busy. */
   async #grant(lease: Lease, bucket: string, key: string, perMinute: number): Promise<void> {
-    const now = Date.now();
+    const now = this.#clock.now();
     let want = Math.max(1, lease.waiting);
     const speculate = lease.resetAtMs > now && lease.remaining > perMinute * EXACT_BELOW;
     if (speculate) {
@@ -146,7 +150,7 @@ export class RateLimits {
       if (!(err instanceof RateLimiterRes)) throw err;
       res = err;
     }
-    const at = Date.now();
+    const at = this.#clock.now();
     // The counter counted all `want`; what was there before this grant is ours.
     const granted = Math.max(0, Math.min(want, perMinute - (res.consumedPoints - want)));
     const resetAtMs = at + Math.max(res.msBeforeNext, 0);
@@ -160,7 +164,7 @@ export class RateLimits {
   }
 
   #forgetEnded(): void {
-    const now = Date.now();
+    const now = this.#clock.now();
     for (const [id, l] of this.#leases) if (l.resetAtMs <= now && !l.pending && l.waiting === 0) this.#leases.delete(id);
   }
 }

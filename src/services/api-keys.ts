@@ -25,6 +25,7 @@ export interface ApiPrincipal {
 
 const KEY_FORMAT = /^aula_sk_[A-Za-z0-9_-]{43}$/;
 const BEARER = /^Bearer +(\S+)\s*$/i;
+const RECENT_HEADERS = 10_000;
 
 /** API keys: shown once at creation, stored as SHA-256 (keys carry 256 bits of entropy, so no KDF is needed). */
 export class ApiKeys {
@@ -32,6 +33,12 @@ export class ApiKeys {
   readonly #clock: Clock;
   readonly #bus: Bus;
   readonly #cache: TtlCache<ApiPrincipal | { revoked: true }>;
+  /**
+   * Authorization headers of well-formed keys seen lately, to their hash (oldest dropped past
+   * RECENT_HEADERS). Keys are stored only as hashes; this process holds the few in use, as it holds
+   * every request's header while it runs.
+   */
+  readonly #recent = new Map<string, string>();
 
   constructor(sql: Sql, clock: Clock, bus: Bus) {
     this.#sql = sql;
@@ -68,9 +75,20 @@ export class ApiKeys {
    */
   authenticate(header: string | undefined): ApiPrincipal | Promise<ApiPrincipal> {
     if (!header) throw new AppError('auth_missing');
+    // A header seen lately skips the parse and the hash; the entry it finds is still the one
+    // revocation and plan changes delete (keyed by the hash), so a stale header only costs a lookup.
+    const seen = this.#recent.get(header);
+    if (seen !== undefined) {
+      const p = this.#cache.get(seen);
+      if (p) return principal(p);
+    }
     const m = BEARER.exec(header);
     if (!m || !KEY_FORMAT.test(m[1]!)) throw new AppError('auth_malformed');
     const hex = sha256Hex(m[1]!);
+    if (seen === undefined) {
+      if (this.#recent.size >= RECENT_HEADERS) this.#recent.delete(this.#recent.keys().next().value!);
+      this.#recent.set(header, hex);
+    }
     const p = this.#cache.get(hex);
     return p ? principal(p) : this.#load(hex);
   }

@@ -58,6 +58,8 @@ t.test('authentication failures are distinct', async (t) => {
   t.equal((await api(member, 'GET', '/public/users', { key: other.key })).status, 200, 'read scope suffices for GET');
   await member.app.services.apiKeys.revoke(member.app.sql, other.keyId);
   assertError(t, await api(member, 'GET', '/public/users', { key: other.key }), 401, 'api_key_revoked');
+  assertError(t, await api(member, 'GET', '/public/users', { key: other.key }), 401, 'api_key_revoked'); // again: the header was seen before
+  assertError(t, await api(member, 'GET', '/public/users', { headers: { authorization: `bearer   ${other.key}` } }), 401, 'api_key_revoked'); // the same key written another way
 });
 
 t.test('every API response carries rate-limit headers', async (t) => {
