@@ -25,6 +25,10 @@ const statusLine = (s: number): string => (STATUS_LINE[s] ??= `${s} ${STATUS_COD
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 const BODY_METHODS = new Set(['post', 'patch', 'put', 'delete']);
 const NO_PARAMS: string[] = [];
+/** Request ids: 64 random bits per process, then a counter; unique, and no CSPRNG draw per request. */
+const REQUEST_ID_PREFIX = `req_${randomString(8, 'hex')}`;
+let requestCount = 0;
+const nextRequestId = (): string => REQUEST_ID_PREFIX + (++requestCount).toString(16).padStart(16, '0');
 
 interface Matcher {
   segments: string[];
@@ -52,9 +56,10 @@ export function startHttp(
     matchers.set(path, m);
     const register = { get: server.get, post: server.post, patch: server.patch, delete: server.del }[r.spec.method].bind(server);
     const hasBody = BODY_METHODS.has(r.spec.method);
+    const method = r.spec.method.toUpperCase();
     register(path, (res: uws.HttpResponse, req: uws.HttpRequest) => {
       // Everything read from `req` is read here: uWS frees it when this callback returns.
-      const info = readRequest(app, res, req);
+      const info = readRequest(app, res, req, method);
       let raw = NO_PARAMS;
       if (paramNames.length) {
         raw = new Array<string>(paramNames.length);
@@ -158,18 +163,18 @@ class Context implements Ctx<unknown, unknown, unknown> {
   }
 }
 
-function readRequest(app: App, res: uws.HttpResponse, req: uws.HttpRequest): Request {
+function readRequest(app: App, res: uws.HttpResponse, req: uws.HttpRequest, method = req.getMethod().toUpperCase()): Request {
   const headers: Record<string, string> = {};
   req.forEach((k, v) => {
     headers[k] = v;
   });
   const given = headers['x-request-id'];
   return new Request(
-    req.getMethod().toUpperCase(),
+    method,
     req.getUrl(),
     req.getQuery() ?? '',
     headers,
-    given && REQUEST_ID.test(given) ? given : `req_${randomString(16, 'hex')}`,
+    given && REQUEST_ID.test(given) ? given : nextRequestId(),
     res,
     app.config.AULA_TRUST_PROXY,
   );

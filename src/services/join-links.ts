@@ -50,7 +50,14 @@ const jsonString = (s: string): string => (NEEDS_ESCAPE.test(s) ? JSON.stringify
  * compares the two).
  */
 export function joinLinkJson(l: JoinLinkRecord): string {
-  return `{"data":{"url":${jsonString(l.url)},"embedUrl":${jsonString(l.embedUrl)},"token":${jsonString(l.token)},"expiresAt":${jsonString(l.expiresAt)},"role":"${l.role}","singleUse":${l.singleUse},"userId":${jsonString(l.userId)}}}`;
+  const token = NEEDS_ESCAPE.test(l.token) ? null : `"${l.token}"`;
+  return `{"data":{"url":${urlJson(l.url, l.token, token !== null)},"embedUrl":${urlJson(l.embedUrl, l.token, token !== null)},"token":${token ?? JSON.stringify(l.token)},"expiresAt":${jsonString(l.expiresAt)},"role":"${l.role}","singleUse":${l.singleUse},"userId":${jsonString(l.userId)}}}`;
+}
+
+/** A link's URL ends with its token: when the token needs no escape, only the part before it is looked at. */
+function urlJson(url: string, token: string, tokenSafe: boolean): string {
+  if (!tokenSafe || !url.endsWith(token)) return jsonString(url);
+  return NEEDS_ESCAPE.test(url.slice(0, url.length - token.length)) ? JSON.stringify(url) : `"${url}"`;
 }
 
 /**

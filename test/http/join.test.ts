@@ -57,6 +57,10 @@ t.test('the mint response is exactly JSON.stringify of the envelope, escapes inc
     }
   }
   t.equal(joinLinkJson(base), JSON.stringify({ data: base }));
+  for (const head of ['https://a"b/join/abc#jt=', 'https://a\\b/embed?jt=', 'https://\u0001/join#jt=']) {
+    const link = { ...base, url: `${head}${base.token}`, embedUrl: `${head}${base.token}` };
+    t.equal(joinLinkJson(link), JSON.stringify({ data: link }), `a URL ending with the token: ${JSON.stringify(head)}`);
+  }
   const m = await meeting();
   const r = await mint(m.id, { userId: student.id, displayName: 'Zoë "Z" \\ O\'Brien', redirectUrl: 'https://school.example/after?x="1"' });
   t.equal(r.status, 201);
