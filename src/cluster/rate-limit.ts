@@ -22,6 +22,8 @@ const SWEEP_MS = 30_000;
 
 /** What this member holds of one (bucket, key) window. */
 interface Lease {
+  /** the budget the points were leased against */
+  perMinute: number;
   /** points granted by the shared counter and not used yet */
   left: number;
   /** the shared counter's points left after the last grant (which counted `left` as used) */
@@ -59,7 +61,8 @@ export class RateLimits {
   readonly #redis: Redis | null;
   readonly #prefix: string;
   readonly #limiters = new Map<string, RateLimiterAbstract>();
-  readonly #leases = new Map<string, Lease>();
+  /** bucket, then key: no string is built per request to find a lease */
+  readonly #leases = new Map<string, Map<string, Lease>>();
   readonly #sweep: NodeJS.Timeout;
   readonly #clock: Clock;
 
@@ -91,11 +94,13 @@ export class RateLimits {
 
   /** Takes one point; answered without a promise when this member holds points for the key, or knows it has none. */
   consume(bucket: string, key: string, perMinute: number): RateLimitResult | Promise<RateLimitResult> {
-    const id = `${bucket}:${perMinute}:${key}`;
-    let lease = this.#leases.get(id);
-    if (!lease) {
-      lease = { left: 0, remaining: perMinute, resetAtMs: 0, exhausted: false, grantedAt: 0, usedSince: 0, pending: null, waiting: 0 };
-      this.#leases.set(id, lease);
+    let leases = this.#leases.get(bucket);
+    if (!leases) this.#leases.set(bucket, (leases = new Map()));
+    let lease = leases.get(key);
+    // a new key, or a new budget (a plan change): what was held was counted against the old one
+    if (!lease || lease.perMinute !== perMinute) {
+      lease = { perMinute, left: 0, remaining: perMinute, resetAtMs: 0, exhausted: false, grantedAt: 0, usedSince: 0, pending: null, waiting: 0 };
+      leases.set(key, lease);
     }
     return this.#take(lease, bucket, key, perMinute, this.#clock.now()) ?? this.#wait(lease, bucket, key, perMinute);
   }
@@ -165,7 +170,9 @@ export class RateLimits {
 
   #forgetEnded(): void {
     const now = this.#clock.now();
-    for (const [id, l] of this.#leases) if (l.resetAtMs <= now && !l.pending && l.waiting === 0) this.#leases.delete(id);
+    for (const leases of this.#leases.values()) {
+      for (const [key, l] of leases) if (l.resetAtMs <= now && !l.pending && l.waiting === 0) leases.delete(key);
+    }
   }
 }
 
