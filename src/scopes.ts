@@ -18,11 +18,14 @@ export type Scope = (typeof SCOPES)[number];
 
 export const isScope = (s: string): s is Scope => (SCOPES as readonly string[]).includes(s);
 
+/** The `:write` scope that implies each `:read` one. */
+const WRITE_OF = new Map<Scope, Scope>(SCOPES.filter((s) => s.endsWith(':read')).map((s) => [s, s.replace(/:read$/, ':write') as Scope]));
+
+const grants = (granted: ReadonlySet<Scope>, s: Scope): boolean => granted.has(s) || (WRITE_OF.has(s) && granted.has(WRITE_OF.get(s)!));
+
+/** Whether the granted scopes include the needed one, or any one of several. */
 export function hasScope(granted: ReadonlySet<Scope>, needed: Scope | readonly Scope[]): boolean {
-  const any = typeof needed === 'string' ? [needed] : needed;
-  return any.some((s) => {
-    if (granted.has(s)) return true;
-    if (s.endsWith(':read')) return granted.has(s.replace(/:read$/, ':write') as Scope);
-    return false;
-  });
+  if (typeof needed === 'string') return grants(granted, needed);
+  for (const s of needed) if (grants(granted, s)) return true;
+  return false;
 }
