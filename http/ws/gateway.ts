@@ -94,7 +94,7 @@ export class MediaGateway {
   /** The actor host's sink: room effects go to every member, each delivers to its own sockets. */
   deliver(actorId: string, effects: RoomEffect[]): void {
     const meetingId = actorId.slice(actorId.indexOf(':') + 1);
-    void this.#app.bus.publish('room', { meetingId, effects });
+    this.#app.bus.publish('room', { meetingId, effects }).catch((err) => this.#app.log.warn({ err, meetingId }, 'could not publish room effects'));
   }
 
   get connections(): number {
@@ -183,7 +183,9 @@ export class MediaGateway {
     add(this.#byParticipant, c.participantId, ws);
     add(this.#byUser, c.userId, ws);
     for (const topic of topicsOf(c)) add(this.#byTopic, topic, ws);
-    if (c.kind === 'room') void this.#app.redis?.hset(this.#connKey(), c.connectionId, JSON.stringify({ m: c.meetingId, p: c.participantId }));
+    // Fire and forget, but never unhandled: a rejected command (Redis gone, or the member closing
+    // while a socket opens or closes) would otherwise end the process.
+    if (c.kind === 'room') this.#app.redis?.hset(this.#connKey(), c.connectionId, JSON.stringify({ m: c.meetingId, p: c.participantId })).catch((err) => this.#connLost(err, 'record'));
     if (c.kind === 'waiting') {
       this.#send(ws, { type: 'waiting', queueId: c.queueId });
       return;
@@ -261,6 +263,10 @@ export class MediaGateway {
     }
   }
 
+  #connLost(err: Error, what: 'record' | 'forget'): void {
+    this.#app.log.warn({ err: err.message }, `could not ${what} a connection in Redis`);
+  }
+
   #close(ws: Socket): void {
     const c = ws.getUserData();
     c.closed = true;
@@ -268,7 +274,7 @@ export class MediaGateway {
     remove(this.#byUser, c.userId, ws);
     for (const topic of topicsOf(c)) remove(this.#byTopic, topic, ws);
     if (c.kind === 'room') {
-      void this.#app.redis?.hdel(this.#connKey(), c.connectionId);
+      this.#app.redis?.hdel(this.#connKey(), c.connectionId).catch((err) => this.#connLost(err, 'forget'));
       void this.#app.cluster
         .send(meetingActor(c.meetingId), { type: 'DISCONNECT', participantId: c.participantId, connectionId: c.connectionId })
         .catch((err) => this.#app.log.warn({ err, meetingId: c.meetingId }, 'could not report a disconnect'));

@@ -62,7 +62,8 @@ export class RedisBus implements Bus {
     this.#local.subscribe(channel, handler);
     if (!this.#channels.has(channel)) {
       this.#channels.add(channel);
-      void this.#sub.subscribe(this.#prefix + channel);
+      // ioredis subscribes again after a reconnect; a refusal here (closing) lets a later call retry
+      this.#sub.subscribe(this.#prefix + channel).catch(() => this.#channels.delete(channel));
     }
   }
 
