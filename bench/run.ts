@@ -42,7 +42,7 @@ const USAGE = `npm run bench -- [options]
   --connections N   wrk connections                                     [64]
   --threads N       wrk threads                                         [1]
   --rounds N        repeat the whole set, interleaved; medians reported [1]
-  --keys N          API keys the mint load is spread over               [256]
+  --keys N          API keys the mint load is spread over               [1024]
   --users N         students the links are minted for                   [100]
   --pool N          single-use tokens minted for exchange (0: estimate) [0]
   --db-pool N       AULA_DATABASE_POOL of the member                    [10]
@@ -67,7 +67,7 @@ const { values: opt } = parseArgs({
     connections: { type: 'string', default: '64' },
     threads: { type: 'string', default: '1' },
     rounds: { type: 'string', default: '1' },
-    keys: { type: 'string', default: '256' },
+    keys: { type: 'string', default: '1024' },
     users: { type: 'string', default: '100' },
     pool: { type: 'string', default: '0' },
     'db-pool': { type: 'string', default: '10' },

@@ -27,7 +27,7 @@ const count = (name: string, fallback: number): number => {
   return v;
 };
 
-const keys = count('BENCH_KEYS', 256);
+const keys = count('BENCH_KEYS', 1024);
 const users = count('BENCH_USERS', 100);
 const tokens = count('BENCH_TOKENS', 0);
 const dir = process.env.BENCH_DIR;
