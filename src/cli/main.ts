@@ -2,12 +2,13 @@ import { parseArgs } from 'node:util';
 import { loadConfig, ConfigError } from '../config.ts';
 import { DatabaseInUseError, openDatabase } from '../db/index.ts';
 import { migrate } from '../db/migrate.ts';
-import { createLogger } from '../logger.ts';
+import { createCliLogger } from '../logger.ts';
 import { PLAN_NAMES, type PlanName } from '../plans.ts';
 import { isScope, SCOPES, type Scope } from '../scopes.ts';
 import { createOrg } from '../services/orgs.ts';
 import { ApiKeys } from '../services/api-keys.ts';
-import { LocalBus } from '../cluster/bus.ts';
+import { LocalBus, type Bus } from '../cluster/bus.ts';
+import { cliBus } from './bus.ts';
 import { systemClock } from '../clock.ts';
 import { serveMember, serveWorkers } from './serve.ts';
 import { formatPlacement, readPlacement } from '../cluster/placement.ts';
@@ -31,15 +32,17 @@ ${MEMBERS_USAGE}
 
 class UsageError extends Error {}
 
-/** Opens the configured database, brings its schema up to date, and runs `fn`. */
-async function withDb<T>(fn: (sql: Awaited<ReturnType<typeof openDatabase>>['sql'], applied: number[]) => Promise<T>): Promise<T> {
+/** Opens the configured database, brings its schema up to date, and runs `fn`; `bus` is the members' bus (see cli/bus.ts). */
+async function withDb<T>(fn: (sql: Awaited<ReturnType<typeof openDatabase>>['sql'], applied: number[], bus: () => Bus) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  const log = createLogger({ AULA_LOG_LEVEL: config.AULA_LOG_LEVEL === 'info' ? 'warn' : config.AULA_LOG_LEVEL });
+  const log = createCliLogger(config);
   const db = await openDatabase(config, log);
+  const bus = cliBus(config, log);
   try {
     const applied = await migrate(db.sql, log);
-    return await fn(db.sql, applied);
+    return await fn(db.sql, applied, bus.get);
   } finally {
+    await bus.close();
     await db.close();
   }
 }
@@ -91,7 +94,8 @@ export async function main(argv: string[]): Promise<number> {
     if (cmd === 'keys' && sub === 'revoke') {
       const o = opts(rest);
       if (!o.id) throw new UsageError('--id is required');
-      const revoked = await withDb((sql) => new ApiKeys(sql, systemClock, new LocalBus()).revoke(sql, o.id!));
+      // published on the members' bus: a running member refuses the key at once, not when its cache expires
+      const revoked = await withDb((sql, _applied, bus) => new ApiKeys(sql, systemClock, bus()).revoke(sql, o.id!));
       out(o.json!, { id: o.id, revoked }, revoked ? `revoked ${o.id}` : `${o.id} was not active`);
       return 0;
     }
@@ -99,7 +103,7 @@ export async function main(argv: string[]): Promise<number> {
     if (cmd === 'cluster' && sub === 'status') {
       const o = opts(rest);
       const config = loadConfig();
-      const log = createLogger({ AULA_LOG_LEVEL: config.AULA_LOG_LEVEL === 'info' ? 'warn' : config.AULA_LOG_LEVEL });
+      const log = createCliLogger(config);
       const db = await openDatabase(config, log);
       const redis = config.AULA_REDIS_URL ? connectRedis(config.AULA_REDIS_URL, log, 'aula-cli') : null;
       try {

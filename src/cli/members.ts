@@ -2,27 +2,31 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { systemClock } from '../clock.ts';
 import { LocalBus } from '../cluster/bus.ts';
+import { cliBus } from './bus.ts';
 import { loadConfig } from '../config.ts';
 import { openDatabase } from '../db/index.ts';
 import { migrate } from '../db/migrate.ts';
 import { AppError } from '../errors.ts';
-import { createLogger } from '../logger.ts';
+import { createCliLogger } from '../logger.ts';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, passwordLength } from '../passwords.ts';
 import { MEMBER_ROLES, Members, type MemberRole } from '../services/members.ts';
 
 export const MEMBERS_USAGE = `  members add --org ID --email E --role ${MEMBER_ROLES.join('|')} [--json]
                                             create an organization owner or admin who signs in with email and
                                             password; the password is read from standard input (prompted twice,
-                                            without echo, on a terminal; otherwise its first line)`;
+                                            without echo, on a terminal; otherwise its first line)
+  members disable --id MEMBER_ID [--json]   disable an owner or admin: sign-in refused, every session revoked
+                                            on every running member at once`;
 
 class MembersUsageError extends Error {}
 class InputError extends Error {}
 
-/** `aula members add`: returns the exit code. Configuration and database failures are left to main's handler. */
+/** `aula members add|disable`: returns the exit code. Configuration and database failures are left to main's handler. */
 export async function membersCommand(sub: string | undefined, args: string[]): Promise<number> {
   try {
-    if (sub !== 'add') throw new MembersUsageError(sub ? `unknown command: members ${sub}` : 'members needs a subcommand');
-    return await add(args);
+    if (sub === 'add') return await add(args);
+    if (sub === 'disable') return await disable(args);
+    throw new MembersUsageError(sub ? `unknown command: members ${sub}` : 'members needs a subcommand');
   } catch (err) {
     if (err instanceof MembersUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`aula: ${(err as Error).message}\n\nusage:\n${MEMBERS_USAGE}\n`);
@@ -58,7 +62,7 @@ async function add(args: string[]): Promise<number> {
   if (length > MAX_PASSWORD_LENGTH) throw new InputError(`the password must be at most ${MAX_PASSWORD_LENGTH} characters`);
 
   const config = loadConfig();
-  const log = createLogger({ AULA_LOG_LEVEL: config.AULA_LOG_LEVEL === 'info' ? 'warn' : config.AULA_LOG_LEVEL });
+  const log = createCliLogger(config);
   const db = await openDatabase(config, log);
   try {
     await migrate(db.sql, log);
@@ -66,6 +70,25 @@ async function add(args: string[]): Promise<number> {
     process.stdout.write(o.json ? JSON.stringify({ id: m.id, orgId: m.orgId, email: m.email, role: m.role, createdAt: m.createdAt }) + '\n' : m.id + '\n');
     return 0;
   } finally {
+    await db.close();
+  }
+}
+
+async function disable(args: string[]): Promise<number> {
+  const o = parseArgs({ args, options: { id: { type: 'string' }, json: { type: 'boolean', default: false } }, strict: true }).values;
+  if (!o.id) throw new MembersUsageError('--id is required');
+  const config = loadConfig();
+  const log = createCliLogger(config);
+  const db = await openDatabase(config, log);
+  const bus = cliBus(config, log);
+  try {
+    await migrate(db.sql, log);
+    // the revoked sessions are published on the members' bus, so running members drop them at once
+    const disabled = await new Members(db.sql, systemClock, bus.get()).disable(db.sql, o.id!);
+    process.stdout.write(o.json ? JSON.stringify({ id: o.id, disabled }) + '\n' : `${disabled ? `disabled ${o.id}` : `${o.id} was not active`}\n`);
+    return 0;
+  } finally {
+    await bus.close();
     await db.close();
   }
 }

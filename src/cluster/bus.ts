@@ -39,6 +39,7 @@ export class RedisBus implements Bus {
   constructor(pub: Redis, prefix: string, origin: string) {
     this.#pub = pub;
     this.#sub = pub.duplicate({ enableAutoPipelining: false, enableReadyCheck: false }); // see RedisCluster's subscriber
+    this.#sub.on('error', () => {}); // the publishing connection, to the same server, reports connection errors
     this.#prefix = `${prefix}bus:`;
     this.#origin = origin;
     this.#sub.on('message', (ch: string, raw: string) => {

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { aula } from '../helpers/cli.ts';
-import { createTestDatabase, TEST_SECRET } from '../helpers/member.ts';
+import { randomBytes } from 'node:crypto';
+import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/member.ts';
 import { spawnMember } from '../helpers/process.ts';
 
 const env = { AULA_DATABASE_URL: await createTestDatabase(t), AULA_SECRET_KEY: TEST_SECRET };
@@ -27,7 +28,8 @@ t.test('aula org create and aula keys create bootstrap a working key', async (t)
   const k = JSON.parse(key.stdout);
   t.match(k, { id: /^key_/, orgId: o.id, name: 'backend', scopes: ['users:write', 'meetings:read'], key: /^aula_sk_/ });
 
-  const member = await spawnMember(t, { ...env, AULA_REDIS_URL: '' });
+  const shared = { AULA_REDIS_URL: REDIS_URL, AULA_REDIS_PREFIX: `aulatest:${randomBytes(4).toString('hex')}:` };
+  const member = await spawnMember(t, { ...env, ...shared });
   const res = await fetch(`${member.url}/api/v1/public/users`, {
     method: 'POST',
     headers: { authorization: `Bearer ${k.key}`, 'content-type': 'application/json' },
@@ -41,8 +43,15 @@ t.test('aula org create and aula keys create bootstrap a working key', async (t)
   t.notOk(rows[0]!.key_hash.toString().includes(k.key), 'only a hash is stored');
   t.equal(rows[0]!.key_prefix, k.key.slice(0, 12));
 
-  const revoked = await aula(['keys', 'revoke', '--id', k.id, '--json'], env);
+  const revoked = await aula(['keys', 'revoke', '--id', k.id, '--json'], { ...env, ...shared });
   t.same(JSON.parse(revoked.stdout), { id: k.id, revoked: true });
+  t.equal(revoked.stderr, '', 'no warning: the members were told');
+  // the member had the key cached; the revocation reached it over the Redis bus, not after the cache's 60 s
+  const after = await fetch(`${member.url}/api/v1/public/users`, { headers: { authorization: `Bearer ${k.key}` } });
+  t.equal(after.status, 401);
+  t.equal((await after.json()).error.code, 'api_key_revoked');
+  const again = await aula(['keys', 'revoke', '--id', k.id], env);
+  t.equal(again.stdout.trim(), `${k.id} was not active`);
 });
 
 t.test('bad invocations exit non-zero with a clear message', async (t) => {

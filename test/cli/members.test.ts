@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import t from 'tap';
 import { aula } from '../helpers/cli.ts';
-import { api, createTestDatabase, startTestMember, TEST_SECRET } from '../helpers/member.ts';
+import { assertError } from '../helpers/assert.ts';
+import { api, createTestDatabase, REDIS_URL, startTestMember, TEST_SECRET } from '../helpers/member.ts';
 
 const env = { AULA_DATABASE_URL: await createTestDatabase(t), AULA_SECRET_KEY: TEST_SECRET };
 const PASSWORD = 'a passphrase long enough';
@@ -68,4 +70,35 @@ t.test('aula members add refuses short or missing passwords and bad arguments', 
 
   const usage = await aula(['frobnicate'], env);
   t.match(usage.stderr, /members add --org ID --email E --role owner\|admin \[--json\]/, 'listed in the usage');
+});
+
+t.test('aula members disable refuses sign-in and ends every session on the running members at once', async (t) => {
+  const redisPrefix = `aulatest:${randomBytes(4).toString('hex')}:`;
+  const shared = { ...env, AULA_REDIS_URL: REDIS_URL, AULA_REDIS_PREFIX: redisPrefix };
+  const member = await startTestMember(t, { databaseUrl: env.AULA_DATABASE_URL, redisPrefix });
+  const added = await aula(['members', 'add', '--org', orgId, '--email', 'leaving@school.example', '--role', 'admin', '--json'], env, `${PASSWORD}\n`);
+  const m = JSON.parse(added.stdout);
+  const signIn = () => api(member, 'POST', '/auth/sign-in', { body: { orgId, email: 'leaving@school.example', password: PASSWORD } });
+  const session = (await signIn()).body.data.sessionToken;
+  t.equal((await api(member, 'GET', `/orgs/${orgId}`, { bearer: session })).status, 200, 'signed in; the member caches the session');
+
+  const res = await aula(['members', 'disable', '--id', m.id, '--json'], shared);
+  t.equal(res.code, 0, res.stderr);
+  t.same(JSON.parse(res.stdout), { id: m.id, disabled: true });
+  t.equal(res.stderr, '', 'no warning: the members were told');
+  assertError(t, await api(member, 'GET', `/orgs/${orgId}`, { bearer: session }), 401, 'admin_session_revoked');
+  assertError(t, await signIn(), 403, 'member_disabled');
+
+  const again = await aula(['members', 'disable', '--id', m.id], shared);
+  t.equal(again.stdout.trim(), `${m.id} was not active`);
+  // Redis unreachable: the member is disabled all the same, with a warning that the members learn it late
+  const other = JSON.parse((await aula(['members', 'add', '--org', orgId, '--email', 'later@school.example', '--role', 'admin', '--json'], env, `${PASSWORD}\n`)).stdout);
+  t.equal((await api(member, 'POST', '/auth/sign-in', { body: { orgId, email: 'later@school.example', password: PASSWORD } })).status, 200, 'a session to revoke');
+  const offline = await aula(['members', 'disable', '--id', other.id], { ...shared, AULA_REDIS_URL: 'redis://127.0.0.1:1' });
+  t.equal(offline.code, 0, offline.stderr);
+  t.equal(offline.stdout.trim(), `disabled ${other.id}`);
+  t.match(offline.stderr, /warning: done, but running members could not be told .*within 60 seconds/);
+  const missing = await aula(['members', 'disable'], shared);
+  t.equal(missing.code, 2);
+  t.match(missing.stderr, /--id is required[\s\S]*members disable --id MEMBER_ID/);
 });
