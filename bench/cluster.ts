@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.ts';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import WebSocket from 'ws';
@@ -42,9 +42,9 @@ const USAGE = `npm run bench -- --scenario cluster [options]
 
 Environment: AULA_BENCH_DATABASE_URL (admin URL, a database is created and dropped), AULA_BENCH_REDIS_URL.`;
 
-const { values: opt } = parseArgs({
-  args: process.argv.slice(2).filter((a, i, all) => !(a === '--scenario' || a === '--scenario=cluster' || (all[i - 1] === '--scenario' && a === 'cluster'))),
-  options: {
+const { opt, int } = benchArgs(
+  USAGE,
+  {
     parts: { type: 'string', default: 'latency,failover,memory,connections' },
     asks: { type: 'string', default: '4000' },
     kills: { type: 'string', default: '3' },
@@ -53,21 +53,9 @@ const { values: opt } = parseArgs({
     'per-meeting': { type: 'string', default: '20' },
     out: { type: 'string' },
     'no-pin': { type: 'boolean', default: false },
-    help: { type: 'boolean', short: 'h', default: false },
   },
-});
-if (opt.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
-const int = (name: string, v: string, min: number): number => {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < min) {
-    console.error(`--${name} must be an integer >= ${min}\n\n${USAGE}`);
-    process.exit(2);
-  }
-  return n;
-};
+  'cluster',
+);
 const PARTS = ['latency', 'failover', 'memory', 'connections'] as const;
 const parts = new Set(opt.parts.split(',').map((p) => p.trim()));
 for (const p of parts) {

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.ts';
 import { ABLATION_NAMES, ALL_AT_ONCE, type Ablation } from './lib/ablations.ts';
 import { startServer, type ServerChild } from './lib/child.ts';
 import { snapshot, usage, type CpuSnapshot } from './lib/cpu.ts';
@@ -59,39 +59,23 @@ const USAGE = `npm run bench -- [options]
 Environment: AULA_BENCH_DATABASE_URL (admin URL, a database is created and dropped),
 AULA_BENCH_REDIS_URL. Needs wrk (apt-get install -y wrk).`;
 
-const { values: opt } = parseArgs({
-  options: {
-    scenario: { type: 'string', default: 'join' },
-    duration: { type: 'string', default: '8' },
-    warmup: { type: 'string', default: '2' },
-    connections: { type: 'string', default: '64' },
-    threads: { type: 'string', default: '1' },
-    rounds: { type: 'string', default: '1' },
-    keys: { type: 'string', default: '1024' },
-    users: { type: 'string', default: '100' },
-    pool: { type: 'string', default: '0' },
-    'db-pool': { type: 'string', default: '10' },
-    out: { type: 'string' },
-    'no-pin': { type: 'boolean', default: false },
-    profile: { type: 'boolean', default: false },
-    ablate: { type: 'string', default: '' },
-    'member-node-args': { type: 'string', default: '' },
-    help: { type: 'boolean', short: 'h', default: false },
-  },
+const { opt, int } = benchArgs(USAGE, {
+  scenario: { type: 'string', default: 'join' },
+  duration: { type: 'string', default: '8' },
+  warmup: { type: 'string', default: '2' },
+  connections: { type: 'string', default: '64' },
+  threads: { type: 'string', default: '1' },
+  rounds: { type: 'string', default: '1' },
+  keys: { type: 'string', default: '1024' },
+  users: { type: 'string', default: '100' },
+  pool: { type: 'string', default: '0' },
+  'db-pool': { type: 'string', default: '10' },
+  out: { type: 'string' },
+  'no-pin': { type: 'boolean', default: false },
+  profile: { type: 'boolean', default: false },
+  ablate: { type: 'string', default: '' },
+  'member-node-args': { type: 'string', default: '' },
 });
-if (opt.help) {
-  console.log(USAGE);
-  process.exit(0);
-}
-
-function int(name: string, v: string, min: number): number {
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < min) {
-    console.error(`--${name} must be an integer >= ${min}\n\n${USAGE}`);
-    process.exit(2);
-  }
-  return n;
-}
 
 const duration = int('duration', opt.duration, 1);
 const warmup = int('warmup', opt.warmup, 0);

@@ -29,7 +29,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { parseArgs } from 'node:util';
+import { benchArgs } from './lib/args.ts';
 import { REDIS_URL, scratchBackends } from './lib/scratch.ts';
 
 const SELF = new URL(import.meta.url).pathname;
@@ -223,9 +223,9 @@ const USAGE = `npm run bench -- --scenario webhooks [options]
 Environment: AULA_BENCH_DATABASE_URL (admin URL, a database is created and dropped), AULA_BENCH_REDIS_URL.`;
 
 async function runnerMain(): Promise<void> {
-  const { values: opt } = parseArgs({
-    args: process.argv.slice(2).filter((a, i, all) => !(a === '--scenario' || a === '--scenario=webhooks' || (all[i - 1] === '--scenario' && a === 'webhooks'))),
-    options: {
+  const { opt, int } = benchArgs(
+    USAGE,
+    {
       parts: { type: 'string', default: 'throughput,latency,cross' },
       concurrency: { type: 'string', default: '8,64' },
       duration: { type: 'string', default: '3' },
@@ -237,21 +237,9 @@ async function runnerMain(): Promise<void> {
       'endpoint-concurrency': { type: 'string', default: '8' },
       out: { type: 'string' },
       'no-pin': { type: 'boolean', default: false },
-      help: { type: 'boolean', short: 'h', default: false },
     },
-  });
-  if (opt.help) {
-    console.log(USAGE);
-    return;
-  }
-  const int = (name: string, v: string, min: number): number => {
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < min) {
-      console.error(`--${name} must be an integer >= ${min}\n\n${USAGE}`);
-      process.exit(2);
-    }
-    return n;
-  };
+    'webhooks',
+  );
   const PARTS = ['throughput', 'latency', 'cross'];
   const parts = new Set(opt.parts.split(',').map((p) => p.trim()));
   for (const p of parts) {

@@ -20,6 +20,7 @@ import { RateLimits, type RateLimitResult } from '../../src/cluster/rate-limit.t
 import { startMember } from '../../src/member.ts';
 import { createOrg } from '../../src/services/orgs.ts';
 import { ABLATIONS } from '../lib/ablations.ts';
+import { closeOnSignals } from '../lib/member.ts';
 
 const count = (name: string, fallback: number): number => {
   const v = Number(process.env[name] ?? fallback);
@@ -35,15 +36,7 @@ if (!dir) throw new Error('BENCH_DIR is required');
 
 const member = await startMember();
 const { app } = member;
-let closing = false;
-const shutdown = async (code: number) => {
-  if (closing) return;
-  closing = true;
-  await member.close().catch(() => {});
-  process.exit(code);
-};
-process.on('SIGTERM', () => void shutdown(0));
-process.on('SIGINT', () => void shutdown(0));
+const shutdown = closeOnSignals(member);
 
 const mintRoute = routes.find((r) => r.spec.path === '/public/meetings/:id/join-links');
 if (!mintRoute) throw new Error('mint route not found');

@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline';
 import { startMember } from '../../src/member.ts';
 import { createOrg } from '../../src/services/orgs.ts';
 import type { Scope } from '../../src/scopes.ts';
+import { closeOnSignals } from '../lib/member.ts';
 
 const member = await startMember();
 const { app } = member;
@@ -18,15 +19,7 @@ const { cluster, host, sql, services, clock } = app;
 const memberId = cluster.memberId;
 cluster.setHandler((msg, shard, epoch) => (msg.actorId.startsWith('bench:') ? Promise.resolve({ ok: true, memberId }) : host.handle(msg, shard, epoch)));
 
-let closing = false;
-const shutdown = async (code: number) => {
-  if (closing) return;
-  closing = true;
-  await member.close().catch(() => {});
-  process.exit(code);
-};
-process.on('SIGTERM', () => void shutdown(0));
-process.on('SIGINT', () => void shutdown(0));
+const shutdown = closeOnSignals(member);
 
 const gc = (globalThis as { gc?: () => void }).gc;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
