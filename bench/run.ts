@@ -86,8 +86,8 @@ const keyCount = int('keys', opt.keys, 1);
 const userCount = int('users', opt.users, 1);
 const dbPool = int('db-pool', opt['db-pool'], 1);
 const SCENARIOS: Record<string, string[]> = {
-  join: ['hello-get', 'hello-post', 'healthz', 'mint', 'exchange'],
-  mint: ['hello-get', 'hello-post', 'healthz', 'mint'],
+  join: ['hello-get', 'hello-post', 'hello-shaped', 'healthz', 'mint', 'exchange'],
+  mint: ['hello-get', 'hello-post', 'hello-shaped', 'healthz', 'mint'],
   exchange: ['hello-get', 'hello-post', 'healthz', 'exchange'],
 };
 const plan = SCENARIOS[opt.scenario] ? [...SCENARIOS[opt.scenario]!] : null;
@@ -96,7 +96,7 @@ if (!plan) {
   process.exit(2);
 }
 /** scenario name to scenarios/<script>.lua, where they differ */
-const SCRIPTS: Record<string, string> = { 'hello-get': 'get', 'hello-post': 'post' };
+const SCRIPTS: Record<string, string> = { 'hello-get': 'get', 'hello-post': 'post', 'hello-shaped': 'shaped' };
 /** Ablated mint runs are named `mint[<ablation>]`, or `mint[all]` for all at once. */
 const ablations = new Map<string, Ablation[]>();
 if (opt.ablate) {
