@@ -1,14 +1,13 @@
 import { parseArgs } from 'node:util';
 import { loadConfig, ConfigError } from '../config.ts';
 import { DatabaseInUseError, openDatabase } from '../db/index.ts';
-import { migrate } from '../db/migrate.ts';
 import { createCliLogger } from '../logger.ts';
 import { PLAN_NAMES, type PlanName } from '../plans.ts';
 import { isScope, SCOPES, type Scope } from '../scopes.ts';
 import { createOrg } from '../services/orgs.ts';
 import { ApiKeys } from '../services/api-keys.ts';
-import { LocalBus, type Bus } from '../cluster/bus.ts';
-import { cliBus } from './bus.ts';
+import { LocalBus } from '../cluster/bus.ts';
+import { withDb } from './db.ts';
 import { systemClock } from '../clock.ts';
 import { serveMember, serveWorkers } from './serve.ts';
 import { formatPlacement, readPlacement } from '../cluster/placement.ts';
@@ -31,21 +30,6 @@ ${MEMBERS_USAGE}
 `;
 
 class UsageError extends Error {}
-
-/** Opens the configured database, brings its schema up to date, and runs `fn`; `bus` is the members' bus (see cli/bus.ts). */
-async function withDb<T>(fn: (sql: Awaited<ReturnType<typeof openDatabase>>['sql'], applied: number[], bus: () => Bus) => Promise<T>): Promise<T> {
-  const config = loadConfig();
-  const log = createCliLogger(config);
-  const db = await openDatabase(config, log);
-  const bus = cliBus(config, log);
-  try {
-    const applied = await migrate(db.sql, log);
-    return await fn(db.sql, applied, bus.get);
-  } finally {
-    await bus.close();
-    await db.close();
-  }
-}
 
 function out(json: boolean, obj: Record<string, unknown>, text: string): void {
   process.stdout.write(json ? JSON.stringify(obj) + '\n' : text + '\n');

@@ -2,12 +2,8 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { systemClock } from '../clock.ts';
 import { LocalBus } from '../cluster/bus.ts';
-import { cliBus } from './bus.ts';
-import { loadConfig } from '../config.ts';
-import { openDatabase } from '../db/index.ts';
-import { migrate } from '../db/migrate.ts';
+import { withDb } from './db.ts';
 import { AppError } from '../errors.ts';
-import { createCliLogger } from '../logger.ts';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, passwordLength } from '../passwords.ts';
 import { MEMBER_ROLES, Members, type MemberRole } from '../services/members.ts';
 
@@ -61,36 +57,18 @@ async function add(args: string[]): Promise<number> {
   if (length < MIN_PASSWORD_LENGTH) throw new InputError(`the password must be at least ${MIN_PASSWORD_LENGTH} characters (it has ${length})`);
   if (length > MAX_PASSWORD_LENGTH) throw new InputError(`the password must be at most ${MAX_PASSWORD_LENGTH} characters`);
 
-  const config = loadConfig();
-  const log = createCliLogger(config);
-  const db = await openDatabase(config, log);
-  try {
-    await migrate(db.sql, log);
-    const m = await new Members(db.sql, systemClock, new LocalBus()).create(db.sql, { orgId: o.org, email, role: o.role as MemberRole, password });
-    process.stdout.write(o.json ? JSON.stringify({ id: m.id, orgId: m.orgId, email: m.email, role: m.role, createdAt: m.createdAt }) + '\n' : m.id + '\n');
-    return 0;
-  } finally {
-    await db.close();
-  }
+  const m = await withDb((sql) => new Members(sql, systemClock, new LocalBus()).create(sql, { orgId: o.org!, email, role: o.role as MemberRole, password }));
+  process.stdout.write(o.json ? JSON.stringify({ id: m.id, orgId: m.orgId, email: m.email, role: m.role, createdAt: m.createdAt }) + '\n' : m.id + '\n');
+  return 0;
 }
 
 async function disable(args: string[]): Promise<number> {
   const o = parseArgs({ args, options: { id: { type: 'string' }, json: { type: 'boolean', default: false } }, strict: true }).values;
   if (!o.id) throw new MembersUsageError('--id is required');
-  const config = loadConfig();
-  const log = createCliLogger(config);
-  const db = await openDatabase(config, log);
-  const bus = cliBus(config, log);
-  try {
-    await migrate(db.sql, log);
-    // the revoked sessions are published on the members' bus, so running members drop them at once
-    const disabled = await new Members(db.sql, systemClock, bus.get()).disable(db.sql, o.id!);
-    process.stdout.write(o.json ? JSON.stringify({ id: o.id, disabled }) + '\n' : `${disabled ? `disabled ${o.id}` : `${o.id} was not active`}\n`);
-    return 0;
-  } finally {
-    await bus.close();
-    await db.close();
-  }
+  // the revoked sessions are published on the members' bus, so running members drop them at once
+  const disabled = await withDb((sql, _applied, bus) => new Members(sql, systemClock, bus()).disable(sql, o.id!));
+  process.stdout.write(o.json ? JSON.stringify({ id: o.id, disabled }) + '\n' : `${disabled ? `disabled ${o.id}` : `${o.id} was not active`}\n`);
+  return 0;
 }
 
 /** On a terminal: asked twice without echo. Otherwise: the first line of standard input (without its line ending). */
