@@ -102,11 +102,11 @@ export class RateLimits {
       lease = { perMinute, left: 0, remaining: perMinute, resetAtMs: 0, exhausted: false, grantedAt: 0, usedSince: 0, pending: null, waiting: 0 };
       leases.set(key, lease);
     }
-    return this.#take(lease, bucket, key, perMinute, this.#clock.now()) ?? this.#wait(lease, bucket, key, perMinute);
+    return this.#take(lease, this.#clock.now()) ?? this.#wait(lease, bucket, key);
   }
 
   /** A point from what this member holds, a refusal it can give alone, or null: ask Redis. */
-  #take(lease: Lease, bucket: string, key: string, perMinute: number, now: number): RateLimitResult | null {
+  #take(lease: Lease, now: number): RateLimitResult | null {
     if (now >= lease.resetAtMs) {
       lease.left = 0;
       lease.exhausted = false;
@@ -115,23 +115,23 @@ export class RateLimits {
     if (lease.left > 0) {
       lease.left--;
       lease.usedSince++;
-      return result(true, perMinute, lease.remaining + lease.left, lease.resetAtMs, now);
+      return result(true, lease.perMinute, lease.remaining + lease.left, lease.resetAtMs, now);
     }
-    return lease.exhausted && !lease.pending ? result(false, perMinute, 0, lease.resetAtMs, now) : null;
+    return lease.exhausted && !lease.pending ? result(false, lease.perMinute, 0, lease.resetAtMs, now) : null;
   }
 
-  async #wait(lease: Lease, bucket: string, key: string, perMinute: number): Promise<RateLimitResult> {
+  async #wait(lease: Lease, bucket: string, key: string): Promise<RateLimitResult> {
     lease.waiting++;
     try {
       for (;;) {
-        if (!lease.pending) lease.pending = this.#grant(lease, bucket, key, perMinute).finally(() => (lease.pending = null));
+        if (!lease.pending) lease.pending = this.#grant(lease, bucket, key).finally(() => (lease.pending = null));
         await lease.pending;
         const now = this.#clock.now();
-        const got = this.#take(lease, bucket, key, perMinute, now);
+        const got = this.#take(lease, now);
         if (got) return got;
         // granted less than was waiting, or the window ended meanwhile: a refusal if the counter is
         // spent, otherwise ask again
-        if (lease.exhausted) return result(false, perMinute, 0, lease.resetAtMs, now);
+        if (lease.exhausted) return result(false, lease.perMinute, 0, lease.resetAtMs, now);
       }
     } finally {
       lease.waiting--;
@@ -139,7 +139,8 @@ export class RateLimits {
   }
 
   /** One trip to the shared counter for the requests waiting here, and a speculative lease when the key is busy. */
-  async #grant(lease: Lease, bucket: string, key: string, perMinute: number): Promise<void> {
+  async #grant(lease: Lease, bucket: string, key: string): Promise<void> {
+    const { perMinute } = lease;
     const now = this.#clock.now();
     let want = Math.max(1, lease.waiting);
     const speculate = lease.resetAtMs > now && lease.remaining > perMinute * EXACT_BELOW;

@@ -5,10 +5,10 @@ import { AppError } from '../errors.ts';
 import { hasScope, type Scope } from '../scopes.ts';
 import { externalId, httpsUrl } from './common.ts';
 import type { MeetingRow, Meetings } from './meetings.ts';
-import type { RoomRole, Tokens } from './tokens.ts';
+import { ROOM_ROLES, type RoomRole, type Tokens } from './tokens.ts';
 import type { UserRole, UserRow, Users } from './users.ts';
 
-export const ROOM_ROLES = ['HOST', 'COHOST', 'PARTICIPANT', 'VIEWER'] as const;
+export { ROOM_ROLES };
 export const DEFAULT_EXPIRY_SECONDS = 300;
 export const MAX_EXPIRY_SECONDS = 86_400;
 

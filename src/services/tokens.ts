@@ -1,7 +1,8 @@
 import { deriveKey, Sealer, StreamSealer } from '../crypto.ts';
 import { ulidFromBytes, ulidToBytes } from '../ids.ts';
 
-export type RoomRole = 'HOST' | 'COHOST' | 'PARTICIPANT' | 'VIEWER';
+export const ROOM_ROLES = ['HOST', 'COHOST', 'PARTICIPANT', 'VIEWER'] as const;
+export type RoomRole = (typeof ROOM_ROLES)[number];
 
 /** What a join token carries; sealed, so it is opaque, unforgeable and needs no storage to mint. */
 export interface JoinClaims {
@@ -73,7 +74,6 @@ function parseJson<C>(plain: Buffer): C | null {
  * Tokens minted before this format (JSON claims, with the id inside) still open until they expire.
  */
 const JOIN_FORMAT = 2;
-const ROLES: readonly RoomRole[] = ['HOST', 'COHOST', 'PARTICIPANT', 'VIEWER'];
 const JOIN_FIXED = 63;
 let joinScratch = Buffer.allocUnsafeSlow(1024);
 
@@ -86,7 +86,7 @@ const joinCodec: ClaimsCodec<JoinClaims, Omit<JoinClaims, 'j'>> = {
     if (!ulidToBytes(c.o, 4, b, 1) || !ulidToBytes(c.m, 4, b, 17) || !ulidToBytes(c.u, 4, b, 33)) {
       throw new Error('join claims need service ids (org_, mtg_, usr_ and a ULID)');
     }
-    b[49] = ROLES.indexOf(c.r);
+    b[49] = ROOM_ROLES.indexOf(c.r);
     b[50] = (c.s ? 1 : 0) | (c.n === null ? 0 : 2) | (c.d === null ? 0 : 4);
     b.writeUIntBE(c.i, 51, 6);
     b.writeUIntBE(c.e, 57, 6);
@@ -101,7 +101,7 @@ const joinCodec: ClaimsCodec<JoinClaims, Omit<JoinClaims, 'j'>> = {
   },
   decode(p, id) {
     if (p[0] === 0x7b) return parseJson<JoinClaims>(p); // '{': a JSON token from before format 2
-    if (p.length < JOIN_FIXED || p[0] !== JOIN_FORMAT || p[49]! >= ROLES.length) return null;
+    if (p.length < JOIN_FIXED || p[0] !== JOIN_FORMAT || p[49]! >= ROOM_ROLES.length) return null;
     const flags = p[50]!;
     let at = JOIN_FIXED;
     const text = (present: boolean): string | null => {
@@ -118,7 +118,7 @@ const joinCodec: ClaimsCodec<JoinClaims, Omit<JoinClaims, 'j'>> = {
       o: `org_${ulidFromBytes(p, 1)}`,
       m: `mtg_${ulidFromBytes(p, 17)}`,
       u: `usr_${ulidFromBytes(p, 33)}`,
-      r: ROLES[p[49]!]!,
+      r: ROOM_ROLES[p[49]!]!,
       n,
       i: p.readUIntBE(51, 6),
       e: p.readUIntBE(57, 6),
