@@ -80,7 +80,9 @@ t.test('a replayed join link is the same token, stored only encrypted', async (t
   const a = await post(`/public/meetings/${m.id}/join-links`, { externalUserId: 'host' }, 'link-1');
   const b = await post(`/public/meetings/${m.id}/join-links`, { externalUserId: 'host' }, 'link-1');
   t.equal(a.status, 201);
+  t.equal(b.status, 201, 'the first status');
   t.equal(b.body.data.token, a.body.data.token);
+  t.equal(b.text, a.text, 'the first body, byte for byte (the mint route sends a hand-built envelope)');
   const rows = await sql<{ responseBody: Buffer }[]>`select response_body from idempotency_keys where key = 'link-1'`;
   t.equal(rows.length, 1);
   t.notOk(rows[0]!.responseBody.includes(Buffer.from(a.body.data.token)), 'the token is not stored in the clear');
