@@ -12,6 +12,9 @@ const redisA = new Redis(REDIS_URL, { enableAutoPipelining: true });
 const redisB = new Redis(REDIS_URL, { enableAutoPipelining: true });
 const a = new RateLimits(redisA, prefix);
 const b = new RateLimits(redisB, prefix);
+// Until a connection is ready the limiter answers from its in-memory insurance window (by design:
+// rejectIfRedisNotReady), which would count the first request apart from the shared counter.
+await Promise.all([redisA.ping(), redisB.ping()]);
 
 /** Counts the commands that reach Redis for keys under this file's prefix (MONITOR, on its own connection). */
 const commands: string[][] = [];
