@@ -39,19 +39,20 @@ export interface SendEffect<TMessage extends { type: string } = { type: string }
   message: TMessage;
 }
 
-/** Close every connection of a participant with this code (e.g. `removed`, `meeting_ended`, `user_deactivated`, `left`). */
+/**
+ * Close a participant's connections with this code (e.g. `removed`, `meeting_ended`, `user_deactivated`,
+ * `left`): every one of them, or only those listed (`replaced`: a newer socket of the same session took over).
+ */
 export interface DisconnectEffect {
   type: 'disconnect';
   participantId: string;
   code: DisconnectCode;
+  connectionIds?: string[];
 }
-export type DisconnectCode = 'removed' | 'meeting_ended' | 'user_deactivated' | 'left';
+export type DisconnectCode = 'removed' | 'meeting_ended' | 'user_deactivated' | 'left' | 'replaced';
 
-/**
- * Codes a machine refuses with: the catalog's (src/errors.ts) plus two the live rooms add,
- * `forbidden` (a host-only command from someone else) and `participant_removed` (rejoining after removal).
- */
-export type ActorErrorCode = ErrorCode | 'forbidden' | 'participant_removed';
+/** Codes a machine refuses with: the catalog's (src/errors.ts). */
+export type ActorErrorCode = ErrorCode;
 
 export interface Refusal {
   ok: false;

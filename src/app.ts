@@ -2,6 +2,12 @@ import type { Redis } from 'ioredis';
 import type { Clock } from './clock.ts';
 import type { Bus } from './cluster/bus.ts';
 import type { Cluster } from './cluster/cluster.ts';
+import type { Connections } from './cluster/connections.ts';
+import type { RoomClients } from './rooms/clients.ts';
+import type { Rooms } from './services/rooms.ts';
+import type { MediaHost } from '../media/host.ts';
+import type { MediaLoad } from '../media/load.ts';
+import type { WorkerPool } from '../media/workers.ts';
 import type { ActorHost } from './runtime/host.ts';
 import type { DurableTimers } from './runtime/timers.ts';
 import type { WebhookDelivery } from './webhooks/delivery.ts';
@@ -36,6 +42,14 @@ export interface App {
   rateLimits: RateLimits;
   /** Membership, shards and the one way to reach an actor (`cluster.ask` / `cluster.send`). */
   cluster: Cluster;
+  /** The typed clients of the meeting and waiting-room actors (`rooms.meeting.ask(id, 'JOIN', ...)`). */
+  rooms: RoomClients;
+  /** The room sockets open on this member. */
+  connections: Connections;
+  /** This member's mediasoup workers and the rooms whose media it hosts (null when AULA_MEDIA_WORKERS is 0 or the worker cannot start). */
+  media: { pool: WorkerPool; host: MediaHost } | null;
+  /** Every media member's load, for placing rooms. */
+  mediaLoad: MediaLoad;
   host: ActorHost;
   timers: DurableTimers;
   /** Fans events out to webhook endpoints and sends them (src/webhooks/delivery.ts). */
@@ -59,5 +73,7 @@ export interface App {
     members: Members;
     /** Webhook endpoints, their secrets, test events, delivery log and redeliveries. */
     webhooks: WebhookEndpoints;
+    /** Room sockets: joining, commands, media signaling relayed to the room's media member. */
+    rooms: Rooms;
   };
 }

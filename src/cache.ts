@@ -32,6 +32,11 @@ export class TtlCache<V> {
     this.#map.delete(key);
   }
 
+  /** Drops every entry whose value matches (a scan: for rare invalidations by something other than the key). */
+  deleteWhere(pred: (v: V) => boolean): void {
+    for (const [k, e] of this.#map) if (pred(e.v)) this.#map.delete(k);
+  }
+
   clear(): void {
     this.#map.clear();
   }

@@ -1,3 +1,5 @@
+import { availableParallelism } from 'node:os';
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 const bool = z
@@ -30,6 +32,20 @@ export const configSchema = z.object({
   AULA_WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(512),
   /** How often a member looks for due webhook sends and undispatched events besides being woken. */
   AULA_WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(500),
+  /** mediasoup workers on this member (one per core by default); 0 makes a member that only signals and never hosts media. */
+  AULA_MEDIA_WORKERS: z.coerce.number().int().min(0).max(256).default(availableParallelism()),
+  /** Where workers listen for ICE/RTP; each worker takes one port (UDP and TCP) from the range, the first free one. */
+  AULA_MEDIA_LISTEN_IP: z.string().refine((v) => isIP(v) !== 0, 'must be an IPv4 or IPv6 address').default('0.0.0.0'),
+  /** The address clients are told to send media to (the public IP behind NAT); required in production when listening on a wildcard. */
+  AULA_MEDIA_ANNOUNCED_ADDRESS: z.string().refine((v) => isIP(v) !== 0, 'must be an IPv4 or IPv6 address').optional(),
+  AULA_MEDIA_PORT_MIN: z.coerce.number().int().min(1024).max(65535).default(40000),
+  AULA_MEDIA_PORT_MAX: z.coerce.number().int().min(1024).max(65535).default(40999),
+  /** Consumers one worker should carry before a room spreads its new receivers over another worker's router (pipeToRouter). */
+  AULA_MEDIA_CONSUMERS_PER_WORKER: z.coerce.number().int().min(1).max(100_000).default(500),
+  /** Bitrate a client may send on one transport, and the estimate a receiving transport starts from (bits/s). */
+  AULA_MEDIA_MAX_INCOMING_BITRATE: z.coerce.number().int().min(100_000).max(100_000_000).default(3_000_000),
+  AULA_MEDIA_INITIAL_OUTGOING_BITRATE: z.coerce.number().int().min(100_000).max(100_000_000).default(1_000_000),
+  AULA_MEDIA_LOG_LEVEL: z.enum(['debug', 'warn', 'error', 'none']).default('warn'),
   /** The spec's switch, under its own name (no prefix): local http webhook receivers, outside production only. */
   WEBHOOKS_ALLOW_PRIVATE_TARGETS: bool.default(false),
 });
@@ -56,12 +72,27 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (config.AULA_ENV === 'production' && !config.AULA_SECRET_KEY) {
     throw new ConfigError('invalid configuration:\n  AULA_SECRET_KEY: required in production');
   }
+  if (config.AULA_MEDIA_PORT_MIN > config.AULA_MEDIA_PORT_MAX) {
+    throw new ConfigError('invalid configuration:\n  AULA_MEDIA_PORT_MIN: must not be above AULA_MEDIA_PORT_MAX');
+  }
+  const wildcard = config.AULA_MEDIA_LISTEN_IP === '0.0.0.0' || config.AULA_MEDIA_LISTEN_IP === '::';
+  if (config.AULA_ENV === 'production' && config.AULA_MEDIA_WORKERS > 0 && wildcard && !config.AULA_MEDIA_ANNOUNCED_ADDRESS) {
+    throw new ConfigError('invalid configuration:\n  AULA_MEDIA_ANNOUNCED_ADDRESS: required in production when AULA_MEDIA_LISTEN_IP is a wildcard (the address clients send media to)');
+  }
   return config;
 }
 
 /** Whether webhook targets may be local http receivers: the switch is ignored in production. */
 export function allowPrivateTargets(config: Pick<Config, 'AULA_ENV' | 'WEBHOOKS_ALLOW_PRIVATE_TARGETS'>): boolean {
   return config.AULA_ENV !== 'production' && config.WEBHOOKS_ALLOW_PRIVATE_TARGETS === true;
+}
+
+/** What clients are told to send media to: the announced address, else the listen address, else (a wildcard, outside production) loopback. */
+export function mediaAnnouncedAddress(config: Config): string {
+  if (config.AULA_MEDIA_ANNOUNCED_ADDRESS) return config.AULA_MEDIA_ANNOUNCED_ADDRESS;
+  if (config.AULA_MEDIA_LISTEN_IP === '0.0.0.0') return '127.0.0.1';
+  if (config.AULA_MEDIA_LISTEN_IP === '::') return '::1';
+  return config.AULA_MEDIA_LISTEN_IP;
 }
 
 export function baseUrl(config: Config, port: number): string {

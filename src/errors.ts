@@ -65,6 +65,15 @@ export const errorCatalog = {
   waiting_expired: { status: 410, message: 'The waiting-room entry expired or was left.' },
   participant_removed: { status: 403, message: 'A host removed this participant from the meeting.' },
 
+  // in the room (media gateway)
+  produce_not_allowed: { status: 403, message: 'Your room role may not send this kind of media in this meeting.' },
+  muted_by_host: { status: 403, message: 'A host muted your microphone; ask to unmute and wait until a host allows it.' },
+  floor_required: { status: 403, message: 'This is a lecture: only hosts speak until a host gives you the floor.' },
+  command_rate_limited: { status: 429, message: 'Too many commands on this connection; slow down.', retryable: true },
+  room_busy: { status: 503, message: 'The room has too many commands waiting; retry shortly.', retryable: true },
+  media_unavailable: { status: 503, message: 'The room\'s media is starting or moving to another server; retry shortly.', retryable: true },
+  media_not_ready: { status: 409, message: 'Join the room\'s media first (media-join), then create transports and send media-ready.' },
+
   // joining
   join_token_invalid: { status: 401, message: 'The join token is not valid.' },
   join_token_expired: { status: 410, message: 'The join link has expired.' },

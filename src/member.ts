@@ -32,6 +32,13 @@ import { RedisCluster } from './cluster/redis-cluster.ts';
 import { ActorHost } from './runtime/host.ts';
 import { ACTOR_KINDS, RETENTION_ACTOR } from './runtime/kinds.ts';
 import { DurableTimers } from './runtime/timers.ts';
+import { Connections } from './cluster/connections.ts';
+import { roomClients } from './rooms/clients.ts';
+import { Rooms } from './services/rooms.ts';
+import { MediaHost } from '../media/host.ts';
+import { MediaLoad } from '../media/load.ts';
+import { WorkerPool } from '../media/workers.ts';
+import { mediaAnnouncedAddress } from './config.ts';
 import { routes } from '../http/routes/index.ts';
 import { WebhookDelivery } from './webhooks/delivery.ts';
 
@@ -84,6 +91,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
   const host = new ActorHost({ sql, clock, log, kinds: ACTOR_KINDS, env: { baseUrl: () => publicBaseUrl } });
   cluster.setHandler(host.handle);
   host.setSender((actorId, event) => cluster.send(actorId, event));
+  host.setPublisher((channel, message) => bus.publish(channel, message));
   cluster.on('releasing', (shard) => host.dropShard(shard));
   cluster.on('lost', (shard) => host.dropShard(shard));
   const timers = new DurableTimers(sql, clock, cluster, log);
@@ -103,8 +111,27 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
   const apiKeys = new ApiKeys(sql, clock, bus);
   const users = new Users(clock, bus);
   const classes = new Classes(clock);
-  const meetings = new Meetings(clock, bus, users, classes, cluster);
-  const sessions = new Sessions(clock, tokens, meetings, cluster);
+  const clients = roomClients(cluster);
+  const meetings = new Meetings(clock, bus, users, classes, clients);
+  const sessions = new Sessions(clock, tokens, meetings, clients);
+  const connections = new Connections({ redis, prefix: config.AULA_REDIS_PREFIX, memberId: cluster.memberId, log });
+  const pool = await startWorkers(config, log);
+  const mediaLoad = new MediaLoad({ redis, prefix: config.AULA_REDIS_PREFIX, memberId: cluster.memberId, pool, log });
+  let roomService: Rooms | null = null;
+  const mediaHost = pool
+    ? new MediaHost({
+        memberId: cluster.memberId,
+        pool,
+        load: mediaLoad,
+        rooms: clients,
+        deliver: (meetingId, effects) => roomService?.deliver(meetingId, effects),
+        log,
+        capacity: config.AULA_MEDIA_CONSUMERS_PER_WORKER,
+        maxIncomingBitrate: config.AULA_MEDIA_MAX_INCOMING_BITRATE,
+        initialOutgoingBitrate: config.AULA_MEDIA_INITIAL_OUTGOING_BITRATE,
+      })
+    : null;
+  roomService = new Rooms({ sql, clients, cluster, bus, connections, load: mediaLoad, media: mediaHost, log, sweepMs: redis ? 2000 : 0 });
   const app: App = {
     config,
     log,
@@ -115,6 +142,10 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     bus,
     rateLimits,
     cluster,
+    rooms: clients,
+    connections,
+    media: pool && mediaHost ? { pool, host: mediaHost } : null,
+    mediaLoad,
     host,
     timers,
     delivery,
@@ -134,13 +165,15 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       idempotency: new Idempotency(sql, clock, tokens.data),
       members: new Members(sql, clock, bus),
       webhooks: new WebhookEndpoints({ clock, sealer: tokens.data, cluster, rateLimits, allowPrivate: allowPrivateTargets(config), log }),
+      rooms: roomService,
     },
   };
   // Every bus subscription is made before the subscriber connection is awaited, so none misses a message.
   const gateway = new MediaGateway(app);
   if (bus instanceof RedisBus) await bus.ready();
-  host.setSink(gateway);
+  host.setSink(roomService);
   await cluster.start();
+  await mediaLoad.start();
   timers.start();
   app.mailer.start(MAIL_POLL_MS);
   delivery.start(config.AULA_WEBHOOK_POLL_MS);
@@ -177,9 +210,12 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       rateLimits.close();
       // Drain: close the server (its sockets go; clients reconnect to another member), hand the
       // shards over, then the rest. Ending sockets one by one with 4503 first crashed uWS on close.
-      gateway.stop();
+      roomService.stop();
+      await mediaLoad.withdraw();
       http.close();
       await gateway.closeAll();
+      mediaHost?.close();
+      await pool?.close();
       timers.stop();
       await delivery.stop();
       await cluster.stop({ drain: true });
@@ -191,4 +227,26 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       await database.close();
     },
   };
+}
+
+/** The member's mediasoup workers; a member whose worker cannot start runs without media (and says so). */
+async function startWorkers(config: Config, log: Logger): Promise<WorkerPool | null> {
+  if (config.AULA_MEDIA_WORKERS === 0) return null;
+  const pool = new WorkerPool({
+    size: config.AULA_MEDIA_WORKERS,
+    listenIp: config.AULA_MEDIA_LISTEN_IP,
+    announcedIp: mediaAnnouncedAddress(config),
+    portMin: config.AULA_MEDIA_PORT_MIN,
+    portMax: config.AULA_MEDIA_PORT_MAX,
+    logLevel: config.AULA_MEDIA_LOG_LEVEL,
+    log,
+  });
+  try {
+    await pool.start();
+    return pool;
+  } catch (err) {
+    await pool.close();
+    log.error({ err }, 'mediasoup workers did not start: this member runs without media (see media/README-worker.md)');
+    return null;
+  }
 }

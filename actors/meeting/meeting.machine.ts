@@ -1,12 +1,13 @@
 import { emit, enqueueActions, not, setup } from 'xstate';
+import { RoomAccess, type HostCommand } from '../../src/rooms/access.ts';
 import { iso, refusal, type ActorErrorCode, type DisconnectCode } from '../effects.ts';
 import { byJoin, clientSettings, initialMeetingContext, meetingData, participantData, roster, rosterMessage } from './meeting.views.ts';
-import type { EndedReason, MeetingContext, MeetingEffect, MeetingEvent, MeetingInput, Participant, RoomRole } from './meeting.types.ts';
+import type { EndedReason, MeetingContext, MeetingEffect, MeetingEvent, MeetingInput, Participant } from './meeting.types.ts';
 
 export { initialMeetingContext, meetingData, roster } from './meeting.views.ts';
 
 /** Stored beside every persisted snapshot; bump it when a snapshot of the previous version would not restore. */
-export const MEETING_MACHINE_VERSION = 1;
+export const MEETING_MACHINE_VERSION = 2;
 /** A participant whose last connection dropped leaves after this long unless a connection comes back. */
 export const RECONNECT_GRACE_MS = 15_000;
 /** A LIVE room that stays empty this long ends with ROOM_FINISHED. */
@@ -30,13 +31,29 @@ function only<T extends MeetingEvent['type']>(event: MeetingEvent, ...types: T[]
   return event as Ev<T>;
 }
 
-const isHostRole = (role: RoomRole): boolean => role === 'HOST' || role === 'COHOST';
+/** The host command an event is, for RoomAccess. */
+const COMMANDS: Partial<Record<MeetingEvent['type'], HostCommand>> = { END: 'end', REMOVE: 'remove', MUTE: 'mute', MUTE_ALL: 'mute', ALLOW_UNMUTE: 'allow-unmute', FLOOR: 'floor' };
+
+/** RoomAccess's answer to a host command event (null: allowed). The public API's END is checked by its scope instead. */
+function commandDecision(c: MeetingContext, e: MeetingEvent) {
+  const command = COMMANDS[e.type];
+  if (!command || (e.type === 'END' && e.byApi)) return null;
+  const by = 'by' in e && e.by !== undefined ? c.participants[e.by] : undefined;
+  if (!by) return { code: 'forbidden' as const, message: 'Only a host or cohost of the room may do this.' };
+  const target = 'participantId' in e ? c.participants[e.participantId] : undefined;
+  return RoomAccess.command(command, by.roomRole, target?.roomRole);
+}
+
+/** Replaces one participant, bumps the room revision and tells everyone the new roster. */
+function withParticipant(c: MeetingContext, p: Participant) {
+  const participants = { ...c.participants, [p.participantId]: p };
+  const rev = c.rev + 1;
+  return { assign: { participants, rev }, roster: rosterMessage(participants, rev) };
+}
 const noShowAt = (c: MeetingContext): number => Math.max(Date.parse(c.meeting.scheduledEnd), c.noShowFloor ?? 0) + NO_SHOW_GRACE_MS;
 
 const refuse = (code: ActorErrorCode, message: string) => ({ type: 'refuse', params: { code, message } }) as const;
 const R = {
-  forbidden: refuse('forbidden', 'Only a host or cohost of the room may do this.'),
-  outranked: refuse('forbidden', 'A cohost cannot remove a host.'),
   notFound: refuse('not_found', 'No such participant in the room.'),
   removed: refuse('participant_removed', 'A host removed this participant from the meeting.'),
   ended: refuse('meeting_ended', 'The meeting has ended or was cancelled.'),
@@ -48,14 +65,26 @@ const R = {
   updateClosed: refuse('invalid_state', 'An ENDED or CANCELLED meeting cannot be changed.'),
 };
 
+/** Outside a LIVE room, the commands about people and media in it are refused alike; its state is still readable. */
+const notInRoom = (refusal: ReturnType<typeof refuse>) =>
+  ({
+    REMOVE: { actions: refusal },
+    MUTE: { actions: refusal },
+    MUTE_ALL: { actions: refusal },
+    ALLOW_UNMUTE: { actions: refusal },
+    ASK_UNMUTE: { actions: refusal },
+    FLOOR: { actions: refusal },
+    PLACE_MEDIA: { actions: refusal },
+    ROOM_STATE: { actions: 'replyRoomState' },
+  }) as const;
+
 /** ENDED (by any reason, including the no-show TIMEOUT): refuse the room, answer repeats. */
 const endedHandlers = {
   INIT: { actions: 'replyStatus' },
   JOIN: { actions: R.ended },
   END: { actions: 'replyStatus' },
   CANCEL: { actions: R.cancelEnded },
-  REMOVE: { actions: R.ended },
-  MUTE_REQUEST: { actions: R.ended },
+  ...notInRoom(R.ended),
   LEAVE: { actions: 'replyNoneLeft' },
   DEACTIVATE_USER: { actions: 'replyNoneLeft' },
   UPDATE: { actions: R.updateClosed },
@@ -75,15 +104,9 @@ export const meetingMachine = setup({
     bootCancelled: ({ context }) => context.status === 'CANCELLED',
     joinIsRemovedSession: ({ context, event }) => event.type === 'JOIN' && context.removedSessions.includes(event.sessionId),
     joinIsKnown: ({ context, event }) => event.type === 'JOIN' && event.participantId in context.participants,
-    byIsHost: ({ context, event }) => {
-      if (event.type === 'END' && event.byApi) return true;
-      if (event.type !== 'END' && event.type !== 'REMOVE' && event.type !== 'MUTE_REQUEST') return false;
-      const by = event.by === undefined ? undefined : context.participants[event.by];
-      return by !== undefined && isHostRole(by.roomRole);
-    },
+    policyRefuses: ({ context, event }) => commandDecision(context, event) !== null,
     targetPresent: ({ context, event }) => 'participantId' in event && event.participantId in context.participants,
-    targetOutranksBy: ({ context, event }) =>
-      event.type === 'REMOVE' && context.participants[event.participantId]?.roomRole === 'HOST' && context.participants[event.by]?.roomRole === 'COHOST',
+    placementCurrent: ({ context, event }) => event.type === 'PLACE_MEDIA' && (context.media?.rev ?? 0) === event.rev,
     // Every timer is checked against the context's own deadline, so a stale TIMER (the deadline moved, or the
     // condition went away after the host had already fired it) changes nothing.
     planCapDue: ({ context, event }) => event.type === 'TIMER' && event.name === MEETING_TIMERS.planCap && context.planCapAt !== null && event.at >= context.planCapAt,
@@ -101,6 +124,12 @@ export const meetingMachine = setup({
     },
   },
   actions: {
+    /** RoomAccess refused a host command. */
+    refusePolicy: emit(({ context, event }) => {
+      const d = commandDecision(context, event)!;
+      return refusal(d.code, d.message);
+    }),
+
     refuse: emit(({ context, event }, params: { code: ActorErrorCode; message: string }) => {
       const details: Record<string, unknown> =
         params.code === 'not_found' && 'participantId' in event ? { participantId: event.participantId }
@@ -150,28 +179,67 @@ export const meetingMachine = setup({
         joinedAt: e.at,
         connections: [e.connectionId],
         disconnectedAt: null,
-        muted: context.settings.muteOnEntry && !isHostRole(e.roomRole),
+        micLocked: false,
+        floor: false,
+        askedToUnmute: false,
+        enteredMuted: RoomAccess.entersMuted(e.roomRole, context.settings),
       };
-      const participants = { ...context.participants, [p.participantId]: p };
-      enqueue.assign({ participants, emptySince: null, emptyGraceAt: null });
+      const next = withParticipant(context, p);
+      enqueue.assign({ ...next.assign, emptySince: null, emptyGraceAt: null });
       if (context.emptyGraceAt !== null) enqueue.emit({ type: 'timer.cancel', name: MEETING_TIMERS.emptyGrace });
       enqueue.emit({ type: 'outbox', eventType: 'participant.joined', data: participantData(context, p, null) });
-      enqueue.emit(rosterMessage(participants));
+      enqueue.emit(next.roster);
     }),
 
-    /** JOIN of a participant already in the room: another connection or a reconnect within the grace. No webhook. */
+    /** A JOIN that offers a media placement while the room has none places it there (the room going LIVE). */
+    adoptMedia: enqueueActions(({ context, event, enqueue }) => {
+      const e = only(event, 'JOIN');
+      if (context.media || !e.media) return;
+      const media = { ...e.media, rev: 1 };
+      enqueue.assign({ media });
+      enqueue.emit({ type: 'send', to: { all: true }, message: { type: 'media', media } });
+    }),
+
+    /** PLACE_MEDIA with the current revision: the room's media moves (clients reconnect their transports). */
+    placeMedia: enqueueActions(({ event, enqueue }) => {
+      const e = only(event, 'PLACE_MEDIA');
+      const media = { ...e.to, rev: e.rev + 1 };
+      enqueue.assign({ media });
+      enqueue.emit({ type: 'send', to: { all: true }, message: { type: 'media', media } });
+    }),
+
+    replyMedia: emit(({ context }) => ({ type: 'reply' as const, body: { ok: true as const, media: context.media } })),
+
+    replyRoomState: emit(({ context }) => ({
+      type: 'reply' as const,
+      body: { ok: true as const, status: context.status, rev: context.rev, roster: roster(context), settings: clientSettings(context), media: context.media },
+    })),
+
+    /**
+     * JOIN of a participant already in the room: a reconnect within the grace, or another socket of the same
+     * session, which replaces the ones open before (one live socket per session and device). No webhook.
+     */
     reattach: enqueueActions(({ context, event, enqueue }) => {
       const e = only(event, 'JOIN');
       const p = context.participants[e.participantId];
-      if (!p) return;
+      if (!p || p.connections.includes(e.connectionId)) return;
       if (p.disconnectedAt !== null) enqueue.emit({ type: 'timer.cancel', name: MEETING_TIMERS.reconnect(p.participantId) });
-      const connections = p.connections.includes(e.connectionId) ? p.connections : [...p.connections, e.connectionId];
-      enqueue.assign({ participants: { ...context.participants, [p.participantId]: { ...p, connections, disconnectedAt: null } } });
+      if (p.connections.length > 0) enqueue.emit({ type: 'disconnect', participantId: p.participantId, code: 'replaced', connectionIds: p.connections });
+      const next = withParticipant(context, { ...p, connections: [e.connectionId], disconnectedAt: null });
+      enqueue.assign(next.assign);
+      if (p.connections.length === 0) enqueue.emit(next.roster);
     }),
 
     replyJoined: emit(({ context, event }) => ({
       type: 'reply' as const,
-      body: { ok: true as const, participantId: only(event, 'JOIN').participantId, roster: roster(context), settings: clientSettings(context) },
+      body: {
+        ok: true as const,
+        participantId: only(event, 'JOIN').participantId,
+        roster: roster(context),
+        settings: clientSettings(context),
+        rev: context.rev,
+        media: context.media,
+      },
     })),
 
     /** A connection dropped; the last one starts the reconnect grace. */
@@ -181,8 +249,12 @@ export const meetingMachine = setup({
       if (!p || !p.connections.includes(e.connectionId)) return;
       const connections = p.connections.filter((c) => c !== e.connectionId);
       const disconnectedAt = connections.length === 0 ? e.at : null;
-      enqueue.assign({ participants: { ...context.participants, [p.participantId]: { ...p, connections, disconnectedAt } } });
-      if (disconnectedAt !== null) enqueue.emit({ type: 'timer.set', name: MEETING_TIMERS.reconnect(p.participantId), dueAt: disconnectedAt + RECONNECT_GRACE_MS });
+      const next = withParticipant(context, { ...p, connections, disconnectedAt });
+      enqueue.assign(next.assign);
+      if (disconnectedAt !== null) {
+        enqueue.emit({ type: 'timer.set', name: MEETING_TIMERS.reconnect(p.participantId), dueAt: disconnectedAt + RECONNECT_GRACE_MS });
+        enqueue.emit(next.roster);
+      }
     }),
 
     /**
@@ -210,23 +282,76 @@ export const meetingMachine = setup({
         if (p.disconnectedAt !== null && e.type !== 'TIMER') enqueue.emit({ type: 'timer.cancel', name: MEETING_TIMERS.reconnect(p.participantId) });
       }
       if (leaving.length > 0) {
-        enqueue.assign({ participants });
+        enqueue.assign({ participants, rev: context.rev + 1 });
         if (e.type === 'REMOVE') enqueue.assign({ removedSessions: [...context.removedSessions, ...leaving.map((p) => p.sessionId)] });
         if (Object.keys(participants).length === 0) {
           const emptyGraceAt = e.at + EMPTY_GRACE_MS;
           enqueue.assign({ emptySince: lastLeftAt, emptyGraceAt });
           enqueue.emit({ type: 'timer.set', name: MEETING_TIMERS.emptyGrace, dueAt: emptyGraceAt });
         }
-        enqueue.emit(rosterMessage(participants));
+        enqueue.emit(rosterMessage(participants, context.rev + 1));
       }
       if (e.type !== 'TIMER') enqueue.emit({ type: 'reply', body: { ok: true, left: leaving.map((p) => p.participantId) } });
     }),
 
     replyNoneLeft: emit({ type: 'reply', body: { ok: true, left: [] } }),
 
-    sendMuteRequest: enqueueActions(({ event, enqueue }) => {
-      const e = only(event, 'MUTE_REQUEST');
-      enqueue.emit({ type: 'send', to: { participantId: e.participantId }, message: { type: 'mute-request', by: e.by } });
+    /** MUTE: the microphone is locked; the media host pauses it and refuses to resume it (RoomAccess.send). */
+    mute: enqueueActions(({ context, event, enqueue }) => {
+      const e = only(event, 'MUTE');
+      const p = context.participants[e.participantId]!;
+      const next = withParticipant(context, { ...p, micLocked: true, askedToUnmute: false });
+      enqueue.assign(next.assign);
+      enqueue.emit({ type: 'send', to: { participantId: p.participantId }, message: { type: 'muted', by: e.by } });
+      enqueue.emit(next.roster);
+      enqueue.emit({ type: 'reply', body: { ok: true } });
+    }),
+
+    /** MUTE_ALL: every participant but hosts and cohosts is locked, each told; one roster. */
+    muteAll: enqueueActions(({ context, event, enqueue }) => {
+      const e = only(event, 'MUTE_ALL');
+      const targets = Object.values(context.participants).filter((p) => !RoomAccess.isHost(p.roomRole) && !p.micLocked).sort(byJoin);
+      if (targets.length) {
+        const participants = { ...context.participants };
+        for (const p of targets) participants[p.participantId] = { ...p, micLocked: true, askedToUnmute: false };
+        const rev = context.rev + 1;
+        enqueue.assign({ participants, rev });
+        for (const p of targets) enqueue.emit({ type: 'send', to: { participantId: p.participantId }, message: { type: 'muted', by: e.by } });
+        enqueue.emit(rosterMessage(participants, rev));
+      }
+      enqueue.emit({ type: 'reply', body: { ok: true, muted: targets.map((p) => p.participantId) } });
+    }),
+
+    /** ALLOW_UNMUTE: the lock is lifted (in lecture mode the floor is given too); the participant unmutes themselves. */
+    allowUnmute: enqueueActions(({ context, event, enqueue }) => {
+      const e = only(event, 'ALLOW_UNMUTE');
+      const p = context.participants[e.participantId]!;
+      const floor = p.floor || (context.settings.lectureMode && !RoomAccess.isHost(p.roomRole));
+      const next = withParticipant(context, { ...p, micLocked: false, askedToUnmute: false, floor });
+      enqueue.assign(next.assign);
+      enqueue.emit({ type: 'send', to: { participantId: p.participantId }, message: { type: 'unmute-allowed', by: e.by } });
+      enqueue.emit(next.roster);
+      enqueue.emit({ type: 'reply', body: { ok: true } });
+    }),
+
+    askUnmute: enqueueActions(({ context, event, enqueue }) => {
+      const p = context.participants[only(event, 'ASK_UNMUTE').participantId]!;
+      if (!p.askedToUnmute) {
+        const next = withParticipant(context, { ...p, askedToUnmute: true });
+        enqueue.assign(next.assign);
+        enqueue.emit({ type: 'send', to: { role: 'hosts' }, message: { type: 'unmute-requested', participantId: p.participantId, name: p.user.name } });
+        enqueue.emit(next.roster);
+      }
+      enqueue.emit({ type: 'reply', body: { ok: true } });
+    }),
+
+    floor: enqueueActions(({ context, event, enqueue }) => {
+      const e = only(event, 'FLOOR');
+      const p = context.participants[e.participantId]!;
+      const next = withParticipant(context, { ...p, floor: e.give, askedToUnmute: e.give ? false : p.askedToUnmute });
+      enqueue.assign(next.assign);
+      enqueue.emit({ type: 'send', to: { participantId: p.participantId }, message: { type: 'floor', give: e.give, by: e.by } });
+      enqueue.emit(next.roster);
       enqueue.emit({ type: 'reply', body: { ok: true } });
     }),
 
@@ -249,8 +374,13 @@ export const meetingMachine = setup({
         planCapAt: null,
         emptySince: null,
         emptyGraceAt: null,
+        media: null,
+        rev: context.rev + 1,
       };
       enqueue.assign(ended);
+      // The media host closes the room's media on either of these.
+      enqueue.emit(rosterMessage({}, ended.rev));
+      if (context.media) enqueue.emit({ type: 'send', to: { all: true }, message: { type: 'media', media: null } });
       // The plan cap is the background worker's doing: its meeting.ended is delivered whatever the plan (spec, webhook rule 3).
       enqueue.emit({ type: 'outbox', eventType: 'meeting.ended', data: meetingData({ ...context, ...ended }), ...(params.reason === 'PLAN_LIMIT' ? { background: true } : {}) });
       for (const p of present) enqueue.emit({ type: 'disconnect', participantId: p.participantId, code: 'meeting_ended' });
@@ -291,6 +421,10 @@ export const meetingMachine = setup({
       const noShowFloor = e.notBefore !== undefined ? Date.parse(e.notBefore) : context.noShowFloor;
       const next = { ...context, meeting, settings, planMaxMinutes, noShowFloor };
       enqueue.assign({ meeting, settings, planMaxMinutes, noShowFloor });
+      const before = clientSettings(context);
+      const after = clientSettings(next);
+      const settingsChanged = JSON.stringify(before) !== JSON.stringify(after);
+      if (settingsChanged) enqueue.assign({ rev: context.rev + 1 });
       if (context.status === 'SCHEDULED' && noShowAt(next) !== noShowAt(context)) {
         enqueue.emit({ type: 'timer.set', name: MEETING_TIMERS.noShow, dueAt: noShowAt(next) });
       }
@@ -299,10 +433,8 @@ export const meetingMachine = setup({
         enqueue.assign({ planCapAt });
         enqueue.emit({ type: 'timer.set', name: MEETING_TIMERS.planCap, dueAt: planCapAt });
       }
-      const before = clientSettings(context);
-      const after = clientSettings(next);
-      if (context.status === 'LIVE' && JSON.stringify(before) !== JSON.stringify(after)) {
-        enqueue.emit({ type: 'send', to: { all: true }, message: { type: 'settings', settings: after } });
+      if (context.status === 'LIVE' && settingsChanged) {
+        enqueue.emit({ type: 'send', to: { all: true }, message: { type: 'settings', rev: context.rev + 1, settings: after } });
       }
       enqueue.emit({ type: 'reply', body: { ok: true } });
     }),
@@ -325,11 +457,10 @@ export const meetingMachine = setup({
     scheduled: {
       on: {
         INIT: { actions: ['armTimers', 'replyStatus'] },
-        JOIN: { target: 'live', actions: ['startMeeting', 'addParticipant', 'replyJoined'] },
+        JOIN: { target: 'live', actions: ['startMeeting', 'addParticipant', 'adoptMedia', 'replyJoined'] },
         CANCEL: { target: 'cancelled', actions: ['cancelMeeting', 'replyStatus'] },
         END: { actions: R.endScheduled },
-        REMOVE: { actions: R.notLive },
-        MUTE_REQUEST: { actions: R.notLive },
+        ...notInRoom(R.notLive),
         LEAVE: { actions: 'replyNoneLeft' },
         DEACTIVATE_USER: { actions: 'replyNoneLeft' },
         UPDATE: { actions: 'applyUpdate' },
@@ -341,26 +472,39 @@ export const meetingMachine = setup({
         INIT: { actions: ['armTimers', 'replyStatus'] },
         JOIN: [
           { guard: 'joinIsRemovedSession', actions: R.removed },
-          { guard: 'joinIsKnown', actions: ['reattach', 'replyJoined'] },
-          { actions: ['addParticipant', 'replyJoined'] },
+          { guard: 'joinIsKnown', actions: ['reattach', 'adoptMedia', 'replyJoined'] },
+          { actions: ['addParticipant', 'adoptMedia', 'replyJoined'] },
         ],
         DISCONNECT: { actions: 'detach' },
         LEAVE: { actions: { type: 'dropParticipants', params: { code: 'left' } } },
         DEACTIVATE_USER: { actions: { type: 'dropParticipants', params: { code: 'user_deactivated' } } },
         REMOVE: [
-          { guard: not('byIsHost'), actions: R.forbidden },
+          { guard: 'policyRefuses', actions: 'refusePolicy' },
           { guard: not('targetPresent'), actions: R.notFound },
-          { guard: 'targetOutranksBy', actions: R.outranked },
           { actions: { type: 'dropParticipants', params: { code: 'removed' } } },
         ],
-        MUTE_REQUEST: [
-          { guard: not('byIsHost'), actions: R.forbidden },
+        MUTE: [
+          { guard: 'policyRefuses', actions: 'refusePolicy' },
           { guard: not('targetPresent'), actions: R.notFound },
-          { actions: 'sendMuteRequest' },
+          { actions: 'mute' },
         ],
+        MUTE_ALL: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'muteAll' }],
+        ALLOW_UNMUTE: [
+          { guard: 'policyRefuses', actions: 'refusePolicy' },
+          { guard: not('targetPresent'), actions: R.notFound },
+          { actions: 'allowUnmute' },
+        ],
+        FLOOR: [
+          { guard: 'policyRefuses', actions: 'refusePolicy' },
+          { guard: not('targetPresent'), actions: R.notFound },
+          { actions: 'floor' },
+        ],
+        ASK_UNMUTE: [{ guard: not('targetPresent'), actions: R.notFound }, { actions: 'askUnmute' }],
+        PLACE_MEDIA: [{ guard: 'placementCurrent', actions: ['placeMedia', 'replyMedia'] }, { actions: 'replyMedia' }],
+        ROOM_STATE: { actions: 'replyRoomState' },
         END: [
-          { guard: 'byIsHost', target: 'ended', actions: [{ type: 'endMeeting', params: { reason: 'HOST_ENDED' } }, 'replyStatus'] },
-          { actions: R.forbidden },
+          { guard: 'policyRefuses', actions: 'refusePolicy' },
+          { target: 'ended', actions: [{ type: 'endMeeting', params: { reason: 'HOST_ENDED' } }, 'replyStatus'] },
         ],
         CANCEL: { actions: R.cancelLive },
         UPDATE: { actions: 'applyUpdate' },
@@ -383,8 +527,7 @@ export const meetingMachine = setup({
         JOIN: { actions: R.ended },
         END: { actions: R.endCancelled },
         CANCEL: { actions: 'replyStatus' },
-        REMOVE: { actions: R.ended },
-        MUTE_REQUEST: { actions: R.ended },
+        ...notInRoom(R.ended),
         LEAVE: { actions: 'replyNoneLeft' },
         DEACTIVATE_USER: { actions: 'replyNoneLeft' },
         UPDATE: { actions: R.updateClosed },

@@ -1,12 +1,12 @@
 import { z } from 'zod';
 import type { ENDED_REASONS, MeetingStatus } from '../../src/services/meetings.ts';
-import type { RoomRole } from '../../src/services/tokens.ts';
+import { ROOM_ROLES } from '../../src/rooms/access.ts';
 import type { UserRole } from '../../src/services/users.ts';
 
 // Local copies keep this module free of the services' runtime imports; `satisfies` keeps them in step.
 export const MEETING_STATUSES = ['SCHEDULED', 'LIVE', 'ENDED', 'CANCELLED'] as const satisfies readonly MeetingStatus[];
 export const MEETING_ENDED_REASONS = ['HOST_ENDED', 'ROOM_FINISHED', 'PLAN_LIMIT', 'API', 'TIMEOUT'] as const satisfies typeof ENDED_REASONS;
-export const ROOM_ROLES = ['HOST', 'COHOST', 'PARTICIPANT', 'VIEWER'] as const satisfies readonly RoomRole[];
+export { ROOM_ROLES };
 export const USER_ROLES = ['TEACHER', 'STUDENT', 'ADMIN'] as const satisfies readonly UserRole[];
 export const DEVICES = ['web', 'android', 'ios', 'unknown'] as const;
 
@@ -62,7 +62,14 @@ const ev = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) => z.o
 
 /** Sent once by the host after creating the actor from a row: arms the timers the current state needs. */
 export const initEvent = ev('INIT', {});
-/** A media-gateway connection opened for a participant; the same participantId again is a reconnect. */
+/** Where a room's media could go: a worker of a member, chosen by load (media/load.ts). */
+export const mediaCandidate = z.object({ memberId: id, worker: z.number().int().nonnegative() });
+
+/**
+ * A media-gateway connection opened for a participant; the same participantId again is a reconnect, and
+ * its new connection replaces the old ones. `media` is where the caller would place the room's media if
+ * it has none yet (the room going LIVE).
+ */
 export const joinEvent = ev('JOIN', {
   participantId: id,
   sessionId: id,
@@ -70,12 +77,29 @@ export const joinEvent = ev('JOIN', {
   roomRole: z.enum(ROOM_ROLES),
   device: z.enum(DEVICES),
   connectionId: id,
+  media: mediaCandidate.nullable().optional(),
 });
 /** A connection dropped (not an explicit leave). */
 export const disconnectEvent = ev('DISCONNECT', { participantId: id, connectionId: id });
 export const leaveEvent = ev('LEAVE', { participantId: id });
 export const removeEvent = ev('REMOVE', { participantId: id, by: id });
-export const muteRequestEvent = ev('MUTE_REQUEST', { participantId: id, by: id });
+/** A host mutes a participant's microphone: the server pauses it and it stays off until a host allows unmuting. */
+export const muteEvent = ev('MUTE', { participantId: id, by: id });
+/** A host mutes every participant who is not a host or cohost (Zoom's "mute all"), the same lock as MUTE. */
+export const muteAllEvent = ev('MUTE_ALL', { by: id });
+/** A host lets a muted participant unmute again (permission, not a forced unmute). */
+export const allowUnmuteEvent = ev('ALLOW_UNMUTE', { participantId: id, by: id });
+/** A participant whose microphone is locked (host mute, lecture mode) asks the hosts to let them speak. */
+export const askUnmuteEvent = ev('ASK_UNMUTE', { participantId: id });
+/** Lecture mode: a host gives a participant the floor (they may send audio) or takes it back. */
+export const floorEvent = ev('FLOOR', { participantId: id, by: id, give: z.boolean() });
+/**
+ * Places (or re-places) the room's media, compare-and-set on the placement's revision: `rev` is the
+ * revision the caller saw (0 for none). A stale `rev` changes nothing; the reply has the placement in force.
+ */
+export const placeMediaEvent = ev('PLACE_MEDIA', { rev: z.number().int().nonnegative(), to: mediaCandidate });
+/** The room as the media host needs it: roster with standings, settings, placement. Changes nothing. */
+export const roomStateEvent = ev('ROOM_STATE', {});
 /** Ends the room for everyone: `by` a HOST or COHOST participant, or `byApi` (the public API). */
 export const endEvent = ev('END', { by: id.optional(), byApi: z.literal(true).optional() }).refine(
   (e) => (e.by === undefined) !== (e.byApi === undefined),
@@ -101,7 +125,13 @@ export const meetingEvent = z.discriminatedUnion('type', [
   disconnectEvent,
   leaveEvent,
   removeEvent,
-  muteRequestEvent,
+  muteEvent,
+  muteAllEvent,
+  allowUnmuteEvent,
+  askUnmuteEvent,
+  floorEvent,
+  placeMediaEvent,
+  roomStateEvent,
   endEvent,
   cancelEvent,
   deactivateUserEvent,

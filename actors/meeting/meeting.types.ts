@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { DisconnectEffect, OutboxEffect, Refusal, ReplyEffect, SendEffect, TimerCancelEffect, TimerSetEffect } from '../effects.ts';
-import type { DEVICES, MEETING_ENDED_REASONS, MEETING_STATUSES, meetingEvent, meetingInput, ROOM_ROLES, roomSettings, roomUser } from './meeting.schemas.ts';
+import type { DEVICES, MEETING_ENDED_REASONS, MEETING_STATUSES, mediaCandidate, meetingEvent, meetingInput, ROOM_ROLES, roomSettings, roomUser } from './meeting.schemas.ts';
 
 export type MeetingInput = z.infer<typeof meetingInput>;
 export type MeetingEvent = z.infer<typeof meetingEvent>;
@@ -23,7 +23,20 @@ export interface Participant {
   connections: string[];
   /** ms; set when the last connection dropped */
   disconnectedAt: number | null;
-  muted: boolean;
+  /** A host muted the microphone; it stays off until a host allows unmuting (RoomAccess.send). */
+  micLocked: boolean;
+  /** Lecture mode: a host gave this participant the floor. */
+  floor: boolean;
+  /** Asked the hosts to let them speak; cleared when allowed or given the floor. */
+  askedToUnmute: boolean;
+  /** muteOnEntry applied: the first microphone of this participant starts paused by the server. */
+  enteredMuted: boolean;
+}
+
+export type MediaCandidate = z.infer<typeof mediaCandidate>;
+/** Where the room's media lives: a worker of a member. `rev` grows with every (re-)placement. */
+export interface MediaPlacement extends MediaCandidate {
+  rev: number;
 }
 
 /** JSON only: this is what `getPersistedSnapshot()` stores. Times are ms since the epoch. */
@@ -61,10 +74,14 @@ export interface MeetingContext {
   participants: Record<string, Participant>;
   /** Sessions removed by a host: they may not join again. */
   removedSessions: string[];
+  /** Placed when the room goes LIVE, re-placed when its media member or worker dies; null otherwise. */
+  media: MediaPlacement | null;
+  /** Grows with every roster and settings change, so the media host applies only newer room state. */
+  rev: number;
 }
 
 /** The settings a client of the room needs. */
-export type ClientSettings = Pick<RoomSettings, 'muteOnEntry' | 'lectureMode' | 'allowStudentScreenShare'>;
+export type ClientSettings = Pick<RoomSettings, 'waitingRoom' | 'muteOnEntry' | 'lectureMode' | 'allowStudentScreenShare'>;
 
 export interface RosterEntry {
   participantId: string;
@@ -72,7 +89,12 @@ export interface RosterEntry {
   name: string;
   roomRole: RoomRole;
   joinedAt: string;
-  muted: boolean;
+  micLocked: boolean;
+  floor: boolean;
+  askedToUnmute: boolean;
+  enteredMuted: boolean;
+  /** false while the reconnect grace runs */
+  connected: boolean;
 }
 
 /** data of meeting.created/updated/started/ended/cancelled, as `meetingEventData` in src/services/meetings.ts. */
@@ -116,16 +138,48 @@ export type MeetingOutbox =
   | OutboxEffect<'participant.joined' | 'participant.left', ParticipantEventData>;
 
 export type RoomMessage =
-  | { type: 'roster'; participants: RosterEntry[] }
-  | { type: 'mute-request'; by: string }
-  | { type: 'settings'; settings: ClientSettings };
+  | { type: 'roster'; rev: number; participants: RosterEntry[] }
+  | { type: 'settings'; rev: number; settings: ClientSettings }
+  /** The room's media was placed or moved: clients (re)connect their transports. Internal fields are stripped before a socket sees it. */
+  | { type: 'media'; media: MediaPlacement | null }
+  /** To the participant: a host muted your microphone. */
+  | { type: 'muted'; by: string }
+  /** To the participant: a host allows you to unmute. */
+  | { type: 'unmute-allowed'; by: string }
+  /** To the participant: you were given the floor (true) or it was taken back. */
+  | { type: 'floor'; give: boolean; by: string }
+  /** To hosts: a participant asks to speak. */
+  | { type: 'unmute-requested'; participantId: string; name: string };
 
-export type MeetingReplyBody =
-  | Refusal
-  | { ok: true; participantId: string; roster: RosterEntry[]; settings: ClientSettings }
-  | { ok: true; status: MeetingStatus; endedReason: EndedReason | null }
-  | { ok: true; left: string[] }
-  | { ok: true };
+export type Ok = { ok: true };
+export type JoinedReply = { ok: true; participantId: string; roster: RosterEntry[]; settings: ClientSettings; rev: number; media: MediaPlacement | null };
+export type StatusReply = { ok: true; status: MeetingStatus; endedReason: EndedReason | null };
+export type LeftReply = { ok: true; left: string[] };
+export type MediaReply = { ok: true; media: MediaPlacement | null };
+export type RoomStateReply = { ok: true; status: MeetingStatus; rev: number; roster: RosterEntry[]; settings: ClientSettings; media: MediaPlacement | null };
+
+/** The reply to each event (a Refusal where the machine may refuse it): the contract of the meeting's typed client. */
+export interface MeetingReplies {
+  INIT: StatusReply;
+  JOIN: JoinedReply;
+  DISCONNECT: Ok;
+  LEAVE: LeftReply;
+  REMOVE: LeftReply;
+  MUTE: Ok;
+  MUTE_ALL: { ok: true; muted: string[] };
+  ALLOW_UNMUTE: Ok;
+  ASK_UNMUTE: Ok;
+  FLOOR: Ok;
+  END: StatusReply;
+  CANCEL: StatusReply;
+  DEACTIVATE_USER: LeftReply;
+  UPDATE: Ok;
+  TIMER: Ok;
+  PLACE_MEDIA: MediaReply;
+  ROOM_STATE: RoomStateReply;
+}
+
+export type MeetingReplyBody = Refusal | MeetingReplies[keyof MeetingReplies];
 
 export type MeetingEffect =
   | MeetingOutbox

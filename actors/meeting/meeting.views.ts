@@ -50,6 +50,8 @@ export function initialMeetingContext(input: MeetingInput): MeetingContext {
     emptyGraceAt: null,
     participants: {},
     removedSessions: [],
+    media: null,
+    rev: 0,
   };
 }
 
@@ -95,18 +97,31 @@ export function participantData(c: MeetingContext, p: Participant, leftAt: numbe
 export function roster(c: Pick<MeetingContext, 'participants'>): RosterEntry[] {
   return Object.values(c.participants)
     .sort(byJoin)
-    .map((p) => ({ participantId: p.participantId, userId: p.user.id, name: p.user.name, roomRole: p.roomRole, joinedAt: iso(p.joinedAt), muted: p.muted }));
+    .map((p) => ({
+      participantId: p.participantId,
+      userId: p.user.id,
+      name: p.user.name,
+      roomRole: p.roomRole,
+      joinedAt: iso(p.joinedAt),
+      micLocked: p.micLocked,
+      floor: p.floor,
+      askedToUnmute: p.askedToUnmute,
+      enteredMuted: p.enteredMuted,
+      connected: p.connections.length > 0,
+    }));
 }
 
-export const clientSettings = (c: MeetingContext): ClientSettings => ({
+export const clientSettings = (c: Pick<MeetingContext, 'settings'>): ClientSettings => ({
+  waitingRoom: c.settings.waitingRoom,
   muteOnEntry: c.settings.muteOnEntry,
   lectureMode: c.settings.lectureMode,
   allowStudentScreenShare: c.settings.allowStudentScreenShare,
 });
 
-export const rosterMessage = (participants: MeetingContext['participants']): MeetingEffect => ({
+/** The roster to everyone, stamped with the room revision it was made at. */
+export const rosterMessage = (participants: MeetingContext['participants'], rev: number): MeetingEffect => ({
   type: 'send',
   to: { all: true },
-  message: { type: 'roster', participants: roster({ participants }) },
+  message: { type: 'roster', rev, participants: roster({ participants }) },
 });
 

@@ -64,7 +64,18 @@ export interface EntryView {
   admittedAt: string | null;
 }
 
-export type WaitingRoomReplyBody = Refusal | EntryView | { ok: true };
+/** The reply to each event (a Refusal where the machine may refuse it): the contract of the waiting room's typed client. */
+export interface WaitingRoomReplies {
+  ENQUEUE: EntryView;
+  ADMIT: EntryView;
+  DENY: EntryView;
+  LEAVE: EntryView;
+  STATUS: EntryView;
+  TIMER: { ok: true };
+  MEETING_ENDED: { ok: true };
+}
+
+export type WaitingRoomReplyBody = Refusal | WaitingRoomReplies[keyof WaitingRoomReplies];
 
 export type WaitingRoomEffect =
   | OutboxEffect<'participant.waiting' | 'participant.admitted', WaitingEventData>

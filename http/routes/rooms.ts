@@ -1,6 +1,4 @@
 import { z } from 'zod';
-import { AppError } from '../../src/errors.ts';
-import { waitingRoomActor } from '../../src/runtime/kinds.ts';
 import { externalId, idParam } from '../../src/services/common.ts';
 import { ROOM_ROLES } from '../../src/services/join-links.ts';
 import { route } from '../route.ts';
@@ -56,11 +54,7 @@ export const roomRoutes = [
       },
       async ({ app, db, apiKey, params }) => {
         const m = await app.services.meetings.get(db, apiKey!.orgId, params.id);
-        const reply = await app.cluster.ask<{ ok: boolean; queueId: string; status: (typeof WAITING)[number]; requestedAt: string; admittedAt: string | null; error?: { code: string; message: string } }>(
-          waitingRoomActor(m.id),
-          { type: action === 'admit' ? 'ADMIT' : 'DENY', queueId: params.queueId, by: apiKey!.keyId },
-        );
-        if (!reply.ok) throw new AppError(reply.error?.code === 'invalid_state' ? 'invalid_state' : 'not_found', { message: reply.error?.message });
+        const reply = await app.rooms.waitingRoom[action](m.id, { queueId: params.queueId, by: apiKey!.keyId });
         return { data: { queueId: reply.queueId, status: reply.status, requestedAt: reply.requestedAt, admittedAt: reply.admittedAt } };
       },
     ),

@@ -1,124 +1,93 @@
 import { randomUUID } from 'node:crypto';
 import uws from 'uWebSockets.js';
+import type { Device } from '../../actors/meeting/meeting.types.ts';
 import type { App } from '../../src/app.ts';
+import type { ConnectionIdentity, RoomConnection } from '../../src/cluster/connections.ts';
 import { AppError, toAppError } from '../../src/errors.ts';
-import { meetingActor, waitingRoomActor } from '../../src/runtime/kinds.ts';
-import type { RoomEffect } from '../../src/runtime/host.ts';
-import { CLOSE_CODES, clientMessage, type CloseReason } from './protocol.ts';
-import { clusterKeys } from '../../src/cluster/placement.ts';
+import type { RoomRole } from '../../src/rooms/access.ts';
+import { CLOSE_CODES, clientMessage, SIGNALING_TYPES, type CloseReason } from '../../src/rooms/protocol.ts';
+import { TokenBucket } from './bucket.ts';
 
-interface Conn {
-  connectionId: string;
-  kind: 'room' | 'waiting';
-  meetingId: string;
-  sessionId: string;
-  userId: string;
-  role: string;
-  participantId: string;
-  queueId: string | null;
-  device: string;
-  closed: boolean;
-}
+/** Per-socket command budget: a burst for joining a full room (transports, producers, a consumer resume each), then a steady rate. */
+export const COMMAND_BUDGET = {
+  capacity: 200,
+  perSecond: 50,
+  /** Commands that reach an actor (and a database commit) cost this much; signaling and ping cost 1. */
+  actorCost: 10,
+  /** Refused for rate this many times within `strikeWindowMs`: the socket is closed with 1008. */
+  maxStrikes: 100,
+  strikeWindowMs: 10_000,
+} as const;
 
-type Socket = uws.WebSocket<Conn>;
-
-const DEVICES = new Set(['web', 'android', 'ios', 'unknown']);
+const DEVICES = new Set<Device>(['web', 'android', 'ios', 'unknown']);
 export const participantIdOf = (sessionId: string) => `par_${sessionId.slice(4)}`;
 
+interface SocketData {
+  conn: UwsConnection;
+  bucket: TokenBucket;
+  strikes: number;
+  strikeWindowStart: number;
+}
+type Socket = uws.WebSocket<SocketData>;
+
+/** A RoomConnection over a uWS socket (set once it opened); every write corked, since sends often happen outside a uWS callback. */
+interface UwsConnection extends RoomConnection {
+  closed: boolean;
+  ws: Socket | null;
+}
+
+function uwsConnection(identity: ConnectionIdentity): UwsConnection {
+  return {
+    ...identity,
+    connectionId: randomUUID(),
+    closed: false,
+    ws: null,
+    send(text) {
+      const ws = this.ws;
+      if (ws && !this.closed) ws.cork(() => ws.send(text));
+    },
+    end(reason) {
+      const ws = this.ws;
+      if (!ws || this.closed) return;
+      this.closed = true;
+      ws.cork(() => ws.end(CLOSE_CODES[reason], reason));
+    },
+  };
+}
+
 /**
- * The media-gateway WebSocket at `/api/v1/meetings/:slug/media?token=<mediaToken>`. Any member takes the
- * connection; the meeting actor lives wherever its shard is, and room messages reach every member
- * through the bus and are fanned out to local sockets with uWS topics. A waiting-room page connects the
- * same way with its accessToken and hears when it is admitted.
+ * The room WebSocket at `/api/v1/meetings/:slug/media?token=<mediaToken>`: transport only. It checks the
+ * token at the upgrade, parses and validates each frame against the room protocol, holds each socket to
+ * its command budget, hands the command to the rooms service and sends the ack. Any member takes any
+ * socket; src/services/rooms.ts does the rest.
  */
 export class MediaGateway {
   readonly #app: App;
-  // Local sockets by audience. uWS topics would do, but a publish made outside a uWS callback sits
-  // uncorked until the socket's next write, so every send here is corked per socket.
-  readonly #byParticipant = new Map<string, Set<Socket>>();
-  readonly #byUser = new Map<string, Set<Socket>>();
-  readonly #byTopic = new Map<string, Set<Socket>>();
-
-  #sweep: NodeJS.Timeout | null = null;
 
   constructor(app: App) {
     this.#app = app;
-    app.bus.subscribe('room', (m) => this.#fanOut(m.meetingId as string, m.effects as RoomEffect[]));
-    app.bus.subscribe('user-deactivated', (m) => void this.#deactivated(m.userId as string));
-    if (app.redis) {
-      this.#sweep = setInterval(() => void this.sweepDeadMembers().catch((err) => app.log.warn({ err }, 'connection sweep failed')), 2000);
-      this.#sweep.unref();
-    }
-  }
-
-  /** Room connections per member, in Redis, so others can report them gone when this member dies. */
-  #connKey(memberId = this.#app.cluster.memberId): string {
-    return `${this.#app.config.AULA_REDIS_PREFIX}conns:${memberId}`;
-  }
-
-  /**
-   * A member that dies cannot report its sockets closed, and `send` is at-most-once; so every member
-   * looks for connection lists of members whose registration expired and reports each connection
-   * disconnected (idempotent in the meeting actor), which starts the reconnect grace as usual.
-   */
-  async sweepDeadMembers(): Promise<number> {
-    const redis = this.#app.redis;
-    if (!redis) return 0;
-    const [sec, usec] = await redis.time();
-    const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
-    const live = new Set(await redis.zrangebyscore(clusterKeys(this.#app.config.AULA_REDIS_PREFIX).members, now, '+inf'));
-    live.add(this.#app.cluster.memberId);
-    let reported = 0;
-    const prefix = this.#connKey('');
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 100);
-      cursor = next;
-      for (const key of keys) {
-        if (live.has(key.slice(prefix.length))) continue;
-        for (const [connectionId, raw] of Object.entries(await redis.hgetall(key))) {
-          const { m, p } = JSON.parse(raw) as { m: string; p: string };
-          await this.#app.cluster.send(meetingActor(m), { type: 'DISCONNECT', participantId: p, connectionId });
-          await redis.hdel(key, connectionId);
-          reported++;
-        }
-      }
-    } while (cursor !== '0');
-    return reported;
-  }
-
-  stop(): void {
-    if (this.#sweep) clearInterval(this.#sweep);
-  }
-
-  /** The actor host's sink: room effects go to every member, each delivers to its own sockets. */
-  deliver(actorId: string, effects: RoomEffect[]): void {
-    const meetingId = actorId.slice(actorId.indexOf(':') + 1);
-    this.#app.bus.publish('room', { meetingId, effects }).catch((err) => this.#app.log.warn({ err, meetingId }, 'could not publish room effects'));
   }
 
   get connections(): number {
-    let n = 0;
-    for (const s of this.#byParticipant.values()) n += s.size;
-    return n;
+    return this.#app.connections.size;
   }
 
   register(server: uws.TemplatedApp): void {
-    server.ws<Conn>('/api/v1/meetings/:slug/media', {
+    server.ws<SocketData>('/api/v1/meetings/:slug/media', {
       compression: uws.DISABLED,
       maxPayloadLength: 64 * 1024,
       idleTimeout: 60,
       sendPingsAutomatically: true,
       upgrade: (res, req, context) => this.#upgrade(res, req, context),
-      open: (ws) => void this.#open(ws),
-      message: (ws, data) => void this.#message(ws, Buffer.from(data).toString('utf8')),
+      open: (ws) => this.#open(ws),
+      message: (ws, data) => this.#message(ws, Buffer.from(data).toString('utf8')),
       close: (ws) => this.#close(ws),
     });
   }
 
-  /** Closes every local socket, e.g. on shutdown, and resolves once they are closed (or after `waitMs`). */
+  /** Closes every local socket (shutdown) and resolves once they are closed, or after `waitMs`. */
   async closeAll(reason: CloseReason = 'server_shutdown', waitMs = 2000): Promise<void> {
-    for (const set of this.#byParticipant.values()) for (const ws of [...set]) this.#end(ws, reason);
+    for (const c of this.#app.connections.all()) c.end(reason);
     const until = Date.now() + waitMs;
     while (this.connections > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
   }
@@ -136,7 +105,8 @@ export class MediaGateway {
     this.#authorize(slug, query.get('token') ?? '', query.get('device') ?? 'unknown').then(
       (conn) => {
         if (aborted) return;
-        res.cork(() => res.upgrade(conn, key, protocol, extensions, context));
+        const data: SocketData = { conn, bucket: new TokenBucket(COMMAND_BUDGET.capacity, COMMAND_BUDGET.perSecond, performance.now()), strikes: 0, strikeWindowStart: 0 };
+        res.cork(() => res.upgrade(data, key, protocol, extensions, context));
       },
       (err) => {
         if (aborted) return;
@@ -148,7 +118,7 @@ export class MediaGateway {
     );
   }
 
-  async #authorize(slug: string, token: string, device: string): Promise<Conn> {
+  async #authorize(slug: string, token: string, device: string): Promise<UwsConnection> {
     const { tokens, clock, sql } = this.#app;
     const now = clock.now();
     const media = tokens.media.read(token);
@@ -156,7 +126,7 @@ export class MediaGateway {
     if (!media && !access) throw new AppError('session_invalid', { message: 'Connect with the mediaToken (or, while waiting, the accessToken) of a meeting session.' });
     const claims = media ?? access!;
     if (claims.e <= now) throw new AppError('session_expired', { message: 'The token has expired; refresh the meeting session.' });
-    const [row] = await sql<{ slug: string; revokedAt: Date | null; revokedReason: string | null; role: string; queueId: string | null; userStatus: string }[]>`
+    const [row] = await sql<{ slug: string; revokedAt: Date | null; revokedReason: string | null; role: RoomRole; queueId: string | null; userStatus: string }[]>`
       select m.slug, s.revoked_at, s.revoked_reason, s.role, s.queue_id, u.status as user_status
       from meeting_sessions s join meetings m on m.id = s.meeting_id join users u on u.id = s.user_id where s.id = ${claims.s}`;
     if (!row) throw new AppError('session_invalid');
@@ -164,8 +134,7 @@ export class MediaGateway {
     if (row.userStatus !== 'ACTIVE') throw new AppError('user_deactivated');
     if (row.revokedAt) throw new AppError('session_revoked', { details: { reason: row.revokedReason } });
     if (access && !row.queueId) throw new AppError('session_invalid', { message: 'Only a waiting session may connect with its accessToken; use the mediaToken.' });
-    return {
-      connectionId: randomUUID(),
+    return uwsConnection({
       kind: media ? 'room' : 'waiting',
       meetingId: claims.m,
       sessionId: claims.s,
@@ -173,165 +142,68 @@ export class MediaGateway {
       role: row.role,
       participantId: participantIdOf(claims.s),
       queueId: row.queueId,
-      device: DEVICES.has(device) ? device : 'unknown',
-      closed: false,
-    };
+      device: DEVICES.has(device as Device) ? (device as Device) : 'unknown',
+    });
   }
 
-  async #open(ws: Socket): Promise<void> {
-    const c = ws.getUserData();
-    add(this.#byParticipant, c.participantId, ws);
-    add(this.#byUser, c.userId, ws);
-    for (const topic of topicsOf(c)) add(this.#byTopic, topic, ws);
-    // Fire and forget, but never unhandled: a rejected command (Redis gone, or the member closing
-    // while a socket opens or closes) would otherwise end the process.
-    if (c.kind === 'room') this.#app.redis?.hset(this.#connKey(), c.connectionId, JSON.stringify({ m: c.meetingId, p: c.participantId })).catch((err) => this.#connLost(err, 'record'));
-    if (c.kind === 'waiting') {
-      this.#send(ws, { type: 'waiting', queueId: c.queueId });
-      return;
-    }
-    try {
-      const user = await this.#roomUser(c.userId);
-      const reply = await this.#app.cluster.ask<{ ok: boolean; error?: { code: string; message: string } }>(meetingActor(c.meetingId), {
-        type: 'JOIN',
-        participantId: c.participantId,
-        sessionId: c.sessionId,
-        user,
-        roomRole: c.role,
-        device: c.device,
-        connectionId: c.connectionId,
-      });
-      if (c.closed) return;
-      if (!reply.ok) {
-        this.#send(ws, { type: 'error', error: reply.error });
-        return this.#end(ws, reply.error?.code === 'meeting_ended' ? 'meeting_ended' : 'refused');
-      }
-      this.#send(ws, { type: 'joined', ...reply });
-    } catch (err) {
+  #open(ws: Socket): void {
+    const c = ws.getUserData().conn;
+    c.ws = ws;
+    this.#app.connections.add(c);
+    this.#app.services.rooms.open(c).catch((err) => {
       const e = toAppError(err);
-      if (!c.closed) {
-        this.#send(ws, { type: 'error', error: { code: e.code, message: e.message } });
-        this.#end(ws, 'refused');
-      }
-    }
+      if (e.status >= 500 && e.code === 'internal_error') this.#app.log.error({ err, meetingId: c.meetingId }, 'room join failed');
+      c.send(JSON.stringify({ type: 'error', error: { code: e.code, message: e.message, details: e.details } }));
+      c.end(e.code === 'meeting_ended' ? 'meeting_ended' : 'refused');
+    });
   }
 
-  async #roomUser(userId: string) {
-    const [u] = await this.#app.sql<{ id: string; externalId: string; fullName: string; email: string | null; role: string }[]>`
-      select id, external_id, full_name, email, role from users where id = ${userId}`;
-    if (!u) throw new AppError('not_a_member');
-    return { id: u.id, externalId: u.externalId, name: u.fullName, email: u.email, role: u.role };
-  }
-
-  async #message(ws: Socket, text: string): Promise<void> {
-    const c = ws.getUserData();
+  #message(ws: Socket, text: string): void {
+    const data = ws.getUserData();
+    const c = data.conn;
+    if (c.closed) return;
     let raw: unknown;
     try {
       raw = JSON.parse(text);
     } catch {
-      return this.#send(ws, { type: 'ack', ok: false, error: { code: 'invalid_json', message: 'Frames are JSON.' } });
+      return c.send(JSON.stringify({ type: 'ack', id: null, ok: false, error: { code: 'invalid_json', message: 'Frames are JSON.' } }));
+    }
+    const id = typeof (raw as { id?: unknown })?.id === 'string' ? ((raw as { id: string }).id.slice(0, 64)) : null;
+    const type = (raw as { type?: unknown })?.type;
+    const cost = typeof type === 'string' && (type === 'ping' || SIGNALING_TYPES.has(type)) ? 1 : COMMAND_BUDGET.actorCost;
+    const now = performance.now();
+    if (!data.bucket.take(cost, now)) {
+      if (now - data.strikeWindowStart > COMMAND_BUDGET.strikeWindowMs) {
+        data.strikeWindowStart = now;
+        data.strikes = 0;
+      }
+      if (++data.strikes > COMMAND_BUDGET.maxStrikes) {
+        this.#app.log.warn({ meetingId: c.meetingId, participantId: c.participantId }, 'room socket closed for flooding commands');
+        return c.end('abuse');
+      }
+      const retryAfterSeconds = Math.ceil(data.bucket.waitFor(cost) * 10) / 10;
+      return c.send(JSON.stringify({ type: 'ack', id, ok: false, error: { code: 'command_rate_limited', message: 'Too many commands on this connection; slow down.', details: { retryAfterSeconds } } }));
     }
     const parsed = clientMessage.safeParse(raw);
     if (!parsed.success) {
-      return this.#send(ws, { type: 'ack', id: (raw as { id?: unknown })?.id ?? null, ok: false, error: { code: 'validation_failed', message: parsed.error.issues[0]?.message ?? 'invalid' } });
+      const issue = parsed.error.issues[0];
+      return c.send(JSON.stringify({ type: 'ack', id, ok: false, error: { code: 'validation_failed', message: issue?.message ?? 'invalid', details: { fields: parsed.error.issues.map((i) => ({ field: i.path.join('.'), in: 'message', code: i.code, message: i.message })) } } }));
     }
-    const msg = parsed.data;
-    const ack = (body: unknown) => this.#send(ws, { type: 'ack', id: msg.id ?? null, ...(body as object) });
-    if (msg.type === 'ping') return ack({ ok: true });
-    if (c.kind === 'waiting') return ack({ ok: false, error: { code: 'forbidden', message: 'Waiting connections only listen.' } });
-    const host = c.role === 'HOST' || c.role === 'COHOST';
-    try {
-      const meeting = meetingActor(c.meetingId);
-      const ask = (actorId: string, event: Record<string, unknown>) => this.#app.cluster.ask(actorId, event);
-      switch (msg.type) {
-        case 'leave':
-          return ack(await ask(meeting, { type: 'LEAVE', participantId: c.participantId }));
-        case 'end':
-          return ack(await ask(meeting, { type: 'END', by: c.participantId }));
-        case 'remove':
-          return ack(await ask(meeting, { type: 'REMOVE', participantId: msg.participantId, by: c.participantId }));
-        case 'mute':
-          return ack(await ask(meeting, { type: 'MUTE_REQUEST', participantId: msg.participantId, by: c.participantId }));
-        case 'admit':
-        case 'deny':
-          if (!host) return ack({ ok: false, error: { code: 'forbidden', message: 'Only a host or cohost may admit or deny.' } });
-          return ack(await ask(waitingRoomActor(c.meetingId), { type: msg.type === 'admit' ? 'ADMIT' : 'DENY', queueId: msg.queueId, by: c.userId }));
-      }
-    } catch (err) {
-      const e = toAppError(err);
-      ack({ ok: false, error: { code: e.code, message: e.message } });
-    }
-  }
-
-  #connLost(err: Error, what: 'record' | 'forget'): void {
-    this.#app.log.warn({ err: err.message }, `could not ${what} a connection in Redis`);
+    this.#app.services.rooms.command(c, parsed.data).then(
+      (result) => c.send(JSON.stringify({ type: 'ack', id, ok: true, ...result })),
+      (err) => {
+        const e = toAppError(err);
+        if (e.code === 'internal_error') this.#app.log.error({ err, meetingId: c.meetingId, type }, 'room command failed');
+        c.send(JSON.stringify({ type: 'ack', id, ok: false, error: { code: e.code, message: e.message, details: e.details } }));
+      },
+    );
   }
 
   #close(ws: Socket): void {
-    const c = ws.getUserData();
+    const c = ws.getUserData().conn;
     c.closed = true;
-    remove(this.#byParticipant, c.participantId, ws);
-    remove(this.#byUser, c.userId, ws);
-    for (const topic of topicsOf(c)) remove(this.#byTopic, topic, ws);
-    if (c.kind === 'room') {
-      this.#app.redis?.hdel(this.#connKey(), c.connectionId).catch((err) => this.#connLost(err, 'forget'));
-      void this.#app.cluster
-        .send(meetingActor(c.meetingId), { type: 'DISCONNECT', participantId: c.participantId, connectionId: c.connectionId })
-        .catch((err) => this.#app.log.warn({ err, meetingId: c.meetingId }, 'could not report a disconnect'));
-    }
+    c.ws = null;
+    this.#app.connections.remove(c);
+    this.#app.services.rooms.closed(c);
   }
-
-  #fanOut(meetingId: string, effects: RoomEffect[]): void {
-    for (const e of effects) {
-      if (e.type === 'send') {
-        const text = JSON.stringify(e.message);
-        const to = e.to;
-        const topic = 'all' in to ? `room:${meetingId}` : 'role' in to ? `hosts:${meetingId}` : 'queue' in to ? `q:${to.queue}` : `p:${to.participantId}`;
-        for (const ws of this.#byTopic.get(topic) ?? []) {
-          if (!ws.getUserData().closed) ws.send(text);
-        }
-      } else {
-        for (const ws of [...(this.#byParticipant.get(e.participantId) ?? [])]) this.#end(ws, e.code);
-      }
-    }
-  }
-
-  async #deactivated(userId: string): Promise<void> {
-    const sockets = [...(this.#byUser.get(userId) ?? [])];
-    const meetings = new Set(sockets.filter((ws) => ws.getUserData().kind === 'room').map((ws) => ws.getUserData().meetingId));
-    for (const ws of sockets) this.#end(ws, 'user_deactivated');
-    for (const m of meetings) {
-      await this.#app.cluster.send(meetingActor(m), { type: 'DEACTIVATE_USER', userId }).catch((err) => this.#app.log.warn({ err }, 'deactivation not delivered'));
-    }
-  }
-
-  #send(ws: Socket, msg: unknown): void {
-    if (!ws.getUserData().closed) ws.send(JSON.stringify(msg));
-  }
-
-  #end(ws: Socket, reason: CloseReason): void {
-    const c = ws.getUserData();
-    if (c.closed) return;
-    ws.end(CLOSE_CODES[reason], reason);
-  }
-}
-
-function topicsOf(c: Conn): string[] {
-  if (c.kind === 'waiting') return [`q:${c.queueId}`];
-  const topics = [`room:${c.meetingId}`, `p:${c.participantId}`];
-  if (c.role === 'HOST' || c.role === 'COHOST') topics.push(`hosts:${c.meetingId}`);
-  return topics;
-}
-
-function add(map: Map<string, Set<Socket>>, key: string, ws: Socket): void {
-  let s = map.get(key);
-  if (!s) map.set(key, (s = new Set()));
-  s.add(ws);
-}
-
-function remove(map: Map<string, Set<Socket>>, key: string, ws: Socket): void {
-  const s = map.get(key);
-  if (!s) return;
-  s.delete(ws);
-  if (!s.size) map.delete(key);
 }

@@ -74,9 +74,48 @@ export interface Cluster {
   send(actorId: string, event: Record<string, unknown>): Promise<void>;
   /** Delivers an event and resolves with the handler's value; rejects with the handler's error or ActorUnavailableError. */
   ask<T = unknown>(actorId: string, event: Record<string, unknown>, opts?: AskOptions): Promise<T>;
+  /** Answers calls addressed to this member for `service`. */
+  serve(service: string, handler: ServiceHandler): void;
+  /**
+   * Calls `service` on one member (this one: in process) and resolves with its value; rejects with the
+   * handler's error, or MemberUnavailableError when the member does not answer in time. Never retried:
+   * the caller decides (a member that is gone stays gone).
+   */
+  call<T = unknown>(memberId: string, service: string, payload: Record<string, unknown>, opts?: AskOptions): Promise<T>;
 }
 
 export const DEFAULT_ASK_TIMEOUT_MS = 5000;
+
+/** A service a member answers for calls addressed to it (not to an actor): e.g. `media`, the rooms whose media it hosts. */
+export type ServiceHandler = (payload: Record<string, unknown>) => Promise<unknown>;
+
+/** The member a call was addressed to did not answer (gone, not listening, or too slow). Retryable. */
+export class MemberUnavailableError extends AppError {
+  override name = 'MemberUnavailableError';
+  constructor(memberId: string, why: string) {
+    super('service_unavailable', { message: `member ${memberId} did not answer (${why})`, details: { memberId, reason: why } });
+  }
+}
+
+/** The services this member serves, shared by both cluster implementations. */
+export class MemberServices {
+  readonly #handlers = new Map<string, ServiceHandler>();
+
+  serve(service: string, handler: ServiceHandler): void {
+    this.#handlers.set(service, handler);
+  }
+
+  /** Runs the handler here; an unknown service is a bug of the caller, answered as not_found. */
+  invoke(service: string, payload: Record<string, unknown>): Promise<unknown> {
+    const h = this.#handlers.get(service);
+    if (!h) return Promise.reject(new AppError('not_found', { message: `no service ${service} on this member` }));
+    try {
+      return Promise.resolve(h(payload));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+}
 
 /** No owner answered in time (shard mid-failover, owner unreachable or slow). Retryable. */
 export class ActorUnavailableError extends AppError {

@@ -6,6 +6,9 @@ import type { Logger } from '../logger.ts';
 import {
   ActorUnavailableError,
   DEFAULT_ASK_TIMEOUT_MS,
+  MemberServices,
+  MemberUnavailableError,
+  type ServiceHandler,
   SHARD_COUNT,
   ShardEvents,
   invoke,
@@ -44,6 +47,7 @@ export class LocalCluster implements Cluster {
   readonly #startedAt = new Date().toISOString();
   #handler: ActorHandler | null = null;
   #running = false;
+  readonly #services = new MemberServices();
 
   constructor(opts: LocalClusterOptions) {
     this.memberId = opts.memberId ?? newMemberId();
@@ -121,6 +125,15 @@ export class LocalCluster implements Cluster {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  serve(service: string, handler: ServiceHandler): void {
+    this.#services.serve(service, handler);
+  }
+
+  async call<T = unknown>(memberId: string, service: string, payload: Record<string, unknown>): Promise<T> {
+    if (memberId !== this.memberId || !this.#running) throw new MemberUnavailableError(memberId, 'one process, no Redis: only this member exists');
+    return (await this.#services.invoke(service, payload)) as T;
   }
 
   #route(actorId: string): { handler: ActorHandler; shard: number; epoch: number } {

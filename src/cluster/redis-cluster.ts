@@ -8,8 +8,10 @@ import {
   DEFAULT_ASK_TIMEOUT_MS,
   SHARD_COUNT,
   ShardEvents,
+  MemberServices,
   type ActorHandler,
   type AskOptions,
+  type ServiceHandler,
   type Cluster,
   type Placement,
   type StopOptions,
@@ -18,7 +20,7 @@ import { sleep, within } from './deadline.ts';
 import { acquireEpoch, releaseEpoch } from './fencing.ts';
 import { newMemberId } from './local-cluster.ts';
 import { clusterKeys, desiredOwners, readPlacement } from './placement.ts';
-import { RedisRouter, type Inbound, type Reply } from './redis-router.ts';
+import { RedisRouter, type Inbound, type InboundCall, type Reply } from './redis-router.ts';
 import { clusterCommands, type ClusterCommands } from './redis-scripts.ts';
 
 /** Production timings; tests of the failover bound use these. */
@@ -86,6 +88,7 @@ export class RedisCluster implements Cluster {
   /** desiredOwners(#members), kept in step with it. */
   #desired: (string | null)[] = [];
   readonly #router: RedisRouter;
+  readonly #services = new MemberServices();
 
   #timer: NodeJS.Timeout | null = null;
   #timerDue = Infinity;
@@ -126,6 +129,7 @@ export class RedisCluster implements Cluster {
         memberId: this.memberId,
         accepting: () => this.#state === 'running' || this.#state === 'leaving',
         serving: (shard) => this.#serving(shard),
+        services: this.#services,
         fenced: (shard, epoch) => {
           const lease = this.#leases.get(shard);
           if (lease?.epoch === epoch) this.#drop(lease, 'a write was fenced: the epoch moved on');
@@ -445,6 +449,14 @@ export class RedisCluster implements Cluster {
     return this.#router.deliver(actorId, event, true, opts.timeoutMs ?? this.#askTimeoutMs) as Promise<T>;
   }
 
+  serve(service: string, handler: ServiceHandler): void {
+    this.#services.serve(service, handler);
+  }
+
+  call<T = unknown>(memberId: string, service: string, payload: Record<string, unknown>, opts: AskOptions = {}): Promise<T> {
+    return this.#router.call(memberId, service, payload, opts.timeoutMs ?? this.#askTimeoutMs) as Promise<T>;
+  }
+
   /** The lease of a shard this member serves now: fenced, not being handed over, renewed in time. */
   #serving(shard: number): { handler: ActorHandler; epoch: number } | null {
     const lease = this.#leases.get(shard);
@@ -463,7 +475,7 @@ export class RedisCluster implements Cluster {
     }
     if (typeof msg !== 'object' || msg === null) return;
     if (channel === this.#keys.reply(this.memberId)) this.#router.onReply(msg as Reply);
-    else if (channel === this.#keys.inbox(this.memberId)) this.#router.onInbound(msg as Inbound);
+    else if (channel === this.#keys.inbox(this.memberId)) this.#router.onInbound(msg as Inbound | InboundCall);
     else if (channel === this.#keys.events && (msg as { from?: string }).from !== this.memberId) this.#schedule(0);
   }
 }

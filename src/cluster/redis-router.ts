@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
-import { ActorUnavailableError, fromWireError, invoke, shardOf, toWireError, type ActorHandler, type WireError } from './cluster.ts';
+import { ActorUnavailableError, fromWireError, invoke, MemberUnavailableError, shardOf, toWireError, type ActorHandler, type MemberServices, type WireError } from './cluster.ts';
 import { sleep, TimeoutError, within } from './deadline.ts';
 import { FencedError } from './fencing.ts';
 import type { clusterKeys } from './placement.ts';
@@ -15,6 +15,16 @@ export interface RouterHost {
   serving(shard: number): { handler: ActorHandler; epoch: number } | null;
   /** The handler's write was refused for a stale epoch: this member no longer owns the shard, whatever its lease says. */
   fenced(shard: number, epoch: number): void;
+  /** The services this member answers member-addressed calls for. */
+  readonly services: MemberServices;
+}
+
+/** A call addressed to one member's service (not to an actor), on the same inbox. */
+export interface InboundCall {
+  requestId: string;
+  replyTo: string;
+  service: string;
+  payload: Record<string, unknown>;
 }
 
 /** On `<prefix>inbox:<member>`. */
@@ -158,6 +168,38 @@ export class RedisRouter {
   }
 
 
+  /**
+   * A call to one member's service: in process when it is this member, else over its inbox. Not retried:
+   * a member that is not listening, or does not answer by the deadline, is reported unavailable.
+   */
+  async call(memberId: string, service: string, payload: Record<string, unknown>, timeoutMs: number): Promise<unknown> {
+    if (!this.#host.accepting()) throw new MemberUnavailableError(memberId, 'this member is not running');
+    if (memberId === this.#host.memberId) return this.#host.services.invoke(service, payload);
+    const requestId = randomUUID();
+    let timer: NodeJS.Timeout | undefined;
+    const result = new Promise<Outcome>((resolve) => {
+      this.#pending.set(requestId, resolve);
+      timer = setTimeout(() => resolve({ kind: 'error', error: new MemberUnavailableError(memberId, 'timeout') }), timeoutMs);
+    });
+    try {
+      const body: InboundCall = { requestId, replyTo: this.#host.memberId, service, payload };
+      let receivers: number;
+      try {
+        receivers = await within(this.#cmd.publish(this.#keys.inbox(memberId), JSON.stringify(body)), timeoutMs, 'publish');
+      } catch (err) {
+        throw new MemberUnavailableError(memberId, err instanceof Error ? err.message : String(err));
+      }
+      if (receivers === 0) throw new MemberUnavailableError(memberId, 'not listening');
+      const outcome = await result;
+      if (outcome.kind === 'ok') return outcome.value;
+      if (outcome.kind === 'retry') throw new MemberUnavailableError(memberId, outcome.why);
+      throw outcome.error;
+    } finally {
+      clearTimeout(timer);
+      this.#pending.delete(requestId);
+    }
+  }
+
   /** send() is answered before the handler finishes: its failure is only logged (a fenced one also steps down). */
   #sendFailed(err: unknown, actorId: string, shard: number, epoch: number): void {
     if (err instanceof FencedError) this.#host.fenced(shard, epoch);
@@ -173,19 +215,12 @@ export class RedisRouter {
     else settle({ kind: 'error', error: fromWireError(r) });
   }
 
-  /** A message on this member's inbox channel. */
-  onInbound(m: Inbound): void {
+  /** A message on this member's inbox channel: an actor message or a member call. */
+  onInbound(m: Inbound | InboundCall): void {
+    if ('service' in m) return this.#onCall(m);
     if (typeof m.requestId !== 'string' || typeof m.replyTo !== 'string' || typeof m.actorId !== 'string' || typeof m.event !== 'object' || m.event === null) return;
     const shard = shardOf(m.actorId);
-    const reply = (r: Reply) => {
-      let raw: string;
-      try {
-        raw = JSON.stringify(r);
-      } catch (err) {
-        raw = JSON.stringify({ requestId: r.requestId, error: 'failed', ...toWireError(err) });
-      }
-      this.#cmd.publish(this.#keys.reply(m.replyTo), raw).catch((err) => this.#log.warn({ err: err.message, shard }, 'could not send a reply'));
-    };
+    const reply = (r: Reply) => this.#reply(m.replyTo, r);
     const serving = this.#host.serving(shard);
     if (!serving) return reply({ requestId: m.requestId, error: 'not_owner' });
     const run = invoke(serving.handler, { actorId: m.actorId, event: m.event }, shard, serving.epoch);
@@ -201,5 +236,23 @@ export class RedisRouter {
         reply({ requestId: m.requestId, error: 'not_owner' });
       },
     );
+  }
+
+  #onCall(m: InboundCall): void {
+    if (typeof m.requestId !== 'string' || typeof m.replyTo !== 'string' || typeof m.service !== 'string' || typeof m.payload !== 'object' || m.payload === null) return;
+    this.#host.services.invoke(m.service, m.payload).then(
+      (value) => this.#reply(m.replyTo, { requestId: m.requestId, ok: true, value }),
+      (err) => this.#reply(m.replyTo, { requestId: m.requestId, error: 'failed', ...toWireError(err) }),
+    );
+  }
+
+  #reply(to: string, r: Reply): void {
+    let raw: string;
+    try {
+      raw = JSON.stringify(r);
+    } catch (err) {
+      raw = JSON.stringify({ requestId: r.requestId, error: 'failed', ...toWireError(err) });
+    }
+    this.#cmd.publish(this.#keys.reply(to), raw).catch((err) => this.#log.warn({ err: err.message }, 'could not send a reply'));
   }
 }

@@ -50,6 +50,13 @@ interface Entry {
 type Effect = { type: string; [k: string]: unknown };
 
 /**
+ * Events one actor may have waiting; past it, new ones are refused with the retryable `room_busy` at
+ * once instead of queueing behind a flood (each event is a database commit), so one busy room cannot
+ * hold the member's memory or make everyone else's requests wait.
+ */
+export const MAILBOX_LIMIT = 64;
+
+/**
  * Runs the actors of the shards this member owns. One event at a time per actor (a mailbox); after
  * each transition the snapshot, the outbox rows, the timers and the domain projection commit in one
  * transaction fenced by the shard's epoch, and only then do sends, disconnects and the reply go out.
@@ -62,9 +69,13 @@ export class ActorHost {
   readonly #kinds = new Map<string, ActorKind>();
   readonly #entries = new Map<string, Entry>();
   readonly #tails = new Map<string, Promise<unknown>>();
+  readonly #depth = new Map<string, number>();
+  /** Events taken into a mailbox, and events refused because it was full (for monitoring). */
+  readonly counts = { events: 0, busy: 0 };
   readonly #env: EffectEnv;
   #sink: EffectSink = { deliver: () => {} };
   #send: (actorId: string, event: Record<string, unknown>) => Promise<void> = async () => {};
+  #publish: (channel: string, message: Record<string, unknown>) => Promise<void> = async () => {};
 
   constructor(opts: { sql: Sql; clock: Clock; log: Logger; kinds: ActorKind[]; env?: EffectEnv }) {
     this.#sql = opts.sql;
@@ -81,6 +92,11 @@ export class ActorHost {
   /** How follow-up events reach other actors (the cluster's `send`). */
   setSender(send: (actorId: string, event: Record<string, unknown>) => Promise<void>): void {
     this.#send = send;
+  }
+
+  /** How kinds' notices reach every member (the bus's `publish`). */
+  setPublisher(publish: (channel: string, message: Record<string, unknown>) => Promise<void>): void {
+    this.#publish = publish;
   }
 
   /** The cluster's handler: messages for actors on shards this member owns. */
@@ -131,8 +147,21 @@ export class ActorHost {
    * shard is acquired again, and it cannot commit anyway.
    */
   #mailbox<T>(actorId: string, fn: () => Promise<T>): Promise<T> {
+    const depth = this.#depth.get(actorId) ?? 0;
+    if (depth >= MAILBOX_LIMIT) {
+      this.counts.busy++;
+      return Promise.reject(new AppError('room_busy', { message: `${MAILBOX_LIMIT} events are already waiting for this actor; retry shortly.`, details: { actorId: actorId.slice(actorId.indexOf(':') + 1) } }));
+    }
+    this.#depth.set(actorId, depth + 1);
+    this.counts.events++;
+    const done = () => {
+      const d = (this.#depth.get(actorId) ?? 1) - 1;
+      if (d > 0) this.#depth.set(actorId, d);
+      else this.#depth.delete(actorId);
+    };
     const prev = this.#tails.get(actorId) ?? Promise.resolve();
     const run = prev.then(fn, fn);
+    run.then(done, done);
     const tail = run.then(
       () => undefined,
       () => undefined,
@@ -231,6 +260,9 @@ export class ActorHost {
     }
     const room = effects.filter((e): e is RoomEffect & Effect => e.type === 'send' || e.type === 'disconnect');
     if (room.length) this.#sink.deliver(actorId, room);
+    for (const n of kind.notices?.(entityId, before, context) ?? []) {
+      this.#publish(n.channel, n.message).catch((err) => this.#log.warn({ err, from: actorId, channel: n.channel }, 'notice not published'));
+    }
     for (const f of kind.followUps?.(entityId, before, context) ?? []) {
       this.#send(f.actorId, f.event).catch((err) => this.#log.warn({ err, from: actorId, to: f.actorId }, 'follow-up not delivered'));
     }

@@ -37,6 +37,8 @@ export interface ActorKind {
   effect?(tx: Db, entityId: string, context: Record<string, unknown>, effect: { type: string; [k: string]: unknown }, at: number, env: EffectEnv): Promise<void>;
   /** Events for other actors once a transition has committed (e.g. the waiting room hears the meeting ended). */
   followUps?(entityId: string, before: Record<string, unknown>, after: Record<string, unknown>): { actorId: string; event: Record<string, unknown> }[];
+  /** Bus messages to every member once a transition has committed (e.g. drop cached copies of a row the projection changed). */
+  notices?(entityId: string, before: Record<string, unknown>, after: Record<string, unknown>): { channel: string; message: Record<string, unknown> }[];
 }
 
 async function meetingRow(db: Db, meetingId: string): Promise<(MeetingRow & { plan: PlanName }) | null> {
@@ -101,6 +103,11 @@ export const meetingKind: ActorKind = {
     const now = (after as unknown as MeetingContext).status;
     const closed = (s: string) => s === 'ENDED' || s === 'CANCELLED';
     return closed(now) && !closed(was) ? [{ actorId: waitingRoomActor(meetingId), event: { type: 'MEETING_ENDED' } }] : [];
+  },
+  // Every member drops its cached row of a meeting whose status moved (a minted link must see ENDED at once).
+  notices(meetingId, before, after) {
+    const changed = (before as unknown as MeetingContext).status !== (after as unknown as MeetingContext).status;
+    return changed ? [{ channel: 'meetings', message: { meetingIds: [meetingId] } }] : [];
   },
 };
 

@@ -5,6 +5,7 @@ import { AppError } from '../errors.ts';
 import { hasScope, type Scope } from '../scopes.ts';
 import { externalId, httpsUrl } from './common.ts';
 import type { MeetingRow, Meetings } from './meetings.ts';
+import { RoomAccess } from '../rooms/access.ts';
 import { ROOM_ROLES, type RoomRole, type Tokens } from './tokens.ts';
 import type { UserRole, UserRow, Users } from './users.ts';
 
@@ -60,18 +61,11 @@ function urlJson(url: string, token: string, tokenSafe: boolean): string {
   return NEEDS_ESCAPE.test(url.slice(0, url.length - token.length)) ? JSON.stringify(url) : `"${url}"`;
 }
 
-/**
- * Caps the asked role by the user's organization role: teachers and admins may hold any role; a student
- * is HOST or COHOST only when asked for explicitly by a key with meetings:write.
- */
+/** The asked role, capped by the user's organization role (RoomAccess.linkRole). */
 export function capRole(asked: RoomRole | undefined, userRole: UserRole, scopes: ReadonlySet<Scope>): RoomRole {
-  const role = asked ?? 'PARTICIPANT';
-  if (userRole !== 'STUDENT' || role === 'PARTICIPANT' || role === 'VIEWER') return role;
-  if (hasScope(scopes, 'meetings:write')) return role;
-  throw new AppError('role_not_allowed', {
-    message: 'A student becomes host or cohost only through a key with meetings:write.',
-    details: { role, userRole },
-  });
+  const role = RoomAccess.linkRole(asked, userRole, hasScope(scopes, 'meetings:write'));
+  if (typeof role === 'string') return role;
+  throw new AppError(role.code, { message: role.message, details: { role: asked, userRole } });
 }
 
 export class JoinLinks {

@@ -10,8 +10,7 @@ import { decodeCursor, encodeCursor, externalId, isoDate, pageQuery, ts } from '
 import { emitEvent, type EventType } from './outbox.ts';
 import type { Users } from './users.ts';
 import type { Classes } from './classes.ts';
-import type { Cluster } from '../cluster/cluster.ts';
-import { meetingActor } from '../runtime/kinds.ts';
+import type { RoomClients } from '../rooms/clients.ts';
 
 export const MEETING_STATUSES = ['SCHEDULED', 'LIVE', 'ENDED', 'CANCELLED'] as const;
 export type MeetingStatus = (typeof MEETING_STATUSES)[number];
@@ -22,7 +21,7 @@ export const meetingSettings = z.strictObject({
   waitingRoom: z.boolean().optional().describe('People wait until a host admits them. Default false.'),
   muteOnEntry: z.boolean().optional().describe('Default false.'),
   recordAutomatically: z.boolean().optional().describe('Default false.'),
-  lectureMode: z.boolean().optional().describe('Only hosts and cohosts speak and show video. Default false.'),
+  lectureMode: z.boolean().optional().describe('Only hosts and cohosts send audio until a host gives a student the floor. Default false.'),
   allowStudentScreenShare: z.boolean().optional().describe('Default true for MEETING, false for CLASS.'),
 });
 export type MeetingSettings = Required<z.infer<typeof meetingSettings>>;
@@ -196,17 +195,18 @@ export class Meetings {
   readonly #users: Users;
   readonly #classes: Classes;
   readonly #cache: TtlCache<MeetingRow>;
-  readonly #cluster: Cluster;
+  readonly #rooms: RoomClients;
 
-  constructor(clock: Clock, bus: Bus, users: Users, classes: Classes, cluster: Cluster) {
+  constructor(clock: Clock, bus: Bus, users: Users, classes: Classes, rooms: RoomClients) {
     this.#clock = clock;
     this.#bus = bus;
     this.#users = users;
     this.#classes = classes;
-    this.#cluster = cluster;
+    this.#rooms = rooms;
     this.#cache = new TtlCache(clock, 30_000);
     bus.subscribe('meetings', (m) => {
       for (const k of (m.keys as string[] | undefined) ?? []) this.#cache.delete(k);
+      for (const id of (m.meetingIds as string[] | undefined) ?? []) this.#cache.deleteWhere((row) => row.id === id);
     });
   }
 
@@ -246,7 +246,7 @@ export class Meetings {
       const m = await this.get(db, orgId, id);
       await this.#emit(db, 'meeting.created', m);
       // The meeting's actor arms its deadlines (a scheduled meeting nobody starts) from the committed row.
-      afterCommit(db, () => this.#cluster.send(meetingActor(id), { type: 'INIT' }));
+      afterCommit(db, () => this.#rooms.meeting.send(id, 'INIT'));
       return m;
     });
   }
@@ -333,8 +333,7 @@ export class Meetings {
       this.#invalidate(db, updated);
       const r = toMeetingRecord(updated);
       afterCommit(db, () =>
-        this.#cluster.send(meetingActor(m.id), {
-          type: 'UPDATE',
+        this.#rooms.meeting.send(m.id, 'UPDATE', {
           title: r.title,
           hostUserId: r.hostUserId,
           scheduledStart: r.scheduledStart,
@@ -352,20 +351,17 @@ export class Meetings {
    * so this asks the actor; cancelling again is a no-op, and a LIVE meeting must be ended instead.
    */
   async cancel(db: Db, orgId: string, idOrExternal: string): Promise<MeetingRow> {
-    return this.#command(db, orgId, idOrExternal, { type: 'CANCEL' });
+    return this.#command(db, orgId, idOrExternal, (id) => this.#rooms.meeting.cancel(id));
   }
 
   /** LIVE to ENDED with HOST_ENDED (meeting.ended), through the actor; ending again is a no-op, a SCHEDULED meeting is cancelled instead. */
   async end(db: Db, orgId: string, idOrExternal: string): Promise<MeetingRow> {
-    return this.#command(db, orgId, idOrExternal, { type: 'END', byApi: true });
+    return this.#command(db, orgId, idOrExternal, (id) => this.#rooms.meeting.end(id, { byApi: true }));
   }
 
-  async #command(db: Db, orgId: string, idOrExternal: string, event: Record<string, unknown>): Promise<MeetingRow> {
+  async #command(db: Db, orgId: string, idOrExternal: string, ask: (meetingId: string) => Promise<unknown>): Promise<MeetingRow> {
     const m = await this.get(db, orgId, idOrExternal);
-    const reply = await this.#cluster.ask<{ ok: boolean; error?: { code: string; message: string; details?: Record<string, unknown> } }>(meetingActor(m.id), event);
-    if (!reply.ok) {
-      throw new AppError((reply.error?.code ?? 'invalid_state') as 'invalid_state', { message: reply.error?.message, details: reply.error?.details ?? { status: m.status } });
-    }
+    await ask(m.id);
     const fresh = await this.get(db, orgId, m.id);
     this.#invalidate(db, fresh);
     return fresh;

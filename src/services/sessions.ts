@@ -5,9 +5,9 @@ import { inTx } from '../db/tx.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { ROOM_ROLES } from './join-links.ts';
+import { RoomAccess } from '../rooms/access.ts';
 import type { MeetingRow, Meetings } from './meetings.ts';
-import type { Cluster } from '../cluster/cluster.ts';
-import { waitingRoomActor } from '../runtime/kinds.ts';
+import type { RoomClients } from '../rooms/clients.ts';
 import type { AccessClaims, RoomRole, Tokens } from './tokens.ts';
 import type { UserRow } from './users.ts';
 
@@ -93,14 +93,14 @@ export class Sessions {
   readonly #clock: Clock;
   readonly #tokens: Tokens;
   readonly #meetings: Meetings;
-  readonly #cluster: Cluster;
+  readonly #rooms: RoomClients;
   #baseUrl = '';
 
-  constructor(clock: Clock, tokens: Tokens, meetings: Meetings, cluster: Cluster) {
+  constructor(clock: Clock, tokens: Tokens, meetings: Meetings, rooms: RoomClients) {
     this.#clock = clock;
     this.#tokens = tokens;
     this.#meetings = meetings;
-    this.#cluster = cluster;
+    this.#rooms = rooms;
   }
 
   setBaseUrl(url: string): void {
@@ -150,7 +150,7 @@ export class Sessions {
           return this.#resume(db, await this.#session(db, use.sessionId), 'join');
         }
       }
-      const waits = meeting.settings.waitingRoom && claims.r !== 'HOST' && claims.r !== 'COHOST';
+      const waits = RoomAccess.waits(claims.r, meeting.settings);
       const [session] = await db<SessionRow[]>`insert into meeting_sessions
           (id, org_id, meeting_id, user_id, jti, device_id, role, display_name, redirect_url, created_at, refresh_until, queue_id)
         values (${sessionId}, ${claims.o}, ${meeting.id}, ${user.id}, ${claims.j}, ${deviceId}, ${claims.r},
@@ -173,17 +173,12 @@ export class Sessions {
    */
   async #waiting({ session, user }: Resolved): Promise<WaitingView | null> {
     if (!session.queueId) return null;
-    const reply = await this.#cluster.ask<{ ok: boolean; status?: WaitingView['status']; error?: { code: string; message: string } }>(
-      waitingRoomActor(session.meetingId),
-      {
-        type: 'ENQUEUE',
-        queueId: session.queueId,
-        sessionId: session.id,
-        user: { id: user.id, externalId: user.externalId, name: session.displayName, email: user.email, role: user.role },
-      },
-    );
-    if (!reply.ok) throw new AppError(reply.error?.code === 'meeting_ended' ? 'meeting_ended' : 'invalid_state', { message: reply.error?.message });
-    return { queueId: session.queueId, status: reply.status! };
+    const entry = await this.#rooms.waitingRoom.enqueue(session.meetingId, {
+      queueId: session.queueId,
+      sessionId: session.id,
+      user: { id: user.id, externalId: user.externalId, name: session.displayName, email: user.email, role: user.role },
+    });
+    return { queueId: session.queueId, status: entry.status };
   }
 
   async #resume(db: Db, session: SessionRow, via: 'join' | 'refresh'): Promise<Resolved> {
@@ -214,12 +209,8 @@ export class Sessions {
     this.assertMeetingRoute(principal, slug);
     const session = await this.#session(db, principal.sessionId);
     if (session.queueId !== queueId) throw new AppError('not_found', { message: 'No such waiting-room entry for this session.' });
-    const reply = await this.#cluster.ask<{ ok: boolean; queueId: string; status: WaitingView['status']; requestedAt: string; admittedAt: string | null; error?: { code: string } }>(
-      waitingRoomActor(session.meetingId),
-      { type: 'STATUS', queueId },
-    );
-    if (!reply.ok) throw new AppError('not_found', { message: 'No such waiting-room entry.' });
-    return { queueId, status: reply.status, requestedAt: reply.requestedAt, admittedAt: reply.admittedAt };
+    const entry = await this.#rooms.waitingRoom.status(session.meetingId, { queueId });
+    return { queueId, status: entry.status, requestedAt: entry.requestedAt, admittedAt: entry.admittedAt };
   }
 
   /** After admission: the room token (mediaToken) for the session, on the device that holds it. */
@@ -248,7 +239,7 @@ export class Sessions {
 
   /** ENROLLED: students need an active enrollment; INVITED: everyone but the host and host-role links needs an invitation. */
   async #checkAccess(db: Db, meeting: MeetingRow, user: UserRow, role: RoomRole): Promise<void> {
-    const privileged = role === 'HOST' || role === 'COHOST' || user.id === meeting.hostUserId;
+    const privileged = RoomAccess.bypassesAccessList(role, user.id, meeting.hostUserId);
     if (meeting.accessMode === 'ENROLLED' && user.role === 'STUDENT' && !privileged) {
       const rows = await db`select 1 from enrollments where class_id = ${meeting.classId} and user_id = ${user.id} and status = 'ACTIVE'`;
       if (!rows.length) throw new AppError('not_enrolled', { details: { classId: meeting.classId } });

@@ -1,8 +1,9 @@
 import { deriveKey, Sealer, StreamSealer } from '../crypto.ts';
 import { ulidFromBytes, ulidToBytes } from '../ids.ts';
 
-export const ROOM_ROLES = ['HOST', 'COHOST', 'PARTICIPANT', 'VIEWER'] as const;
-export type RoomRole = (typeof ROOM_ROLES)[number];
+import { ROOM_ROLES, type RoomRole } from '../rooms/access.ts';
+
+export { ROOM_ROLES, type RoomRole };
 
 /** What a join token carries; sealed, so it is opaque, unforgeable and needs no storage to mint. */
 export interface JoinClaims {

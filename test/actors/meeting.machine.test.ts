@@ -100,7 +100,7 @@ function liveRoom(input: Partial<MeetingInput> = {}) {
 }
 
 t.test('exports', async (t) => {
-  t.equal(MEETING_MACHINE_VERSION, 1);
+  t.equal(MEETING_MACHINE_VERSION, 2);
   t.equal(RECONNECT_GRACE_MS, 15_000);
   t.equal(EMPTY_GRACE_MS, 60_000);
   t.equal(NO_SHOW_GRACE_MS, 3_600_000);
@@ -154,13 +154,17 @@ t.test('the first JOIN starts the meeting: meeting.started, plan-cap timer, part
     durationSeconds: null,
   });
   t.same(timers(fx), ['cancel no-show', `set plan-cap@${2 * MIN + 40 * MIN}`]);
-  const roster = [{ participantId: 'par_teacher', userId: 'usr_teacher', name: 'Ada', roomRole: 'HOST', joinedAt: iso(at), muted: false }];
-  t.strictSame(ofType(fx, 'send'), [{ type: 'send', to: { all: true }, message: { type: 'roster', participants: roster } }]);
+  const roster = [
+    { participantId: 'par_teacher', userId: 'usr_teacher', name: 'Ada', roomRole: 'HOST', joinedAt: iso(at), micLocked: false, floor: false, askedToUnmute: false, enteredMuted: false, connected: true },
+  ];
+  t.strictSame(ofType(fx, 'send'), [{ type: 'send', to: { all: true }, message: { type: 'roster', rev: 1, participants: roster } }]);
   t.strictSame(reply(fx), {
     ok: true,
     participantId: 'par_teacher',
     roster,
-    settings: { muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false },
+    settings: { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false },
+    rev: 1,
+    media: null,
   });
 });
 
@@ -174,7 +178,7 @@ t.test('later JOINs add participants without a second meeting.started', async (t
   t.same(reply(fx)?.roster.length, 3);
 });
 
-t.test('muteOnEntry: everyone but hosts and cohosts starts muted; settings are in the join reply', async (t) => {
+t.test('muteOnEntry: everyone but hosts and cohosts enters muted; settings are in the join reply', async (t) => {
   const r = room({ settings: { ...baseInput.settings, muteOnEntry: true, lectureMode: true } });
   r.send(join('teacher', T0));
   r.send(join('carol', T0 + 1, { roomRole: 'COHOST' }));
@@ -182,10 +186,11 @@ t.test('muteOnEntry: everyone but hosts and cohosts starts muted; settings are i
   const fx = r.send(join('bob', T0 + 3, { roomRole: 'VIEWER' }));
   const body = reply(fx)!;
   t.same(
-    body.roster.map((p: { name: string; muted: boolean }) => [p.name, p.muted]),
-    [['Ada', false], ['Carol', false], ['Alice', true], ['Bob', true]],
+    body.roster.map((p: { name: string; enteredMuted: boolean; micLocked: boolean }) => [p.name, p.enteredMuted, p.micLocked]),
+    [['Ada', false, false], ['Carol', false, false], ['Alice', true, false], ['Bob', true, false]],
+    'entering muted is not a lock: the participant may unmute',
   );
-  t.strictSame(body.settings, { muteOnEntry: true, lectureMode: true, allowStudentScreenShare: false });
+  t.strictSame(body.settings, { waitingRoom: false, muteOnEntry: true, lectureMode: true, allowStudentScreenShare: false });
 });
 
 t.test('a reconnect within the grace emits no leave/join pair', async (t) => {
@@ -194,13 +199,15 @@ t.test('a reconnect within the grace emits no leave/join pair', async (t) => {
   let fx = r.send({ type: 'DISCONNECT', participantId: 'par_alice', connectionId: 'conn_alice_1', at: drop });
   t.same(timers(fx), [`set reconnect:par_alice@${5 * MIN + RECONNECT_GRACE_MS}`]);
   t.same(outbox(fx), []);
-  t.same(ofType(fx, 'send'), [], 'roster unchanged while the grace runs');
+  const during = ofType(fx, 'send')[0]!.message;
+  t.same(during.type === 'roster' && during.participants.map((p) => [p.participantId, p.connected]), [['par_teacher', true], ['par_alice', false]], 'the roster shows the participant as reconnecting');
   t.same(reply(fx), undefined, 'DISCONNECT is fire-and-forget');
 
   fx = r.send(join('alice', drop + 10_000, { conn: 'conn_alice_2' }));
   t.same(outbox(fx), [], 'no participant.joined for a reconnect');
   t.same(timers(fx), ['cancel reconnect:par_alice']);
-  t.same(ofType(fx, 'send'), []);
+  const back = ofType(fx, 'send')[0]!.message;
+  t.same(back.type === 'roster' && back.participants.map((p) => p.connected), [true, true], 'and back');
   t.equal(reply(fx)?.ok, true);
   t.equal(reply(fx)?.participantId, 'par_alice');
   t.same(r.context.participants.par_alice!.connections, ['conn_alice_2']);
@@ -211,12 +218,14 @@ t.test('a reconnect within the grace emits no leave/join pair', async (t) => {
   t.ok(r.context.participants.par_alice);
 });
 
-t.test('a participant with another connection open does not start the reconnect grace', async (t) => {
+t.test('a second socket of the same session replaces the first (one live socket per session and device)', async (t) => {
   const r = liveRoom();
-  r.send(join('alice', T0 + 2 * MIN, { conn: 'conn_alice_2' }));
-  t.same(r.context.participants.par_alice!.connections, ['conn_alice_1', 'conn_alice_2']);
-  const fx = r.send({ type: 'DISCONNECT', participantId: 'par_alice', connectionId: 'conn_alice_1', at: T0 + 3 * MIN });
-  t.same(fx, []);
+  let fx = r.send(join('alice', T0 + 2 * MIN, { conn: 'conn_alice_2' }));
+  t.same(r.context.participants.par_alice!.connections, ['conn_alice_2']);
+  t.strictSame(ofType(fx, 'disconnect'), [{ type: 'disconnect', participantId: 'par_alice', code: 'replaced', connectionIds: ['conn_alice_1'] }]);
+  t.same(outbox(fx), [], 'no webhook');
+  fx = r.send({ type: 'DISCONNECT', participantId: 'par_alice', connectionId: 'conn_alice_1', at: T0 + 3 * MIN });
+  t.same(fx, [], 'the replaced socket closing starts no grace');
   t.same(r.send({ type: 'DISCONNECT', participantId: 'par_nobody', connectionId: 'x', at: T0 + 3 * MIN }), [], 'unknown participant ignored');
 });
 
@@ -366,18 +375,67 @@ t.test('REMOVE: host only; the removed participant leaves, is disconnected and m
   t.notOk(r.context.participants.par_alice);
 });
 
-t.test('MUTE_REQUEST: a host asks a participant to mute; others are refused', async (t) => {
+t.test('MUTE locks a microphone until ALLOW_UNMUTE; ASK_UNMUTE tells the hosts; only hosts mute and allow', async (t) => {
   const r = liveRoom();
-  let fx = r.send({ type: 'MUTE_REQUEST', participantId: 'par_alice', by: 'par_teacher', at: T0 + 2 * MIN });
-  t.same(fx, [
-    { type: 'send', to: { participantId: 'par_alice' }, message: { type: 'mute-request', by: 'par_teacher' } },
-    { type: 'reply', body: { ok: true } },
-  ]);
-  fx = r.send({ type: 'MUTE_REQUEST', participantId: 'par_teacher', by: 'par_alice', at: T0 + 2 * MIN });
+  let fx = r.send({ type: 'MUTE', participantId: 'par_alice', by: 'par_teacher', at: T0 + 2 * MIN });
+  t.same(ofType(fx, 'send').map((e) => [e.to, e.message.type]), [[{ participantId: 'par_alice' }, 'muted'], [{ all: true }, 'roster']]);
+  t.equal(r.context.participants.par_alice!.micLocked, true);
+  t.match(reply(fx), { ok: true });
+  fx = r.send({ type: 'MUTE', participantId: 'par_teacher', by: 'par_alice', at: T0 + 2 * MIN });
   t.same(ofType(fx, 'send'), []);
-  t.match(reply(fx), { ok: false, error: { code: 'forbidden' } });
-  t.match(reply(r.send({ type: 'MUTE_REQUEST', participantId: 'par_x', by: 'par_teacher', at: T0 })), { error: { code: 'not_found' } });
-  t.match(reply(room().send({ type: 'MUTE_REQUEST', participantId: 'par_x', by: 'par_y', at: T0 })), { error: { code: 'invalid_state' } });
+  t.match(reply(fx), { ok: false, error: { code: 'forbidden' } }, 'RoomAccess refuses a student');
+  fx = r.send({ type: 'ASK_UNMUTE', participantId: 'par_alice', at: T0 + 3 * MIN });
+  t.strictSame(ofType(fx, 'send')[0], { type: 'send', to: { role: 'hosts' }, message: { type: 'unmute-requested', participantId: 'par_alice', name: 'Alice' } });
+  t.same(ofType(r.send({ type: 'ASK_UNMUTE', participantId: 'par_alice', at: T0 + 3 * MIN }), 'send'), [], 'asking again does not repeat the request');
+  t.match(reply(r.send({ type: 'ALLOW_UNMUTE', participantId: 'par_alice', by: 'par_alice', at: T0 + 4 * MIN })), { ok: false, error: { code: 'forbidden' } });
+  fx = r.send({ type: 'ALLOW_UNMUTE', participantId: 'par_alice', by: 'par_teacher', at: T0 + 4 * MIN });
+  t.same(ofType(fx, 'send').map((e) => e.message.type), ['unmute-allowed', 'roster']);
+  t.match(r.context.participants.par_alice, { micLocked: false, askedToUnmute: false, floor: false }, 'no floor outside lecture mode');
+  t.match(reply(r.send({ type: 'MUTE', participantId: 'par_x', by: 'par_teacher', at: T0 })), { error: { code: 'not_found' } });
+  t.match(reply(room().send({ type: 'MUTE', participantId: 'par_x', by: 'par_y', at: T0 })), { error: { code: 'invalid_state' } });
+});
+
+t.test('MUTE_ALL locks every microphone but the hosts\' and cohosts\'', async (t) => {
+  const r = liveRoom();
+  r.send(join('carol', T0 + 2 * MIN, { roomRole: 'COHOST' }));
+  r.send(join('bob', T0 + 3 * MIN));
+  const fx = r.send({ type: 'MUTE_ALL', by: 'par_carol', at: T0 + 4 * MIN });
+  t.strictSame(reply(fx), { ok: true, muted: ['par_alice', 'par_bob'] });
+  t.same(ofType(fx, 'send').map((e) => [e.to, e.message.type]), [[{ participantId: 'par_alice' }, 'muted'], [{ participantId: 'par_bob' }, 'muted'], [{ all: true }, 'roster']]);
+  t.same(Object.values(r.context.participants).map((p) => [p.participantId, p.micLocked]), [['par_teacher', false], ['par_alice', true], ['par_carol', false], ['par_bob', true]]);
+  t.strictSame(reply(r.send({ type: 'MUTE_ALL', by: 'par_carol', at: T0 + 5 * MIN })), { ok: true, muted: [] }, 'again: nobody left to mute');
+  t.match(reply(r.send({ type: 'MUTE_ALL', by: 'par_bob', at: T0 + 5 * MIN })), { ok: false, error: { code: 'forbidden' } });
+});
+
+t.test('lecture mode: FLOOR gives and takes the floor; ALLOW_UNMUTE gives it too', async (t) => {
+  const r = liveRoom({ settings: { ...baseInput.settings, lectureMode: true } });
+  let fx = r.send({ type: 'FLOOR', participantId: 'par_alice', by: 'par_teacher', give: true, at: T0 + 2 * MIN });
+  t.strictSame(ofType(fx, 'send')[0], { type: 'send', to: { participantId: 'par_alice' }, message: { type: 'floor', give: true, by: 'par_teacher' } });
+  t.equal(r.context.participants.par_alice!.floor, true);
+  r.send({ type: 'FLOOR', participantId: 'par_alice', by: 'par_teacher', give: false, at: T0 + 3 * MIN });
+  t.equal(r.context.participants.par_alice!.floor, false);
+  r.send({ type: 'ALLOW_UNMUTE', participantId: 'par_alice', by: 'par_teacher', at: T0 + 4 * MIN });
+  t.equal(r.context.participants.par_alice!.floor, true);
+  t.match(reply(r.send({ type: 'FLOOR', participantId: 'par_teacher', by: 'par_alice', give: true, at: T0 })), { error: { code: 'forbidden' } });
+});
+
+t.test('PLACE_MEDIA: the first JOIN that offers a place places the media; re-placing is compare-and-set on the revision', async (t) => {
+  const r = room();
+  let fx = r.send({ ...join('teacher', T0), media: { memberId: 'm-a', worker: 0 } });
+  t.strictSame(reply(fx)!.media, { memberId: 'm-a', worker: 0, rev: 1 });
+  t.ok(ofType(fx, 'send').some((e) => e.message.type === 'media'), 'everyone hears where the media is');
+  fx = r.send({ ...join('alice', T0 + 1), media: { memberId: 'm-b', worker: 1 } });
+  t.strictSame(reply(fx)!.media, { memberId: 'm-a', worker: 0, rev: 1 }, 'a later JOIN does not move it');
+  fx = r.send({ type: 'PLACE_MEDIA', rev: 1, to: { memberId: 'm-b', worker: 1 }, at: T0 + 2 });
+  t.strictSame(reply(fx), { ok: true, media: { memberId: 'm-b', worker: 1, rev: 2 } });
+  t.strictSame(ofType(fx, 'send'), [{ type: 'send', to: { all: true }, message: { type: 'media', media: { memberId: 'm-b', worker: 1, rev: 2 } } }]);
+  fx = r.send({ type: 'PLACE_MEDIA', rev: 1, to: { memberId: 'm-c', worker: 0 }, at: T0 + 3 });
+  t.strictSame(reply(fx), { ok: true, media: { memberId: 'm-b', worker: 1, rev: 2 } }, 'a stale revision loses: members racing to re-place agree on one');
+  t.same(ofType(fx, 'send'), []);
+  t.match(reply(r.send({ type: 'ROOM_STATE', at: T0 + 4 })), { ok: true, status: 'LIVE', media: { rev: 2 }, roster: [{ participantId: 'par_teacher' }, { participantId: 'par_alice' }] });
+  fx = r.send({ type: 'END', by: 'par_teacher', at: T0 + 5 });
+  t.ok(ofType(fx, 'send').some((e) => e.message.type === 'media' && e.message.media === null), 'ending the room closes its media');
+  t.equal(r.context.media, null);
 });
 
 t.test('DEACTIVATE_USER: every participant of that user leaves and is disconnected', async (t) => {
@@ -451,7 +509,7 @@ t.test('UPDATE in a live room: new settings go to everyone, a new plan cap re-ar
   const fx = r.send({ type: 'UPDATE', settings: { allowStudentScreenShare: true }, planMaxMinutes: 300, at: T0 + 5 * MIN });
   t.same(timers(fx), [`set plan-cap@${300 * MIN}`]);
   t.same(ofType(fx, 'send'), [
-    { type: 'send', to: { all: true }, message: { type: 'settings', settings: { muteOnEntry: false, lectureMode: false, allowStudentScreenShare: true } } },
+    { type: 'send', to: { all: true }, message: { type: 'settings', rev: 3, settings: { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: true } } },
   ]);
   t.same(r.send({ type: 'TIMER', name: 'plan-cap', at: T0 + 40 * MIN }), [], 'the old cap no longer ends it');
   t.equal(r.state, 'live');
@@ -528,7 +586,7 @@ t.test('snapshot round trip mid-meeting: JSON, restore, continue with identical 
     join('carol', T0 + 6 * MIN, { roomRole: 'COHOST' }),
     { type: 'DISCONNECT', participantId: 'par_carol', connectionId: 'conn_carol_1', at: T0 + 7 * MIN },
     { type: 'TIMER', name: 'reconnect:par_carol', at: T0 + 7 * MIN + RECONNECT_GRACE_MS },
-    { type: 'MUTE_REQUEST', participantId: 'par_bob', by: 'par_teacher', at: T0 + 8 * MIN },
+    { type: 'MUTE', participantId: 'par_bob', by: 'par_teacher', at: T0 + 8 * MIN },
     { type: 'LEAVE', participantId: 'par_bob', at: T0 + 9 * MIN },
     { type: 'LEAVE', participantId: 'par_teacher', at: T0 + 10 * MIN },
     { type: 'TIMER', name: 'empty-grace', at: T0 + 11 * MIN },

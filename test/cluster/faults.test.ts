@@ -115,12 +115,18 @@ interface Probe {
   code?: string;
 }
 
-/** A host asking for mutes back to back over its room socket, until `running()` is false (each answer waited for at most 15 s). */
+/**
+ * A host asking for mutes over its room socket, one at a time and at most four a second (under the socket's
+ * command budget, http/ws/gateway.ts), until `running()` is false (each answer waited for at most 15 s).
+ */
 async function muteLoop(h: { client: RoomClient; participantId: string }, running: () => boolean, out: Probe[]): Promise<void> {
   let n = 0;
+  let last = 0;
   while (running() && !h.client.closed) {
+    const wait = last + 250 - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     const id = `probe-${++n}`;
-    const sent = Date.now();
+    const sent = (last = Date.now());
     h.client.ws.send(JSON.stringify({ type: 'mute', participantId: h.participantId, id }));
     const ack = await h.client.next((m) => m.type === 'ack' && m.id === id, 15_000).catch(() => ({ ok: false, error: { code: 'no answer' } }));
     out.push({ host: h.participantId, sent, answered: Date.now(), ok: ack.ok, code: ack.error?.code });

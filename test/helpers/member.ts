@@ -49,6 +49,8 @@ export async function startTestMember(t: Test, opts: TestMemberOptions = {}): Pr
       AULA_SECRET_KEY: TEST_SECRET,
       AULA_LOG_LEVEL: process.env.AULA_TEST_LOG_LEVEL ?? 'silent',
       AULA_JOB_POLL_MS: '200',
+      AULA_MEDIA_WORKERS: '1',
+      AULA_MEDIA_LISTEN_IP: '127.0.0.1',
       ...(useRedis ? { AULA_REDIS_URL: REDIS_URL, AULA_REDIS_PREFIX: opts.redisPrefix ?? `aulatest:${randomBytes(4).toString('hex')}:` } : {}),
     },
     opts.overrides,

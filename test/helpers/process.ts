@@ -16,7 +16,7 @@ export interface MemberProcess {
 /** Runs `aula serve` as a separate OS process on port 0 and waits for it to listen. */
 export function spawnMember(t: Test, env: Record<string, string>): Promise<MemberProcess> {
   const proc = spawn(process.execPath, [BIN, 'serve'], {
-    env: { ...process.env, AULA_ENV: 'test', AULA_HOST: '127.0.0.1', AULA_PORT: '0', AULA_LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, AULA_ENV: 'test', AULA_HOST: '127.0.0.1', AULA_PORT: '0', AULA_LOG_LEVEL: 'info', AULA_MEDIA_WORKERS: '1', AULA_MEDIA_LISTEN_IP: '127.0.0.1', ...env },
     // the IPC channel lets a member notice when this test process goes away and exit with it
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });

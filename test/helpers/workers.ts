@@ -19,7 +19,7 @@ export interface WorkersProcess {
 /** Runs `aula serve --workers N` as a user would; killed (the primary, then its workers) at teardown. */
 export function spawnWorkers(t: Test, n: number, env: Record<string, string>): WorkersProcess {
   const proc = spawn(process.execPath, [BIN, 'serve', '--workers', String(n)], {
-    env: { ...process.env, AULA_ENV: 'test', AULA_HOST: '127.0.0.1', AULA_PORT: '0', AULA_LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, AULA_ENV: 'test', AULA_HOST: '127.0.0.1', AULA_PORT: '0', AULA_LOG_LEVEL: 'info', AULA_MEDIA_WORKERS: '1', AULA_MEDIA_LISTEN_IP: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs: Record<string, unknown>[] = [];

@@ -32,10 +32,10 @@ t.test('the participants of a dead member leave after the reconnect grace', asyn
 
   // member b "dies": it leaves the cluster without a word about its sockets
   await b.app.cluster.stop();
-  t.equal(await a.gateway.sweepDeadMembers(), 1, 'member a reports the dead member\'s one connection');
+  t.equal(await a.app.services.rooms.sweepDeadMembers(), 1, 'member a reports the dead member\'s one connection');
   await eventually(async () => (await a.app.sql`select 1 from actor_timers where name = ${`reconnect:${participantId}`}`).length);
   clock.advance(15_001);
   await eventually(async () => (await a.app.timers.tick()) >= 0 && (await a.app.sql`select 1 from outbox where type = 'participant.left' and data->>'participantId' = ${participantId}`).length);
   await host.next((m) => m.type === 'roster' && m.participants.length === 1);
-  t.equal(await a.gateway.sweepDeadMembers(), 0, 'reported once');
+  t.equal(await a.app.services.rooms.sweepDeadMembers(), 0, 'reported once');
 });

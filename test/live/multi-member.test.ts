@@ -34,8 +34,24 @@ t.test('sockets on two members share one room; host commands cross members', asy
   t.same(roster.participants.map((p: any) => p.name).sort(), ['Student', 'Teacher'], 'the host on member a sees the student on member b');
   const participantId = roster.participants.find((p: any) => p.name === 'Student').participantId;
   t.match(await host.command({ type: 'mute', participantId }), { ok: true });
-  t.match(await stu.type('mute-request'), { by: /^par_/ }, 'a host command reaches a socket on the other member');
+  t.match(await stu.type('muted'), { by: /^par_/ }, 'a host command reaches a socket on the other member');
   await api(b, 'POST', `/public/users/${student.id}/deactivate`, { key });
   t.equal((await stu.waitClosed()).code, 4003, 'deactivation through member b closes the socket wherever it is');
   await host.next((m) => m.type === 'roster' && m.participants.length === 1);
+});
+
+t.test('a meeting the room ends refuses new join links at once on every member (no stale cached row)', async (t) => {
+  const teacher = (await api(a, 'POST', '/public/users', { key, body: { externalId: 't2', fullName: 'Teacher Two', role: 'TEACHER' } })).body.data;
+  const meeting = (await api(a, 'POST', '/public/meetings', { key, body: { title: 'Cache', type: 'MEETING', hostUserId: teacher.id, scheduledStart: new Date().toISOString(), durationMinutes: 30 } })).body.data;
+  const mint = (m: typeof a) => api(m, 'POST', `/public/meetings/${meeting.id}/join-links`, { key, body: { userId: teacher.id, role: 'HOST' } });
+  const link = (await mint(b)).body.data;
+  t.equal((await mint(a)).status, 201, 'both members have the meeting cached');
+  const s = (await api(b, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: 'd-cache' } })).body.data;
+  const host = await connect(t, s.mediaUrl.replace(`:${b.port}`, `:${a.port}`), s.mediaToken);
+  await host.type('joined');
+  t.equal((await mint(b)).status, 201, 'minted while LIVE');
+  host.ws.send(JSON.stringify({ type: 'end' }));
+  t.equal((await host.waitClosed()).code, 4002, 'the host ended it in the room');
+  await eventually(async () => (await mint(b)).status === 410 && (await mint(a)).status === 410, 2000);
+  t.equal((await mint(b)).body.error.code, 'meeting_ended', 'ended by the room (not the API): minting stops on every member at once');
 });

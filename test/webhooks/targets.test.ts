@@ -207,7 +207,7 @@ t.test('WEBHOOKS_ALLOW_PRIVATE_TARGETS: read under its exact name, ignored in pr
   t.equal(allowPrivateTargets(loadConfig({ WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true', AULA_ENV: 'test' })), true);
   t.equal(allowPrivateTargets(loadConfig({ WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'false' })), false);
   t.equal(allowPrivateTargets(loadConfig({ AULA_WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true' })), false, 'not under our prefix');
-  const prod = loadConfig({ WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true', AULA_ENV: 'production', AULA_SECRET_KEY: 'x'.repeat(32) });
+  const prod = loadConfig({ WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true', AULA_ENV: 'production', AULA_SECRET_KEY: 'x'.repeat(32), AULA_MEDIA_ANNOUNCED_ADDRESS: '203.0.113.7' });
   t.equal(prod.WEBHOOKS_ALLOW_PRIVATE_TARGETS, true, 'parsed');
   t.equal(allowPrivateTargets(prod), false, 'but ignored in production');
   const allowPrivate = allowPrivateTargets(prod);

@@ -1,0 +1,64 @@
+import type { Consumer } from 'mediasoup/node/lib/Consumer.js';
+import type { Producer } from 'mediasoup/node/lib/Producer.js';
+import type { Router } from 'mediasoup/node/lib/Router.js';
+import type { RtpCapabilities } from 'mediasoup/node/lib/RtpParameters.js';
+import type { PlainTransport } from 'mediasoup/node/lib/PlainTransport.js';
+import type { WebRtcTransport } from 'mediasoup/node/lib/WebRtcTransport.js';
+import type { MediaSource, RoomRole } from '../src/rooms/access.ts';
+import type { ProducerPauseReason, TransportDirection } from '../src/rooms/protocol.ts';
+
+export interface PeerProducer {
+  producer: Producer;
+  source: MediaSource;
+  /** Why the server holds it paused (a host mute, lecture mode, the entry mute); null when only the owner paused it, or it runs. */
+  heldBy: ProducerPauseReason | null;
+}
+
+export interface PeerTransport {
+  /** WebRTC for browsers and apps; plain RTP for an ingest or a recorder's egress (not on the room protocol). */
+  transport: WebRtcTransport | PlainTransport;
+  direction: TransportDirection;
+  router: Router;
+  workerIndex: number;
+}
+
+/** One participant's media in a room: its transports, what it sends and what it receives. */
+export class Peer {
+  readonly participantId: string;
+  roomRole: RoomRole;
+  /** The room revision at which the gateway knew this participant was in: an older roster cannot remove it. */
+  readonly sinceRev: number;
+  readonly transports = new Map<string, PeerTransport>();
+  readonly producers = new Map<string, PeerProducer>();
+  readonly consumers = new Map<string, Consumer>();
+  /** Producers this peer consumes or is about to (a consumer is made once per producer). */
+  readonly consuming = new Set<string>();
+  rtpCapabilities: RtpCapabilities | null = null;
+  /** muteOnEntry was applied to this peer's first microphone. */
+  entryMuteDone = false;
+  closed = false;
+
+  constructor(participantId: string, roomRole: RoomRole, sinceRev: number) {
+    this.participantId = participantId;
+    this.roomRole = roomRole;
+    this.sinceRev = sinceRev;
+  }
+
+  transport(direction: TransportDirection): PeerTransport | undefined {
+    for (const t of this.transports.values()) if (t.direction === direction) return t;
+    return undefined;
+  }
+
+  bySource(source: MediaSource): PeerProducer | undefined {
+    for (const p of this.producers.values()) if (p.source === source) return p;
+    return undefined;
+  }
+
+  /** Closes every transport, and with them every producer and consumer. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.transports.values()) t.transport.close();
+    this.transports.clear();
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * RoomAccess: the one policy for who may do what in a room. It reads only what it is given (the
+ * session's room role, the user's organization role, the meeting's settings and the participant's
+ * standing in the room), so the HTTP routes, the media gateway, the meeting actor and the media host
+ * all ask the same questions and get the same answers. Refusals carry a catalog code and a message.
+ *
+ * Pure and import-free at run time: actors and the browser bundle use it too.
+ */
+
+export const ROOM_ROLES = ['HOST', 'COHOST', 'PARTICIPANT', 'VIEWER'] as const;
+export type RoomRole = (typeof ROOM_ROLES)[number];
+
+/** What a producer carries. `screen-audio` is the sound of a shared tab or screen. */
+export const MEDIA_SOURCES = ['mic', 'camera', 'screen', 'screen-audio'] as const;
+export type MediaSource = (typeof MEDIA_SOURCES)[number];
+
+/** The organization role of the user behind a session (users.role). */
+export type OrgRole = 'TEACHER' | 'STUDENT' | 'ADMIN';
+
+/** The meeting settings the policy reads. */
+export interface AccessSettings {
+  waitingRoom: boolean;
+  muteOnEntry: boolean;
+  lectureMode: boolean;
+  allowStudentScreenShare: boolean;
+}
+
+/** A participant's standing in a live room, as the meeting actor keeps it. */
+export interface Standing {
+  roomRole: RoomRole;
+  /** A host muted the microphone; it stays off until a host allows unmuting. */
+  micLocked: boolean;
+  /** In lecture mode, a host gave this participant the floor. */
+  floor: boolean;
+}
+
+export type RefusalCode =
+  | 'forbidden'
+  | 'role_not_allowed'
+  | 'produce_not_allowed'
+  | 'muted_by_host'
+  | 'floor_required'
+  | 'not_found';
+
+export interface Refused {
+  code: RefusalCode;
+  message: string;
+}
+
+/** null: allowed. */
+export type Decision = Refused | null;
+
+/** Room commands that only hosts and cohosts may give. */
+export const HOST_COMMANDS = ['end', 'remove', 'mute', 'allow-unmute', 'floor', 'admit', 'deny'] as const;
+export type HostCommand = (typeof HOST_COMMANDS)[number];
+
+const refused = (code: RefusalCode, message: string): Refused => ({ code, message });
+
+export const RoomAccess = {
+  isHost(role: RoomRole): boolean {
+    return role === 'HOST' || role === 'COHOST';
+  },
+
+  /**
+   * The room role a join link may carry: teachers and admins may hold any role; a student is HOST or
+   * COHOST only when asked for explicitly by a caller allowed to raise them (an API key with meetings:write).
+   */
+  linkRole(asked: RoomRole | undefined, orgRole: OrgRole, mayRaiseStudents: boolean): RoomRole | Refused {
+    const role = asked ?? 'PARTICIPANT';
+    if (orgRole !== 'STUDENT' || !RoomAccess.isHost(role) || mayRaiseStudents) return role;
+    return refused('role_not_allowed', 'A STUDENT may be HOST or COHOST only when a key with meetings:write asks for it explicitly.');
+  },
+
+  /** Whether a session waits in the waiting room before it may enter. Hosts and cohosts never wait. */
+  waits(role: RoomRole, settings: Pick<AccessSettings, 'waitingRoom'>): boolean {
+    return settings.waitingRoom && !RoomAccess.isHost(role);
+  },
+
+  /** Hosts, cohosts and the meeting's own host user pass the ENROLLED and INVITED checks. */
+  bypassesAccessList(role: RoomRole, userId: string, hostUserId: string): boolean {
+    return RoomAccess.isHost(role) || userId === hostUserId;
+  },
+
+  /**
+   * A host command given by `by` (about `target`, when it has one). A cohost may not remove a host.
+   * A command from the public API has no room role and is checked by its API scope instead.
+   */
+  command(command: HostCommand, by: RoomRole, target?: RoomRole): Decision {
+    if (!RoomAccess.isHost(by)) return refused('forbidden', 'Only a host or cohost of the room may do this.');
+    if (command === 'remove' && target === 'HOST' && by === 'COHOST') return refused('forbidden', 'A cohost cannot remove a host.');
+    return null;
+  },
+
+  /** Whether the role may send this source at all (before any mute). */
+  produce(source: MediaSource, role: RoomRole, settings: Pick<AccessSettings, 'allowStudentScreenShare'>): Decision {
+    if (role === 'VIEWER') return refused('produce_not_allowed', 'A VIEWER watches and listens; it cannot send audio, video or a screen.');
+    if ((source === 'screen' || source === 'screen-audio') && !RoomAccess.isHost(role) && !settings.allowStudentScreenShare) {
+      return refused('produce_not_allowed', 'Screen sharing is for hosts and cohosts in this meeting.');
+    }
+    return null;
+  },
+
+  /**
+   * Whether the participant's producer of this source may be live (not paused by the server) now:
+   * a host-muted microphone stays off until a host allows unmuting, and in lecture mode only hosts
+   * and those given the floor send audio.
+   */
+  send(source: MediaSource, p: Standing, settings: Pick<AccessSettings, 'lectureMode' | 'allowStudentScreenShare'>): Decision {
+    const base = RoomAccess.produce(source, p.roomRole, settings);
+    if (base) return base;
+    if (source !== 'mic') return null;
+    if (p.micLocked) return refused('muted_by_host', 'A host muted your microphone; ask to unmute and wait until a host allows it.');
+    if (settings.lectureMode && !RoomAccess.isHost(p.roomRole) && !p.floor) {
+      return refused('floor_required', 'This is a lecture: only hosts speak until a host gives you the floor.');
+    }
+    return null;
+  },
+
+  /** muteOnEntry: a student's first microphone starts paused by the server (they may unmute themselves). */
+  entersMuted(role: RoomRole, settings: Pick<AccessSettings, 'muteOnEntry'>): boolean {
+    return settings.muteOnEntry && !RoomAccess.isHost(role);
+  },
+} as const;

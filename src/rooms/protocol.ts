@@ -1,0 +1,129 @@
+import { z } from 'zod';
+import { MEDIA_SOURCES } from './access.ts';
+
+/**
+ * The room protocol: JSON text frames on `/api/v1/meetings/:slug/media`, defined once here for the
+ * gateway, the media host and the browser bundle. Every client message may carry an `id`; its answer
+ * is `{ type: "ack", id, ok: true, ...result }` or `{ type: "ack", id, ok: false, error }`.
+ * docs/room-protocol.md is the prose of this file.
+ */
+
+const cid = z.string().max(64).optional();
+const ref = z.string().min(1).max(255);
+/** mediasoup's own objects (RTP parameters, capabilities, DTLS parameters) are checked by mediasoup; here only their outline. */
+const mediasoupObject = z.looseObject({});
+
+// ---- client to server: the room ---------------------------------------------------------------
+
+export const roomCommands = [
+  z.object({ type: z.literal('ping'), id: cid }),
+  z.object({ type: z.literal('leave'), id: cid }),
+  z.object({ type: z.literal('end'), id: cid }),
+  z.object({ type: z.literal('remove'), id: cid, participantId: ref }),
+  z.object({ type: z.literal('mute'), id: cid, participantId: ref }),
+  z.object({ type: z.literal('mute-all'), id: cid }),
+  z.object({ type: z.literal('allow-unmute'), id: cid, participantId: ref }),
+  z.object({ type: z.literal('ask-unmute'), id: cid }),
+  z.object({ type: z.literal('floor'), id: cid, participantId: ref, give: z.boolean() }),
+  z.object({ type: z.literal('admit'), id: cid, queueId: ref }),
+  z.object({ type: z.literal('deny'), id: cid, queueId: ref }),
+] as const;
+
+// ---- client to server: media signaling (relayed to the member that hosts the room's media) -------
+
+export const TRANSPORT_DIRECTIONS = ['send', 'recv'] as const;
+export type TransportDirection = (typeof TRANSPORT_DIRECTIONS)[number];
+
+export const signalingRequests = [
+  /** Starts (or restarts, after a `media` message) this participant's media: answers the router's capabilities. */
+  z.object({ type: z.literal('media-join'), id: cid }),
+  z.object({ type: z.literal('transport-create'), id: cid, direction: z.enum(TRANSPORT_DIRECTIONS) }),
+  z.object({ type: z.literal('transport-connect'), id: cid, transportId: ref, dtlsParameters: mediasoupObject }),
+  z.object({ type: z.literal('transport-restart-ice'), id: cid, transportId: ref }),
+  /** The device's capabilities: from now on the participant receives every producer of the room (consumers start paused). */
+  z.object({ type: z.literal('media-ready'), id: cid, rtpCapabilities: mediasoupObject }),
+  z.object({
+    type: z.literal('produce'),
+    id: cid,
+    transportId: ref,
+    kind: z.enum(['audio', 'video']),
+    source: z.enum(MEDIA_SOURCES),
+    rtpParameters: mediasoupObject,
+    paused: z.boolean().optional(),
+  }),
+  z.object({ type: z.literal('producer-pause'), id: cid, producerId: ref }),
+  z.object({ type: z.literal('producer-resume'), id: cid, producerId: ref }),
+  z.object({ type: z.literal('producer-close'), id: cid, producerId: ref }),
+  z.object({ type: z.literal('consumer-resume'), id: cid, consumerId: ref }),
+  z.object({ type: z.literal('consumer-pause'), id: cid, consumerId: ref }),
+  z.object({
+    type: z.literal('consumer-layers'),
+    id: cid,
+    consumerId: ref,
+    spatialLayer: z.number().int().min(0).max(2),
+    temporalLayer: z.number().int().min(0).max(2).optional(),
+  }),
+] as const;
+
+export const signalingRequest = z.discriminatedUnion('type', signalingRequests);
+export type SignalingRequest = z.infer<typeof signalingRequest>;
+export const SIGNALING_TYPES: ReadonlySet<string> = new Set(signalingRequests.map((s) => s.shape.type.value));
+
+export const clientMessage = z.discriminatedUnion('type', [...roomCommands, ...signalingRequests]);
+export type ClientMessage = z.infer<typeof clientMessage>;
+export type RoomCommand = Exclude<ClientMessage, SignalingRequest>;
+
+// ---- server to client ---------------------------------------------------------------------------
+
+export const PRODUCER_PAUSE_REASONS = ['muted-by-host', 'floor', 'entry', 'policy'] as const;
+export type ProducerPauseReason = (typeof PRODUCER_PAUSE_REASONS)[number];
+
+/** Media events the media host sends to participants (the room's own messages are the meeting actor's, actors/meeting/meeting.types.ts). */
+export const mediaEvent = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('consumer-new'),
+    consumerId: z.string(),
+    producerId: z.string(),
+    participantId: z.string(),
+    source: z.enum(MEDIA_SOURCES),
+    kind: z.enum(['audio', 'video']),
+    rtpParameters: mediasoupObject,
+    consumerType: z.string(),
+    producerPaused: z.boolean(),
+  }),
+  z.object({ type: z.literal('consumer-closed'), consumerId: z.string() }),
+  z.object({ type: z.literal('consumer-paused'), consumerId: z.string() }),
+  z.object({ type: z.literal('consumer-resumed'), consumerId: z.string() }),
+  z.object({ type: z.literal('consumer-layers'), consumerId: z.string(), spatialLayer: z.number().nullable(), temporalLayer: z.number().nullable() }),
+  /** To the producer's owner: the server paused or closed it (a host mute, lecture mode, the entry mute, a setting). */
+  z.object({ type: z.literal('producer-paused'), producerId: z.string(), source: z.enum(MEDIA_SOURCES), reason: z.enum(PRODUCER_PAUSE_REASONS) }),
+  z.object({ type: z.literal('producer-closed'), producerId: z.string(), source: z.enum(MEDIA_SOURCES), reason: z.enum(PRODUCER_PAUSE_REASONS) }),
+  /** Who sends what, to everyone, whenever it changes: source -> 'on' | 'off' (paused). */
+  z.object({
+    type: z.literal('media-state'),
+    participants: z.array(z.object({ participantId: z.string(), sources: z.partialRecord(z.enum(MEDIA_SOURCES), z.enum(['on', 'off'])) })),
+  }),
+  z.object({ type: z.literal('active-speaker'), participantId: z.string().nullable() }),
+  /** 0 (no connection) to 5 (excellent), from transport, producer and consumer scores; to everyone. */
+  z.object({ type: z.literal('network-quality'), participants: z.array(z.object({ participantId: z.string(), quality: z.number().int().min(0).max(5) })) }),
+]);
+export type MediaEvent = z.infer<typeof mediaEvent>;
+
+/** What a socket hears when the room's media was placed or moved: (re)join the media (`media-join`, new transports, produce again). */
+export const mediaPlacedMessage = z.object({ type: z.literal('media'), rev: z.number().int(), available: z.boolean() });
+
+/** Close codes of the room socket (4000-4999 are the application's; 1008 is the standard policy violation). */
+export const CLOSE_CODES = {
+  left: 4000,
+  removed: 4001,
+  meeting_ended: 4002,
+  user_deactivated: 4003,
+  refused: 4004,
+  /** A newer socket of the same session took over (one live socket per session and device). */
+  replaced: 4005,
+  unauthorized: 4401,
+  server_shutdown: 4503,
+  /** Too many commands, or too many refused ones: the socket was abusing the room. */
+  abuse: 1008,
+} as const;
+export type CloseReason = keyof typeof CLOSE_CODES;

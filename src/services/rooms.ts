@@ -1,0 +1,307 @@
+import type { SendEffect } from '../../actors/effects.ts';
+import type { ClientSettings, MediaPlacement, RoomMessage, RosterEntry } from '../../actors/meeting/meeting.types.ts';
+import type { MediaHost, MediaRelayRequest } from '../../media/host.ts';
+import type { MediaLoad } from '../../media/load.ts';
+import type { Bus } from '../cluster/bus.ts';
+import { MemberUnavailableError, type Cluster } from '../cluster/cluster.ts';
+import type { Connections, RoomConnection } from '../cluster/connections.ts';
+import type { Sql } from '../db/index.ts';
+import { AppError } from '../errors.ts';
+import type { Logger } from '../logger.ts';
+import type { EffectSink, RoomEffect } from '../runtime/host.ts';
+import { RoomAccess, type Decision, type HostCommand } from '../rooms/access.ts';
+import type { RoomClients } from '../rooms/clients.ts';
+import { SIGNALING_TYPES, type ClientMessage, type SignalingRequest } from '../rooms/protocol.ts';
+
+/** What this member knows of a room it holds sockets for, kept current by the room's own messages. */
+interface RoomView {
+  rev: number;
+  standing: Map<string, RosterEntry>;
+  settings: ClientSettings;
+  media: MediaPlacement | null;
+  /** A re-placement asked of the meeting actor and not answered yet. */
+  placing: boolean;
+}
+
+export interface RoomsOptions {
+  sql: Sql;
+  clients: RoomClients;
+  cluster: Cluster;
+  bus: Bus;
+  connections: Connections;
+  load: MediaLoad;
+  /** This member's media host, when it has workers. */
+  media: MediaHost | null;
+  log: Logger;
+  /** How often dead members' connections are looked for (ms); 0 turns the sweep off. */
+  sweepMs?: number;
+}
+
+/** How long a relayed signaling request may take. */
+const RELAY_TIMEOUT_MS = 5000;
+
+const refused = (d: NonNullable<Decision>) => new AppError(d.code, { message: d.message });
+
+/**
+ * The room service behind the gateway's sockets. Joining, leaving and host commands go to the meeting
+ * and waiting-room actors through their typed clients, after RoomAccess has refused at the edge what
+ * it can (no actor message, no database write); media signaling is relayed to the member that hosts
+ * the room's media. Effects (the actors' and the media host's) go to every member over the bus and
+ * reach local sockets through the connections registry. It also keeps each room's media placed:
+ * when the member that hosts it stops publishing its load, the room is re-placed.
+ */
+export class Rooms implements EffectSink {
+  readonly #o: RoomsOptions;
+  readonly #views = new Map<string, RoomView>();
+  #sweep: NodeJS.Timeout | null = null;
+
+  constructor(o: RoomsOptions) {
+    this.#o = o;
+    o.bus.subscribe('room', (m) => this.#fanOut(m.meetingId as string, m.effects as RoomEffect[]));
+    o.bus.subscribe('user-deactivated', (m) => void this.#deactivated(m.userId as string));
+    if (o.media) {
+      const media = o.media;
+      o.cluster.serve('media', (payload) => media.handle(payload as unknown as MediaRelayRequest));
+    }
+    o.load.onRefresh(() => this.#checkPlacements());
+    const sweepMs = o.sweepMs ?? 2000;
+    if (sweepMs > 0) {
+      this.#sweep = setInterval(() => void this.sweepDeadMembers().catch((err) => o.log.warn({ err }, 'connection sweep failed')), sweepMs);
+      this.#sweep.unref();
+    }
+  }
+
+  stop(): void {
+    if (this.#sweep) clearInterval(this.#sweep);
+  }
+
+  /** The placement this member knows for a room it holds sockets of (tests and status). */
+  placement(meetingId: string): MediaPlacement | null {
+    return this.#views.get(meetingId)?.media ?? null;
+  }
+
+  // ---- effects ------------------------------------------------------------------------------------
+
+  /** The sink of the actor host and the media host: a room's sends and disconnects go to every member. */
+  deliver(actorOrMeetingId: string, effects: RoomEffect[]): void {
+    const meetingId = actorOrMeetingId.slice(actorOrMeetingId.indexOf(':') + 1);
+    this.#o.bus.publish('room', { meetingId, effects }).catch((err) => this.#o.log.warn({ err, meetingId }, 'could not publish room effects'));
+  }
+
+  #fanOut(meetingId: string, effects: RoomEffect[]): void {
+    for (const e of effects) {
+      if (e.type === 'disconnect') {
+        for (const c of this.#o.connections.ofParticipant(e.participantId)) {
+          if (c.meetingId === meetingId && (!e.connectionIds || e.connectionIds.includes(c.connectionId))) c.end(e.code);
+        }
+        continue;
+      }
+      const m = e.message as RoomMessage;
+      if (m.type === 'roster' || m.type === 'settings' || m.type === 'media') {
+        this.#observe(meetingId, m);
+        this.#o.media?.onRoomMessage(meetingId, m);
+      }
+      const audience = this.#o.connections.audience(meetingId, (e as SendEffect).to);
+      if (!audience.length) continue;
+      // Sockets never see which member or worker hosts the media.
+      const text = JSON.stringify(m.type === 'media' ? { type: 'media', rev: m.media?.rev ?? 0, available: m.media !== null } : m);
+      for (const c of audience) c.send(text);
+    }
+  }
+
+  #observe(meetingId: string, m: RoomMessage): void {
+    const view = this.#views.get(meetingId);
+    if (!view) return;
+    if (m.type === 'roster' && m.rev > view.rev) {
+      view.rev = m.rev;
+      view.standing = new Map(m.participants.map((p) => [p.participantId, p]));
+    } else if (m.type === 'settings' && m.rev > view.rev) {
+      view.rev = m.rev;
+      view.settings = m.settings;
+    } else if (m.type === 'media' && (m.media === null || m.media.rev > (view.media?.rev ?? 0))) {
+      view.media = m.media;
+    }
+  }
+
+  // ---- sockets ------------------------------------------------------------------------------------
+
+  /** A socket opened: a participant joins the room (the meeting actor decides), a waiting page just listens. */
+  async open(c: RoomConnection): Promise<void> {
+    if (c.kind === 'waiting') {
+      c.send(JSON.stringify({ type: 'waiting', queueId: c.queueId }));
+      return;
+    }
+    const user = await this.#roomUser(c.userId);
+    const reply = await this.#o.clients.meeting.join(c.meetingId, {
+      participantId: c.participantId,
+      sessionId: c.sessionId,
+      user,
+      roomRole: c.role,
+      device: c.device,
+      connectionId: c.connectionId,
+      media: this.#o.load.candidate(),
+    });
+    if (c.closed) return;
+    const view = this.#views.get(c.meetingId);
+    if (!view || reply.rev >= view.rev) {
+      this.#views.set(c.meetingId, {
+        rev: reply.rev,
+        standing: new Map(reply.roster.map((p) => [p.participantId, p])),
+        settings: reply.settings,
+        media: reply.media ?? view?.media ?? null,
+        placing: view?.placing ?? false,
+      });
+    }
+    const media = this.#views.get(c.meetingId)!.media;
+    c.send(
+      JSON.stringify({
+        type: 'joined',
+        ok: true,
+        participantId: reply.participantId,
+        roster: reply.roster,
+        settings: reply.settings,
+        media: { rev: media?.rev ?? 0, available: media !== null },
+      }),
+    );
+  }
+
+  /** A socket closed without leaving: the participant may come back within the reconnect grace. */
+  closed(c: RoomConnection): void {
+    if (c.kind !== 'room') return;
+    if (!this.#o.connections.hasRoom(c.meetingId)) this.#views.delete(c.meetingId);
+    this.#o.clients.meeting
+      .send(c.meetingId, 'DISCONNECT', { participantId: c.participantId, connectionId: c.connectionId })
+      .catch((err) => this.#o.log.warn({ err, meetingId: c.meetingId }, 'could not report a disconnect'));
+  }
+
+  /**
+   * One command of a socket, answered with the fields of its ack (a refusal is thrown). Refusals that
+   * RoomAccess can decide from the socket's role and this member's view of the room never reach an actor.
+   */
+  async command(c: RoomConnection, msg: ClientMessage): Promise<Record<string, unknown>> {
+    if (msg.type === 'ping') return {};
+    if (c.kind === 'waiting') throw new AppError('forbidden', { message: 'A waiting connection only listens until it is admitted.' });
+    if (SIGNALING_TYPES.has(msg.type)) return this.#relay(c, msg as SignalingRequest);
+    const meeting = this.#o.clients.meeting;
+    const m = c.meetingId;
+    const by = c.participantId;
+    switch (msg.type) {
+      case 'leave':
+        return strip(await meeting.leave(m, { participantId: by }));
+      case 'ask-unmute':
+        return strip(await meeting.askUnmute(m, { participantId: by }));
+      case 'end':
+        this.#edge(c, 'end');
+        return strip(await meeting.end(m, { by }));
+      case 'remove':
+        this.#edge(c, 'remove', msg.participantId);
+        return strip(await meeting.remove(m, { participantId: msg.participantId, by }));
+      case 'mute':
+        this.#edge(c, 'mute', msg.participantId);
+        return strip(await meeting.mute(m, { participantId: msg.participantId, by }));
+      case 'mute-all':
+        this.#edge(c, 'mute');
+        return strip(await meeting.muteAll(m, { by }));
+      case 'allow-unmute':
+        this.#edge(c, 'allow-unmute', msg.participantId);
+        return strip(await meeting.allowUnmute(m, { participantId: msg.participantId, by }));
+      case 'floor':
+        this.#edge(c, 'floor', msg.participantId);
+        return strip(await meeting.floor(m, { participantId: msg.participantId, by, give: msg.give }));
+      case 'admit':
+      case 'deny':
+        this.#edge(c, msg.type);
+        return strip(await (msg.type === 'admit' ? this.#o.clients.waitingRoom.admit : this.#o.clients.waitingRoom.deny)(m, { queueId: msg.queueId, by: c.userId }));
+      default:
+        throw new AppError('bad_request', { message: `unhandled command ${msg.type}` });
+    }
+  }
+
+  /** RoomAccess at the edge: the socket's own role, and the target's as this member last heard it. */
+  #edge(c: RoomConnection, command: HostCommand, targetId?: string): void {
+    const target = targetId === undefined ? undefined : this.#views.get(c.meetingId)?.standing.get(targetId);
+    const d = RoomAccess.command(command, c.role, target?.roomRole);
+    if (d) throw refused(d);
+    if (targetId !== undefined && this.#views.has(c.meetingId) && !target) throw new AppError('not_found', { message: 'No such participant in the room.', details: { participantId: targetId } });
+  }
+
+  /** A signaling request, to the member that hosts the room's media (this one: in process). */
+  async #relay(c: RoomConnection, request: SignalingRequest): Promise<Record<string, unknown>> {
+    const view = this.#views.get(c.meetingId);
+    if (!view?.media) throw new AppError('media_unavailable', { message: 'The room has no media server yet; wait for the media message.' });
+    if (request.type === 'produce') {
+      const d = RoomAccess.produce(request.source, c.role, view.settings);
+      if (d) throw refused(d);
+    }
+    const payload: MediaRelayRequest = {
+      meetingId: c.meetingId,
+      placementRev: view.media.rev,
+      roomRev: view.rev,
+      participantId: c.participantId,
+      roomRole: c.role,
+      request,
+    };
+    try {
+      return (await this.#o.cluster.call(view.media.memberId, 'media', payload as unknown as Record<string, unknown>, { timeoutMs: RELAY_TIMEOUT_MS })) as Record<string, unknown>;
+    } catch (err) {
+      if (err instanceof MemberUnavailableError) {
+        this.#checkPlacements();
+        throw new AppError('media_unavailable', { message: 'The room\'s media server did not answer; the room is being moved.', cause: err });
+      }
+      throw err;
+    }
+  }
+
+  // ---- placement ----------------------------------------------------------------------------------
+
+  /**
+   * Rooms with sockets here whose media member stopped publishing its load (killed, frozen, cut off), or
+   * that have no media yet, are placed on the least-loaded live worker through their meeting actor
+   * (compare-and-set on the placement revision, so members racing to do it agree on one).
+   */
+  #checkPlacements(): void {
+    for (const [meetingId, view] of this.#views) {
+      if (view.placing || (view.media && this.#o.load.alive(view.media.memberId))) continue;
+      const to = this.#o.load.candidate();
+      if (!to) continue;
+      view.placing = true;
+      this.#o.clients.meeting
+        .placeMedia(meetingId, { rev: view.media?.rev ?? 0, to })
+        .then(
+          (r) => this.#observe(meetingId, { type: 'media', media: r.media }),
+          (err) => this.#o.log.debug({ err, meetingId }, 'could not place the room\'s media'),
+        )
+        .finally(() => (view.placing = false));
+    }
+  }
+
+  // ---- members and users --------------------------------------------------------------------------
+
+  async sweepDeadMembers(): Promise<number> {
+    return this.#o.connections.sweepDeadMembers((meetingId, participantId, connectionId) =>
+      this.#o.clients.meeting.send(meetingId, 'DISCONNECT', { participantId, connectionId }),
+    );
+  }
+
+  async #deactivated(userId: string): Promise<void> {
+    const sockets = this.#o.connections.ofUser(userId);
+    const meetings = new Set(sockets.filter((c) => c.kind === 'room').map((c) => c.meetingId));
+    for (const c of sockets) c.end('user_deactivated');
+    for (const m of meetings) {
+      await this.#o.clients.meeting.send(m, 'DEACTIVATE_USER', { userId }).catch((err) => this.#o.log.warn({ err }, 'deactivation not delivered'));
+    }
+  }
+
+  async #roomUser(userId: string) {
+    const [u] = await this.#o.sql<{ id: string; externalId: string; fullName: string; email: string | null; role: 'TEACHER' | 'STUDENT' | 'ADMIN' }[]>`
+      select id, external_id, full_name, email, role from users where id = ${userId}`;
+    if (!u) throw new AppError('not_a_member');
+    return { id: u.id, externalId: u.externalId, name: u.fullName, email: u.email, role: u.role };
+  }
+}
+
+/** An actor's reply as the fields of an ack (`ok` is the ack's own). */
+function strip(reply: { ok: true }): Record<string, unknown> {
+  const { ok: _ok, ...rest } = reply as Record<string, unknown>;
+  return rest;
+}

@@ -1,0 +1,280 @@
+import wrtc from '@roamhq/wrtc';
+import { Device } from 'mediasoup-client';
+import type { Consumer } from 'mediasoup-client/lib/Consumer.js';
+import type { Producer } from 'mediasoup-client/lib/Producer.js';
+import type { Transport } from 'mediasoup-client/lib/Transport.js';
+import type { Test } from 'tap';
+import type { Member } from '../../src/member.ts';
+import { api } from './member.ts';
+import { connect, type RoomClient } from './ws.ts';
+
+// mediasoup-client's Chrome74 handler uses the browser's globals: libwebrtc in Node supplies them.
+const globals = globalThis as Record<string, unknown>;
+for (const name of ['RTCPeerConnection', 'RTCSessionDescription', 'RTCIceCandidate', 'MediaStream', 'MediaStreamTrack', 'RTCRtpSender', 'RTCRtpReceiver', 'RTCRtpTransceiver'] as const) {
+  globals[name] ??= (wrtc as unknown as Record<string, unknown>)[name];
+}
+
+const { RTCAudioSource, RTCVideoSource, RTCAudioSink } = (wrtc as any).nonstandard;
+
+// libwebrtc's media sources crash Node's own environment teardown at a natural exit (SIGSEGV after the
+// last line ran, even with every source, sink and peer connection closed). Once everything else has
+// run its exit handlers, leave without that teardown, keeping the exit code.
+process.once('beforeExit', () => {
+  process.on('exit', (code) => (process as unknown as { reallyExit(code: number): never }).reallyExit(code));
+});
+
+/** A tone (or silence) fed to an RTCAudioSource every 10 ms: 48 kHz mono, 16-bit. */
+class ToneSource {
+  readonly source = new RTCAudioSource();
+  readonly track: MediaStreamTrack = this.source.createTrack();
+  #timer: NodeJS.Timeout;
+  #phase = 0;
+
+  constructor(hz = 440) {
+    const samples = new Int16Array(480);
+    this.#timer = setInterval(() => {
+      for (let i = 0; i < samples.length; i++) samples[i] = Math.round(Math.sin(((this.#phase + i) * 2 * Math.PI * hz) / 48000) * 12000);
+      this.#phase += samples.length;
+      this.source.onData({ samples, sampleRate: 48000, bitsPerSample: 16, channelCount: 1, numberOfFrames: samples.length });
+    }, 10);
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    this.track.stop();
+  }
+}
+
+/** Frames of a moving grey gradient fed to an RTCVideoSource at 15 fps. */
+class FrameSource {
+  readonly source = new RTCVideoSource();
+  readonly track: MediaStreamTrack = this.source.createTrack();
+  #timer: NodeJS.Timeout;
+
+  constructor(width = 320, height = 240) {
+    const data = new Uint8ClampedArray(width * height * 1.5);
+    let n = 0;
+    this.#timer = setInterval(() => {
+      n++;
+      for (let i = 0; i < width * height; i++) data[i] = (i + n * 7) & 0xff;
+      data.fill(128, width * height);
+      this.source.onFrame({ width, height, data });
+    }, 66);
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+    this.track.stop();
+  }
+}
+
+export interface Received {
+  consumer: Consumer;
+  participantId: string;
+  source: string;
+  /** Loudest decoded sample seen (audio only). */
+  peak: number;
+}
+
+/**
+ * A participant's media in Node, through the real room protocol: mediasoup-client 3.6 (Chrome74
+ * handler) on libwebrtc. It joins the room's media, receives everything it is offered (resuming each
+ * consumer) and sends a tone or frames when asked.
+ */
+export class MediaPeer {
+  readonly room: RoomClient;
+  device = new Device({ handlerName: 'Chrome74' });
+  send: Transport | null = null;
+  recv: Transport | null = null;
+  readonly producers = new Map<string, Producer>();
+  readonly received = new Map<string, Received>();
+  readonly events: any[] = [];
+  #sources: { stop(): void }[] = [];
+  #sinks: { stop(): void }[] = [];
+  #pending: Promise<unknown> = Promise.resolve();
+  #listening = false;
+  /** What this peer sends, to send again after the room's media moved. */
+  #sending: (() => Promise<Producer>)[] = [];
+  #rev = 0;
+  /** Restarts after `media` messages, once each (see followPlacement). */
+  restarts: Promise<void> = Promise.resolve();
+  restarted = 0;
+
+  constructor(room: RoomClient) {
+    this.room = room;
+  }
+
+  /** media-join, both transports, media-ready: from now on it receives every producer of the room. */
+  async start(opts: { receive?: boolean } = {}): Promise<void> {
+    if (!this.#listening) {
+      this.#listening = true;
+      this.room.ws.on('message', (raw) => this.#onMessage(JSON.parse(String(raw))));
+    }
+    const join = await this.#ask({ type: 'media-join' });
+    this.device = new Device({ handlerName: 'Chrome74' });
+    await this.device.load({ routerRtpCapabilities: join.routerRtpCapabilities });
+    this.send = await this.#transport('send');
+    this.recv = await this.#transport('recv');
+    if (opts.receive !== false) await this.#ask({ type: 'media-ready', rtpCapabilities: this.device.rtpCapabilities });
+  }
+
+  /** Ack of a room command; a refusal is returned (not thrown) so tests can look at it. */
+  async #ask(msg: Record<string, unknown>): Promise<any> {
+    const ack = await this.room.command(msg);
+    if (!ack.ok) throw Object.assign(new Error(`${String(msg.type)}: ${ack.error.code} ${ack.error.message}`), { ack });
+    return ack;
+  }
+
+  async #transport(direction: 'send' | 'recv'): Promise<Transport> {
+    const t = await this.#ask({ type: 'transport-create', direction });
+    const transport =
+      direction === 'send'
+        ? this.device.createSendTransport({ id: t.transportId, iceParameters: t.iceParameters, iceCandidates: t.iceCandidates, dtlsParameters: t.dtlsParameters })
+        : this.device.createRecvTransport({ id: t.transportId, iceParameters: t.iceParameters, iceCandidates: t.iceCandidates, dtlsParameters: t.dtlsParameters });
+    transport.on('connect', ({ dtlsParameters }, ok, fail) => {
+      this.#ask({ type: 'transport-connect', transportId: transport.id, dtlsParameters }).then(() => ok(), fail);
+    });
+    transport.on('produce', ({ kind, rtpParameters, appData }, ok, fail) => {
+      this.#ask({ type: 'produce', transportId: transport.id, kind, rtpParameters, source: appData.source, paused: appData.paused === true }).then((a) => ok({ id: a.producerId }), fail);
+    });
+    return transport;
+  }
+
+  /** Sends a tone as `source` (mic by default). Rejects with the server's refusal (`err.ack`). */
+  async produceAudio(opts: { source?: 'mic' | 'screen-audio'; paused?: boolean; hz?: number } = {}): Promise<Producer> {
+    this.#sending.push(() => this.produceAudio(opts));
+    const tone = new ToneSource(opts.hz);
+    this.#sources.push(tone);
+    const producer = await this.send!.produce({ track: tone.track as never, appData: { source: opts.source ?? 'mic', paused: opts.paused }, ...(opts.paused ? { paused: true } : {}) });
+    this.producers.set(producer.id, producer);
+    return producer;
+  }
+
+  /** Sends frames as `source` (camera by default), in three simulcast layers unless `simulcast` is false. */
+  async produceVideo(opts: { source?: 'camera' | 'screen'; simulcast?: boolean } = {}): Promise<Producer> {
+    this.#sending.push(() => this.produceVideo(opts));
+    const frames = new FrameSource(opts.simulcast === false ? 320 : 640, opts.simulcast === false ? 240 : 480);
+    this.#sources.push(frames);
+    const encodings = opts.simulcast === false ? undefined : [{ scaleResolutionDownBy: 4 }, { scaleResolutionDownBy: 2 }, { scaleResolutionDownBy: 1 }];
+    const producer = await this.send!.produce({ track: frames.track as never, ...(encodings ? { encodings } : {}), appData: { source: opts.source ?? 'camera' } });
+    this.producers.set(producer.id, producer);
+    return producer;
+  }
+
+  /** Pauses or resumes a producer here and on the server (the server may refuse the resume: returns its ack). */
+  async setPaused(producer: Producer, paused: boolean): Promise<any> {
+    const ack = await this.room.command({ type: paused ? 'producer-pause' : 'producer-resume', producerId: producer.id });
+    if (ack.ok) paused ? producer.pause() : producer.resume();
+    return ack;
+  }
+
+  /**
+   * Does what a client must when the room's media is placed or moves (`{ type: "media", rev }`): drop its
+   * transports, join the media again and send what it sent, as the browser bundle does.
+   */
+  followPlacement(rev: number): void {
+    this.#rev = rev;
+    this.room.ws.on('message', (raw) => {
+      const m = JSON.parse(String(raw));
+      if (m.type !== 'media' || !m.available || m.rev <= this.#rev) return;
+      this.#rev = m.rev;
+      this.restarts = this.restarts.then(() => this.restart()).catch(() => {});
+    });
+  }
+
+  async restart(): Promise<void> {
+    const sending = this.#sending;
+    this.reset();
+    for (const s of this.#sources) s.stop();
+    this.#sources = [];
+    this.#sending = [];
+    await this.start();
+    for (const again of sending) await again();
+    this.restarted++;
+  }
+
+  #onMessage(m: any): void {
+    if (m.type === 'ack') return;
+    this.events.push(m);
+    if (m.type === 'consumer-new') this.#pending = this.#pending.then(() => this.#consume(m)).catch(() => {});
+    if (m.type === 'consumer-closed') {
+      const r = this.received.get(m.consumerId);
+      r?.consumer.close();
+      this.received.delete(m.consumerId);
+    }
+  }
+
+  async #consume(m: any): Promise<void> {
+    const consumer = await this.recv!.consume({ id: m.consumerId, producerId: m.producerId, kind: m.kind, rtpParameters: m.rtpParameters });
+    const r: Received = { consumer, participantId: m.participantId, source: m.source, peak: 0 };
+    this.received.set(consumer.id, r);
+    if (consumer.kind === 'audio') {
+      const sink = new RTCAudioSink(consumer.track);
+      sink.ondata = (d: { samples: Int16Array }) => {
+        for (let i = 0; i < d.samples.length; i += 8) r.peak = Math.max(r.peak, Math.abs(d.samples[i]!));
+      };
+      this.#sinks.push(sink);
+    }
+    await this.#ask({ type: 'consumer-resume', consumerId: consumer.id });
+  }
+
+  /** Everything offered so far has been consumed and resumed. */
+  settled(): Promise<unknown> {
+    return this.#pending;
+  }
+
+  /** RTP bytes this peer's transports have sent and received so far (from the peer connections' stats). */
+  async bytes(): Promise<{ sent: number; received: number }> {
+    let sent = 0;
+    let received = 0;
+    for (const t of [this.send, this.recv]) {
+      if (!t || t.closed) continue;
+      const stats = await t.getStats();
+      stats.forEach((s: any) => {
+        if (s.type === 'outbound-rtp') sent += s.bytesSent ?? 0;
+        if (s.type === 'inbound-rtp') received += s.bytesReceived ?? 0;
+      });
+    }
+    return { sent, received };
+  }
+
+  /** What this peer receives from one participant's source. */
+  from(participantId: string, source: string): Received | undefined {
+    for (const r of this.received.values()) if (r.participantId === participantId && r.source === source) return r;
+    return undefined;
+  }
+
+  /** Drops transports and consumers (e.g. before `start()` again after a `media` message). */
+  reset(): void {
+    for (const s of this.#sinks) s.stop();
+    this.#sinks = [];
+    this.send?.close();
+    this.recv?.close();
+    this.send = this.recv = null;
+    this.producers.clear();
+    this.received.clear();
+  }
+
+  close(): void {
+    this.reset();
+    for (const s of this.#sources) s.stop();
+    this.#sources = [];
+  }
+}
+
+/**
+ * A participant in a live room with media started, the way a page does it: a join link for the role, its
+ * exchange, the room socket, then media-join, transports and media-ready. The peer follows the room's
+ * media when it moves. Closed at teardown.
+ */
+export async function enterRoom(t: Test, member: Member, key: string, meetingId: string, userId: string, role = 'PARTICIPANT') {
+  const link = (await api(member, 'POST', `/public/meetings/${meetingId}/join-links`, { key, body: { userId, role } })).body.data;
+  const s = (await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: `d-${userId}-${meetingId}` } })).body.data;
+  const room = await connect(t, s.mediaUrl, s.mediaToken);
+  const joined = await room.type('joined');
+  const peer = new MediaPeer(room);
+  t.teardown(() => peer.close());
+  peer.followPlacement(joined.media.rev);
+  await peer.start();
+  return { room, joined, peer, participantId: joined.participantId as string };
+}

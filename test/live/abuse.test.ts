@@ -1,0 +1,119 @@
+import t from 'tap';
+import { COMMAND_BUDGET } from '../../http/ws/gateway.ts';
+import { isRetryable } from '../../src/errors.ts';
+import { MAILBOX_LIMIT } from '../../src/runtime/host.ts';
+import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { connect, eventually } from '../helpers/ws.ts';
+
+// The room socket under abuse: a student flooding refused commands, a second socket of one session.
+const member = await startTestMember(t);
+const tenant = await createTenant(member);
+const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
+const teacher = (await call('POST', '/public/users', { externalId: 't', fullName: 'Teacher', role: 'TEACHER' })).body.data;
+const student = (await call('POST', '/public/users', { externalId: 's', fullName: 'Student', role: 'STUDENT' })).body.data;
+
+async function session(meetingId: string, userId: string, role: string, deviceId = `d-${userId}-${Math.random()}`) {
+  const link = (await call('POST', `/public/meetings/${meetingId}/join-links`, { userId, role })).body.data;
+  return (await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId } })).body.data;
+}
+
+t.test('a socket flooding 1,000 refused commands a second: refused at the edge, then closed; an API end stays fast', async (t) => {
+  const m = (await call('POST', '/public/meetings', { title: 'Flood', type: 'MEETING', hostUserId: teacher.id, scheduledStart: new Date().toISOString(), durationMinutes: 60 })).body.data;
+  const hs = await session(m.id, teacher.id, 'HOST');
+  const host = await connect(t, hs.mediaUrl, hs.mediaToken);
+  await host.type('joined');
+  const ss = await session(m.id, student.id, 'PARTICIPANT');
+  const stu = await connect(t, ss.mediaUrl, ss.mediaToken);
+  await stu.type('joined');
+  const events = member.app.host.counts.events;
+
+  // 1,000 commands a second, in 10 ms bursts of 10, for up to 3 seconds or until the server closes the socket.
+  let sent = 0;
+  const flood = setInterval(() => {
+    for (let i = 0; i < 10 && stu.ws.readyState === stu.ws.OPEN; i++) stu.ws.send(JSON.stringify({ type: 'end', id: `f${++sent}` }));
+  }, 10);
+  t.teardown(() => clearInterval(flood));
+  const started = performance.now();
+  let slowest = 0;
+  const pings: Promise<void>[] = [];
+  // Meanwhile the host's commands and the API keep answering quickly.
+  for (let i = 0; i < 5; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    const t0 = performance.now();
+    pings.push(host.command({ type: 'ping' }).then(() => void (slowest = Math.max(slowest, performance.now() - t0))));
+  }
+  await Promise.all(pings);
+  const closed = await stu.waitClosed(5000);
+  clearInterval(flood);
+  t.equal(closed.code, 1008, `the flooding socket is closed with the policy code (${sent} sent in ${Math.round(performance.now() - started)} ms)`);
+  const acks = stu.messages.filter((x) => x.type === 'ack');
+  const codes = new Set(acks.map((x) => x.error?.code));
+  t.same([...codes].sort(), ['command_rate_limited', 'forbidden'], 'each was refused: forbidden by RoomAccess, then over the budget');
+  t.ok(acks.filter((x) => x.error?.code === 'forbidden').length <= COMMAND_BUDGET.capacity / COMMAND_BUDGET.actorCost + 5, 'no more than the budget was looked at');
+  await eventually(() => member.app.host.counts.events > events);
+  t.equal(member.app.host.counts.events - events, 1, 'no refused command reached an actor (or the database): the one event is the closed socket\'s DISCONNECT');
+  t.ok(slowest < 500, `the host's socket stayed responsive (slowest ping ${Math.round(slowest)} ms)`);
+
+  const t0 = performance.now();
+  const end = await call('POST', `/public/meetings/${m.id}/end`);
+  const endMs = performance.now() - t0;
+  t.equal(end.status, 200);
+  t.equal(end.body.data.status, 'ENDED');
+  t.ok(endMs < 1000, `the API end answered in ${Math.round(endMs)} ms`);
+  t.equal((await host.waitClosed()).code, 4002);
+});
+
+t.test('one live socket per session: a second socket of the same session replaces the first', async (t) => {
+  const m = (await call('POST', '/public/meetings', { title: 'Tabs', type: 'MEETING', hostUserId: teacher.id, scheduledStart: new Date().toISOString(), durationMinutes: 60 })).body.data;
+  const hs = await session(m.id, teacher.id, 'HOST');
+  const host = await connect(t, hs.mediaUrl, hs.mediaToken);
+  await host.type('joined');
+  const ss = await session(m.id, student.id, 'PARTICIPANT');
+  const first = await connect(t, ss.mediaUrl, ss.mediaToken);
+  const { participantId } = await first.type('joined');
+  const second = await connect(t, ss.mediaUrl, ss.mediaToken);
+  t.equal((await second.type('joined')).participantId, participantId, 'the same participant');
+  t.same(await first.waitClosed(), { code: 4005, reason: 'replaced' }, 'the older socket is closed as replaced');
+  t.match(await second.command({ type: 'ping' }), { ok: true }, 'the new one works');
+  await new Promise((r) => setTimeout(r, 200));
+  t.equal(second.closed, null, 'and stays open: the replaced socket closing is not a leave');
+  const roster = await host.next((x) => x.type === 'roster' && x.participants.length === 2);
+  t.ok(roster.participants.every((p: any) => p.connected), 'both participants are connected');
+});
+
+t.test('a bad frame is answered, not fatal', async (t) => {
+  const m = (await call('POST', '/public/meetings', { title: 'Frames', type: 'MEETING', hostUserId: teacher.id, scheduledStart: new Date().toISOString(), durationMinutes: 60 })).body.data;
+  const hs = await session(m.id, teacher.id, 'HOST');
+  const host = await connect(t, hs.mediaUrl, hs.mediaToken);
+  await host.type('joined');
+  host.ws.send('{not json');
+  t.match(await host.type('ack'), { ok: false, error: { code: 'invalid_json' } });
+  t.match(await host.command({ type: 'produce', kind: 'audio' }), { ok: false, error: { code: 'validation_failed', details: { fields: [{ field: 'transportId' }] } } });
+  t.match(await host.command({ type: 'no-such-command' }), { ok: false, error: { code: 'validation_failed' } });
+  t.match(await host.command({ type: 'transport-create', direction: 'send' }), { ok: false, error: { code: 'media_not_ready' } }, 'signaling before media-join');
+  t.match(await host.command({ type: 'ping' }), { ok: true });
+});
+
+t.test('the meeting actor\'s mailbox is bounded: past the limit, events are refused with room_busy at once', async (t) => {
+  const m = (await call('POST', '/public/meetings', { title: 'Mailbox', type: 'MEETING', hostUserId: teacher.id, scheduledStart: new Date().toISOString(), durationMinutes: 60 })).body.data;
+  const hs = await session(m.id, teacher.id, 'HOST');
+  const host = await connect(t, hs.mediaUrl, hs.mediaToken);
+  await host.type('joined');
+  const busy = member.app.host.counts.busy;
+  // Far more events at once than the mailbox holds (as many sockets at once would send).
+  const outcomes = await Promise.all(
+    Array.from({ length: MAILBOX_LIMIT * 3 }, () =>
+      member.app.rooms.meeting.roomState(m.id).then(
+        () => 'ok',
+        (err: { code?: string }) => err.code,
+      ),
+    ),
+  );
+  const refused = outcomes.filter((o) => o === 'room_busy').length;
+  t.ok(refused >= MAILBOX_LIMIT, `${refused} of ${outcomes.length} refused with room_busy`);
+  t.ok(outcomes.filter((o) => o === 'ok').length >= MAILBOX_LIMIT - 1, 'the rest were answered');
+  t.same([...new Set(outcomes)].sort(), ['ok', 'room_busy']);
+  t.equal(member.app.host.counts.busy - busy, refused);
+  t.ok(isRetryable('room_busy'), 'room_busy is retryable');
+  t.match(await host.command({ type: 'ask-unmute' }), { ok: true }, 'and the room answers again right after');
+});
