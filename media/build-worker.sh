@@ -25,7 +25,7 @@ readonly RECIPE_VERSION="2"
 # Debian packages: build tools + the -dev libraries that replace mediasoup's wraps.
 # libsrtp2-dev is not linked (see SRTP_* below); its installed version names the
 # Debian source package version that is fetched and built, and feeds the cache key.
-readonly TOOL_PKGS=(g++ make pkg-config python3 ninja-build)
+readonly TOOL_PKGS=(g++ make pkg-config python3 ninja-build patch)
 readonly LIB_PKGS=(libuv1-dev libssl-dev libsrtp2-dev libabsl-dev nlohmann-json3-dev libusrsctp-dev)
 
 # libsrtp2 from Debian's source package, configured for OpenSSL crypto, linked statically.
@@ -97,9 +97,18 @@ srtp_key_inputs=$(printf 'recipe=%s\narch=%s\nsource=%s=%s\nconfigure=%s\n%s\n' 
   "$(dpkg-query -W -f='${Package}=${Version}\n' libssl-dev)")
 srtp_key_hash=$(printf '%s' "$srtp_key_inputs" | sha256sum | cut -c1-16)
 SRTP_DIR="$CACHE_DIR/libsrtp2-${SRTP_VERSION}-openssl-$srtp_key_hash"
-key_inputs=$(printf 'recipe=%s\nmediasoup=%s\narch=%s\n%s\nlibsrtp2-static=%s=%s %s\n' \
+# Our fixes to the worker's source (patches/mediasoup+<version>.patch, applied by patch-package at
+# npm install): the binary must be built from the patched source, and a changed patch is a new binary.
+WORKER_PATCH="$REPO_ROOT/patches/mediasoup+$MS_VERSION.patch"
+patch_hash=none
+if [[ -f "$WORKER_PATCH" ]]; then
+  patch -R -p1 --dry-run -s -f -d "$(dirname "$(dirname "$MS_DIR")")" <"$WORKER_PATCH" >/dev/null 2>&1 ||
+    die "$WORKER_PATCH is not applied to $MS_DIR (run 'npx patch-package' or 'npm ci' first)"
+  patch_hash=$(sha256sum "$WORKER_PATCH" | cut -c1-16)
+fi
+key_inputs=$(printf 'recipe=%s\nmediasoup=%s\narch=%s\n%s\nlibsrtp2-static=%s=%s %s\npatch=%s\n' \
   "$RECIPE_VERSION" "$MS_VERSION" "$ARCH" "$lib_versions" \
-  "$SRTP_SRC_PKG" "$SRTP_VERSION" "${SRTP_CONFIGURE_FLAGS[*]}")
+  "$SRTP_SRC_PKG" "$SRTP_VERSION" "${SRTP_CONFIGURE_FLAGS[*]}" "$patch_hash")
 key_hash=$(printf '%s' "$key_inputs" | sha256sum | cut -c1-16)
 CACHED_BIN="$CACHE_DIR/mediasoup-worker-$MS_VERSION-$key_hash"
 
