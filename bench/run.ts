@@ -29,6 +29,11 @@ if (argv.includes('--scenario=webhooks') || argv.some((a, i) => a === '--scenari
   await import('./webhooks.ts');
   process.exit(process.exitCode ?? 0);
 }
+// `--scenario media` too (mediasoup workers, an RTP generator and sink; no wrk): bench/media.ts
+if (argv.includes('--scenario=media') || argv.some((a, i) => a === '--scenario' && argv[i + 1] === 'media')) {
+  await import('./media.ts');
+  process.exit(process.exitCode ?? 0);
+}
 
 const USAGE = `npm run bench -- [options]
 
@@ -37,6 +42,8 @@ const USAGE = `npm run bench -- [options]
                     per member (its own options: --scenario cluster --help)
                     webhooks: signed deliveries against unsigned POSTs, commit-to-delivery
                     latency at 1,000 events/s (its own options: --scenario webhooks --help)
+                    media: consumers one mediasoup worker carries, bare against Aula's room
+                    code (its own options: --scenario media --help)
   --duration S      seconds of each measured run                        [8]
   --warmup S        seconds of an unrecorded run before each one (0: none) [2]
   --connections N   wrk connections                                     [64]
