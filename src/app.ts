@@ -24,6 +24,7 @@ import type { Invitations } from './services/invitations.ts';
 import type { Jobs } from './services/jobs.ts';
 import type { JoinLinks } from './services/join-links.ts';
 import type { Meetings } from './services/meetings.ts';
+import type { OrgOrigins } from './services/orgs.ts';
 import type { Members } from './services/members.ts';
 import type { WebhookEndpoints } from './services/webhooks.ts';
 import type { Sessions } from './services/sessions.ts';
@@ -71,6 +72,8 @@ export interface App {
     idempotency: Idempotency;
     /** Signed-in organization owners and admins, and their sessions. */
     members: Members;
+    /** Each organization's allowed origins (who may frame the room page), by meeting slug. */
+    orgOrigins: OrgOrigins;
     /** Webhook endpoints, their secrets, test events, delivery log and redeliveries. */
     webhooks: WebhookEndpoints;
     /** Room sockets: joining, commands, media signaling relayed to the room's media member. */

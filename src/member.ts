@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { App } from './app.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { LocalBus, RedisBus, type Bus } from './cluster/bus.ts';
+import { OrgOrigins } from './services/orgs.ts';
 import { RateLimits } from './cluster/rate-limit.ts';
 import { connectRedis } from './cluster/redis.ts';
 import { allowPrivateTargets, baseUrl as resolveBaseUrl, loadConfig, type Config } from './config.ts';
@@ -164,6 +165,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       jobs: new Jobs(sql, clock, bus, users, log),
       idempotency: new Idempotency(sql, clock, tokens.data),
       members: new Members(sql, clock, bus),
+      orgOrigins: new OrgOrigins(clock, bus),
       webhooks: new WebhookEndpoints({ clock, sealer: tokens.data, cluster, rateLimits, allowPrivate: allowPrivateTargets(config), log }),
       rooms: roomService,
     },

@@ -32,11 +32,13 @@ function only<T extends MeetingEvent['type']>(event: MeetingEvent, ...types: T[]
 }
 
 /** The host command an event is, for RoomAccess. */
-const COMMANDS: Partial<Record<MeetingEvent['type'], HostCommand>> = { END: 'end', REMOVE: 'remove', MUTE: 'mute', MUTE_ALL: 'mute', ALLOW_UNMUTE: 'allow-unmute', FLOOR: 'floor' };
+const COMMANDS: Partial<Record<MeetingEvent['type'], HostCommand>> = { END: 'end', REMOVE: 'remove', MUTE: 'mute', MUTE_ALL: 'mute', ALLOW_UNMUTE: 'allow-unmute', FLOOR: 'floor', LOWER_ALL_HANDS: 'lower-hand' };
 
 /** RoomAccess's answer to a host command event (null: allowed). The public API's END is checked by its scope instead. */
 function commandDecision(c: MeetingContext, e: MeetingEvent) {
-  const command = COMMANDS[e.type];
+  if (e.type === 'HAND' && e.participantId === e.by) return null; // one's own hand
+  if (e.type === 'HAND' && e.raise) return { code: 'forbidden' as const, message: 'Only the participant raises their own hand.' };
+  const command = e.type === 'HAND' ? 'lower-hand' : COMMANDS[e.type];
   if (!command || (e.type === 'END' && e.byApi)) return null;
   const by = 'by' in e && e.by !== undefined ? c.participants[e.by] : undefined;
   if (!by) return { code: 'forbidden' as const, message: 'Only a host or cohost of the room may do this.' };
@@ -73,6 +75,8 @@ const notInRoom = (refusal: ReturnType<typeof refuse>) =>
     MUTE_ALL: { actions: refusal },
     ALLOW_UNMUTE: { actions: refusal },
     ASK_UNMUTE: { actions: refusal },
+    HAND: { actions: refusal },
+    LOWER_ALL_HANDS: { actions: refusal },
     FLOOR: { actions: refusal },
     PLACE_MEDIA: { actions: refusal },
     ROOM_STATE: { actions: 'replyRoomState' },
@@ -183,6 +187,7 @@ export const meetingMachine = setup({
         floor: false,
         askedToUnmute: false,
         enteredMuted: RoomAccess.entersMuted(e.roomRole, context.settings),
+        handRaisedAt: null,
       };
       const next = withParticipant(context, p);
       enqueue.assign({ ...next.assign, emptySince: null, emptyGraceAt: null });
@@ -345,6 +350,32 @@ export const meetingMachine = setup({
       enqueue.emit({ type: 'reply', body: { ok: true } });
     }),
 
+    /** HAND: up keeps the first time it went up (the order hosts see); down clears it. */
+    hand: enqueueActions(({ context, event, enqueue }) => {
+      const e = only(event, 'HAND');
+      const p = context.participants[e.participantId]!;
+      const was = p.handRaisedAt ?? null;
+      const now = e.raise ? (was ?? e.at) : null;
+      if (now !== was) {
+        const next = withParticipant(context, { ...p, handRaisedAt: now });
+        enqueue.assign(next.assign);
+        enqueue.emit(next.roster);
+      }
+      enqueue.emit({ type: 'reply', body: { ok: true, raisedAt: now === null ? null : iso(now), lowered: !e.raise && was !== null ? [p.participantId] : [] } });
+    }),
+
+    lowerAllHands: enqueueActions(({ context, enqueue }) => {
+      const raised = Object.values(context.participants).filter((p) => (p.handRaisedAt ?? null) !== null).sort(byJoin);
+      if (raised.length) {
+        const participants = { ...context.participants };
+        for (const p of raised) participants[p.participantId] = { ...p, handRaisedAt: null };
+        const rev = context.rev + 1;
+        enqueue.assign({ participants, rev });
+        enqueue.emit(rosterMessage(participants, rev));
+      }
+      enqueue.emit({ type: 'reply', body: { ok: true, lowered: raised.map((p) => p.participantId) } });
+    }),
+
     floor: enqueueActions(({ context, event, enqueue }) => {
       const e = only(event, 'FLOOR');
       const p = context.participants[e.participantId]!;
@@ -500,6 +531,12 @@ export const meetingMachine = setup({
           { actions: 'floor' },
         ],
         ASK_UNMUTE: [{ guard: not('targetPresent'), actions: R.notFound }, { actions: 'askUnmute' }],
+        HAND: [
+          { guard: 'policyRefuses', actions: 'refusePolicy' },
+          { guard: not('targetPresent'), actions: R.notFound },
+          { actions: 'hand' },
+        ],
+        LOWER_ALL_HANDS: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'lowerAllHands' }],
         PLACE_MEDIA: [{ guard: 'placementCurrent', actions: ['placeMedia', 'replyMedia'] }, { actions: 'replyMedia' }],
         ROOM_STATE: { actions: 'replyRoomState' },
         END: [

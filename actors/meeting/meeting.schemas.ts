@@ -91,6 +91,10 @@ export const muteAllEvent = ev('MUTE_ALL', { by: id });
 export const allowUnmuteEvent = ev('ALLOW_UNMUTE', { participantId: id, by: id });
 /** A participant whose microphone is locked (host mute, lecture mode) asks the hosts to let them speak. */
 export const askUnmuteEvent = ev('ASK_UNMUTE', { participantId: id });
+/** A participant raises or lowers their own hand, or a host lowers someone's (`by` is who asks). */
+export const handEvent = ev('HAND', { participantId: id, by: id, raise: z.boolean() });
+/** A host lowers every raised hand. */
+export const lowerAllHandsEvent = ev('LOWER_ALL_HANDS', { by: id });
 /** Lecture mode: a host gives a participant the floor (they may send audio) or takes it back. */
 export const floorEvent = ev('FLOOR', { participantId: id, by: id, give: z.boolean() });
 /**
@@ -129,6 +133,8 @@ export const meetingEvent = z.discriminatedUnion('type', [
   muteAllEvent,
   allowUnmuteEvent,
   askUnmuteEvent,
+  handEvent,
+  lowerAllHandsEvent,
   floorEvent,
   placeMediaEvent,
   roomStateEvent,

@@ -31,6 +31,8 @@ export interface Participant {
   askedToUnmute: boolean;
   /** muteOnEntry applied: the first microphone of this participant starts paused by the server. */
   enteredMuted: boolean;
+  /** ms when the hand went up; null (or absent, in snapshots from before hands) when it is down */
+  handRaisedAt?: number | null;
 }
 
 export type MediaCandidate = z.infer<typeof mediaCandidate>;
@@ -93,6 +95,8 @@ export interface RosterEntry {
   floor: boolean;
   askedToUnmute: boolean;
   enteredMuted: boolean;
+  /** when the hand went up (first raised first), null when it is down */
+  handRaisedAt: string | null;
   /** false while the reconnect grace runs */
   connected: boolean;
 }
@@ -169,6 +173,8 @@ export interface MeetingReplies {
   MUTE_ALL: { ok: true; muted: string[] };
   ALLOW_UNMUTE: Ok;
   ASK_UNMUTE: Ok;
+  HAND: { ok: true; raisedAt: string | null; lowered: string[] };
+  LOWER_ALL_HANDS: { ok: true; lowered: string[] };
   FLOOR: Ok;
   END: StatusReply;
   CANCEL: StatusReply;

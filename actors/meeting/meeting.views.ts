@@ -107,6 +107,7 @@ export function roster(c: Pick<MeetingContext, 'participants'>): RosterEntry[] {
       floor: p.floor,
       askedToUnmute: p.askedToUnmute,
       enteredMuted: p.enteredMuted,
+      handRaisedAt: p.handRaisedAt == null ? null : iso(p.handRaisedAt),
       connected: p.connections.length > 0,
     }));
 }

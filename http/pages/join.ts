@@ -1,75 +1,68 @@
 import { z } from 'zod';
+import type { App } from '../../src/app.ts';
+import { AppError } from '../../src/errors.ts';
 import { route } from '../route.ts';
+import { assets } from './assets.ts';
 
 /**
- * The join page: it exchanges the token with JavaScript after loading, so link previews that only fetch
- * HTML never spend a single-use link. The deviceId lives in sessionStorage: one per tab, kept across
- * reloads, which is what lets a reload resume the session.
+ * The pages a join link opens: `/join/:slug#jt=…` as a full page, `/embed/:slug?jt=…` in a customer's
+ * iframe. Both are the same shell around the room application (web/room, bundled by ./assets.ts); the
+ * application exchanges the token with JavaScript after load, so link previews that only fetch HTML
+ * never spend a single-use link. Nothing about the meeting is in the HTML: a shell is the same for
+ * every visitor.
  */
-const page = (embed: boolean) => `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<meta name="robots" content="noindex"><title>Joining…</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;margin:0;display:grid;place-items:center;min-height:100vh;background:#f6f7f9;color:#1d2433}
-main{max-width:28rem;padding:2rem;text-align:center}h1{font-size:1.25rem}.muted{color:#5b6475}</style></head>
-<body><main><h1 id="title">Joining…</h1><p id="status" class="muted">Checking your link.</p></main>
-<script>
-(() => {
-  const embed = ${embed};
-  const KEY = 'aula:session:' + location.pathname;
-  const params = new URLSearchParams(location.hash.slice(1) || location.search);
-  const token = params.get('jt');
-  const title = document.getElementById('title'), status = document.getElementById('status');
-  const say = (h, p) => { title.textContent = h; status.textContent = p; };
-  const post = (msg) => { if (embed && parent !== window) parent.postMessage({ source: 'svc-embed', ...msg }, '*'); };
-  let deviceId = sessionStorage.getItem('aula:device');
-  if (!deviceId) { deviceId = crypto.randomUUID(); sessionStorage.setItem('aula:device', deviceId); }
-  const messages = {
-    join_token_expired: 'This link has expired. Ask for a new one.',
-    join_token_used: 'This link was already used on another device.',
-    join_token_revoked: 'This link is no longer valid.',
-    join_token_invalid: 'This link is not valid.',
-    user_deactivated: 'Your account is deactivated.',
-    not_a_member: 'You are not a member of this organization.',
-    not_enrolled: 'This class is for enrolled students only.',
-    not_invited: 'This meeting is for invited people only.',
-    meeting_ended: 'This meeting has ended.',
-    rate_limited: 'Too many attempts. Try again in a minute.',
-  };
-  async function start() {
-    if (!token) { say('No join link', 'Open the link you were given.'); return; }
-    const res = await fetch('/api/v1/join-tokens/exchange', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ token, deviceId }) });
-    const body = await res.json().catch(() => ({}));
-    if (!res.ok) { const code = body.error && body.error.code; say('Cannot join', messages[code] || 'Something went wrong.'); post({ type: 'error', code }); return; }
-    const s = body.data;
-    sessionStorage.setItem(KEY, JSON.stringify(s));
-    document.title = s.meeting.title;
-    if (s.waitingRoom && !s.mediaToken) say(s.meeting.title, 'Waiting for a host to let you in…');
-    else say(s.meeting.title, 'Connecting as ' + s.user.displayName + '…');
-    post({ type: 'session', role: s.role, meeting: { id: s.meeting.id, title: s.meeting.title } });
-  }
-  start().catch(() => say('Cannot join', 'The service could not be reached.'));
-})();
-</script></body></html>`;
 
-const JOIN = page(false);
-const EMBED = page(true);
-const CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'";
+const shell = (a: { js: string; css: string }, embed: string | null) => `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1,viewport-fit=cover">
+<meta name="robots" content="noindex"><meta name="referrer" content="no-referrer"><link rel="icon" href="data:,"><title>Joining…</title>
+<link rel="stylesheet" href="${a.css}">
+${embed === null ? '' : `<script type="application/json" id="aula-embed">${embed}</script>\n`}</head>
+<body><div id="app"><main class="center"><section class="card"><h1 id="title">Joining…</h1><p id="status" class="muted">Checking your link.</p><noscript>This page needs JavaScript to join the meeting.</noscript></section></main></div>
+<script src="${a.js}"></script></body></html>`;
+
+/** The page's own policy: its scripts and styles from this origin only, sockets to this origin and to the configured base URL. */
+function pageCsp(app: App): string {
+  const ws = app.baseUrl ? ` ${new URL(app.baseUrl).origin.replace(/^http/, 'ws')}` : '';
+  return `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; media-src 'self' blob: mediastream:; connect-src 'self'${ws}; base-uri 'none'; form-action 'none'`;
+}
+
+const PAGE_HEADERS = { 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff', 'Permissions-Policy': 'camera=(self), microphone=(self), display-capture=(self)' };
+const slugParams = z.object({ slug: z.string().max(64) });
 
 export const pageRoutes = [
-  route(
-    { method: 'get', path: '/join/:slug', root: true, tag: 'Pages', auth: 'none', summary: 'Full-page join (token in the #jt fragment).', raw: true, params: z.object({ slug: z.string().max(64) }) },
-    () => ({
+  route({ method: 'get', path: '/join/:slug', root: true, tag: 'Pages', auth: 'none', summary: 'Full-page join (token in the #jt fragment).', raw: true, params: slugParams }, async ({ app }) => {
+    const a = await assets();
+    return {
       data: null,
-      raw: { contentType: 'text/html; charset=utf-8', body: JOIN },
-      headers: { 'Content-Security-Policy': `${CSP}; frame-ancestors 'none'`, 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' },
-    }),
+      raw: { contentType: 'text/html; charset=utf-8', body: shell({ js: a.room.js.path, css: a.room.css.path }, null) },
+      headers: { ...PAGE_HEADERS, 'Content-Security-Policy': `${pageCsp(app)}; frame-ancestors 'none'` },
+    };
+  }),
+  route({ method: 'get', path: '/embed/:slug', root: true, tag: 'Pages', auth: 'none', summary: 'Iframe join (token in the jt query parameter); only the organization\'s allowed origins may frame it.', raw: true, params: slugParams }, async ({ app, db, params }) => {
+    const [a, allowedOrigins] = await Promise.all([assets(), app.services.orgOrigins.forSlug(db, params.slug)]);
+    return {
+      data: null,
+      raw: { contentType: 'text/html; charset=utf-8', body: shell({ js: a.room.js.path, css: a.room.css.path }, JSON.stringify({ allowedOrigins }).replaceAll('<', '\\u003c')) },
+      headers: { ...PAGE_HEADERS, 'Permissions-Policy': 'camera=*, microphone=*, display-capture=*', 'Content-Security-Policy': `${pageCsp(app)}; frame-ancestors ${allowedOrigins.length ? allowedOrigins.join(' ') : "'none'"}` },
+    };
+  }),
+  route(
+    { method: 'get', path: '/sdk/svc-embed.js', root: true, tag: 'Pages', auth: 'none', summary: 'The embedding SDK: the global `Svc` (docs/sdk.md).', raw: true },
+    async () => {
+      const sdk = (await assets()).sdk;
+      return {
+        data: null,
+        raw: { contentType: sdk.contentType, body: sdk.body },
+        headers: { 'Cache-Control': sdk.cache, 'X-Content-Type-Options': 'nosniff', 'Cross-Origin-Resource-Policy': 'cross-origin', 'Access-Control-Allow-Origin': '*' },
+      };
+    },
   ),
   route(
-    { method: 'get', path: '/embed/:slug', root: true, tag: 'Pages', auth: 'none', summary: 'Iframe join (token in the jt query parameter).', raw: true, params: z.object({ slug: z.string().max(64) }) },
-    () => ({
-      data: null,
-      raw: { contentType: 'text/html; charset=utf-8', body: EMBED },
-      headers: { 'Content-Security-Policy': CSP, 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' },
-    }),
+    { method: 'get', path: '/assets/:file', root: true, tag: 'Pages', auth: 'none', summary: 'The room application\'s scripts and styles, named by content hash.', raw: true, params: z.object({ file: z.string().max(80) }) },
+    async ({ req }) => {
+      const asset = (await assets()).byPath.get(req.path);
+      if (!asset) throw new AppError('not_found', { message: 'No such asset; the page that asked for it is older than this server.' });
+      return { data: null, raw: { contentType: asset.contentType, body: asset.body }, headers: { 'Cache-Control': asset.cache, 'X-Content-Type-Options': 'nosniff' } };
+    },
   ),
 ];

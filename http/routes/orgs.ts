@@ -1,25 +1,43 @@
 import { z } from 'zod';
 import { PLAN_NAMES, PLANS } from '../../src/plans.ts';
-import { getOrg } from '../../src/services/orgs.ts';
+import { allowedOrigins, getOrg, updateOrg, type Org } from '../../src/services/orgs.ts';
 import { route } from '../route.ts';
 
 const tag = 'Organization (admin)';
+const orgParams = z.object({ orgId: z.string().min(1).max(64) });
+const organization = z.object({
+  id: z.string(),
+  name: z.string(),
+  plan: z.enum(PLAN_NAMES as [string, ...string[]]),
+  features: z.array(z.string()),
+  allowedOrigins: z.array(z.string()).describe('Origins whose pages may frame the room (docs/sdk.md).'),
+});
+const present = (org: Org) => ({ id: org.id, name: org.name, plan: org.plan, features: [...PLANS[org.plan].features], allowedOrigins: org.allowedOrigins });
 
 /** The admin surface, `/orgs/:orgId/...`: signed-in owners and admins of that organization only. */
 export const orgRoutes = [
   route(
+    { method: 'get', path: '/orgs/:orgId', tag, auth: 'admin', summary: 'The signed-in admin\'s organization: name, plan, plan features and allowed origins.', params: orgParams, response: organization },
+    async ({ db, params }) => ({ data: present(await getOrg(db, params.orgId)) }),
+  ),
+  route(
     {
-      method: 'get',
+      method: 'patch',
       path: '/orgs/:orgId',
       tag,
       auth: 'admin',
-      summary: 'The signed-in admin\'s organization: name, plan and plan features.',
-      params: z.object({ orgId: z.string().min(1).max(64) }),
-      response: z.object({ id: z.string(), name: z.string(), plan: z.enum(PLAN_NAMES as [string, ...string[]]), features: z.array(z.string()) }),
+      summary: 'Rename the organization or set its allowed origins.',
+      description:
+        'allowedOrigins replaces the list: origins (scheme, host and optional port; http or https) whose pages may put the room in an iframe with the embedding SDK, at most 50. The room page answers with `Content-Security-Policy: frame-ancestors` built from it; running members pick a change up at once.',
+      params: orgParams,
+      body: z.strictObject({ name: z.string().trim().min(1).max(200).optional(), allowedOrigins: allowedOrigins.optional() }),
+      response: organization,
+      errors: ['not_found'],
     },
-    async ({ db, params }) => {
-      const org = await getOrg(db, params.orgId);
-      return { data: { id: org.id, name: org.name, plan: org.plan, features: [...PLANS[org.plan].features] } };
+    async ({ app, db, params, body }) => {
+      const org = await updateOrg(db, app.clock, params.orgId, body);
+      if (body.allowedOrigins) app.services.orgOrigins.changed(db, org.id);
+      return { data: present(org) };
     },
   ),
 ];

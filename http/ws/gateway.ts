@@ -30,27 +30,54 @@ interface SocketData {
 }
 type Socket = uws.WebSocket<SocketData>;
 
-/** A RoomConnection over a uWS socket (set once it opened); every write corked, since sends often happen outside a uWS callback. */
+/** How long a socket the server is closing waits for the acks of commands still in flight. */
+const ACKS_BEFORE_CLOSE_MS = 2000;
+
+/**
+ * A RoomConnection over a uWS socket (set once it opened); every write corked, since sends often happen
+ * outside a uWS callback. A socket the server ends answers the commands already in flight first (the
+ * `leave` that closes it gets its ack, then the close), for at most ACKS_BEFORE_CLOSE_MS; it takes no new
+ * command meanwhile.
+ */
 interface UwsConnection extends RoomConnection {
   closed: boolean;
   ws: Socket | null;
+  /** Commands handed to the rooms service and not answered yet. */
+  inFlight: number;
+  /** The close waiting for those answers. */
+  closing: CloseReason | null;
+  /** Answers a command (its ack) and, if the socket is closing and this was the last one, closes it. */
+  answer(text: string): void;
 }
 
 function uwsConnection(identity: ConnectionIdentity): UwsConnection {
+  const close = (c: UwsConnection, reason: CloseReason) => {
+    const ws = c.ws;
+    if (!ws || c.closed) return;
+    c.closed = true;
+    ws.cork(() => ws.end(CLOSE_CODES[reason], reason));
+  };
   return {
     ...identity,
     connectionId: randomUUID(),
     closed: false,
     ws: null,
+    inFlight: 0,
+    closing: null,
     send(text) {
       const ws = this.ws;
       if (ws && !this.closed) ws.cork(() => ws.send(text));
     },
+    answer(text) {
+      this.inFlight--;
+      this.send(text);
+      if (this.closing && this.inFlight === 0) close(this, this.closing);
+    },
     end(reason) {
-      const ws = this.ws;
-      if (!ws || this.closed) return;
-      this.closed = true;
-      ws.cork(() => ws.end(CLOSE_CODES[reason], reason));
+      if (this.closed || this.closing) return;
+      if (this.inFlight === 0) return close(this, reason);
+      this.closing = reason;
+      setTimeout(() => close(this, reason), ACKS_BEFORE_CLOSE_MS).unref();
     },
   };
 }
@@ -161,7 +188,7 @@ export class MediaGateway {
   #message(ws: Socket, text: string): void {
     const data = ws.getUserData();
     const c = data.conn;
-    if (c.closed) return;
+    if (c.closed || c.closing) return;
     let raw: unknown;
     try {
       raw = JSON.parse(text);
@@ -189,12 +216,13 @@ export class MediaGateway {
       const issue = parsed.error.issues[0];
       return c.send(JSON.stringify({ type: 'ack', id, ok: false, error: { code: 'validation_failed', message: issue?.message ?? 'invalid', details: { fields: parsed.error.issues.map((i) => ({ field: i.path.join('.'), in: 'message', code: i.code, message: i.message })) } } }));
     }
+    c.inFlight++;
     this.#app.services.rooms.command(c, parsed.data).then(
-      (result) => c.send(JSON.stringify({ type: 'ack', id, ok: true, ...result })),
+      (result) => c.answer(JSON.stringify({ type: 'ack', id, ok: true, ...result })),
       (err) => {
         const e = toAppError(err);
         if (e.code === 'internal_error') this.#app.log.error({ err, meetingId: c.meetingId, type }, 'room command failed');
-        c.send(JSON.stringify({ type: 'ack', id, ok: false, error: { code: e.code, message: e.message, details: e.details } }));
+        c.answer(JSON.stringify({ type: 'ack', id, ok: false, error: { code: e.code, message: e.message, details: e.details } }));
       },
     );
   }

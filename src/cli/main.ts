@@ -4,7 +4,7 @@ import { DatabaseInUseError, openDatabase } from '../db/index.ts';
 import { createCliLogger } from '../logger.ts';
 import { PLAN_NAMES, type PlanName } from '../plans.ts';
 import { isScope, SCOPES, type Scope } from '../scopes.ts';
-import { createOrg } from '../services/orgs.ts';
+import { allowedOrigins, createOrg, updateOrg } from '../services/orgs.ts';
 import { ApiKeys } from '../services/api-keys.ts';
 import { LocalBus } from '../cluster/bus.ts';
 import { withDb } from './db.ts';
@@ -22,6 +22,9 @@ commands:
                                             (needs AULA_DATABASE_URL and AULA_REDIS_URL)
   migrate                                   apply database migrations
   org create --name N --plan P [--json]     create an organization; plans: ${PLAN_NAMES.join(', ')}
+  org update --id ORG [--name N] [--allowed-origins https://a.example,https://b.example] [--json]
+                                            rename it, or set the origins allowed to frame the room
+                                            ('' clears the list); prints the organization
   keys create --org ID --name N --scopes s1,s2 [--json]
                                             create an API key (printed once); scopes: ${SCOPES.join(', ')}
   keys revoke --id KEY_ID [--json]          revoke an API key
@@ -40,7 +43,7 @@ export async function main(argv: string[]): Promise<number> {
   const opts = (args: string[]) =>
     parseArgs({
       args,
-      options: { name: { type: 'string' }, plan: { type: 'string' }, org: { type: 'string' }, scopes: { type: 'string' }, id: { type: 'string' }, json: { type: 'boolean', default: false } },
+      options: { name: { type: 'string' }, plan: { type: 'string' }, org: { type: 'string' }, scopes: { type: 'string' }, id: { type: 'string' }, 'allowed-origins': { type: 'string' }, json: { type: 'boolean', default: false } },
       strict: true,
     }).values;
   try {
@@ -63,6 +66,29 @@ export async function main(argv: string[]): Promise<number> {
       if (!o.plan || !(PLAN_NAMES as string[]).includes(o.plan)) throw new UsageError(`--plan must be one of ${PLAN_NAMES.join(', ')}`);
       const org = await withDb((sql) => createOrg(sql, systemClock, { name: o.name!, plan: o.plan as PlanName }));
       out(o.json!, { id: org.id, name: org.name, plan: org.plan }, org.id);
+      return 0;
+    }
+    if (cmd === 'org' && sub === 'update') {
+      const o = opts(rest);
+      if (!o.id) throw new UsageError('--id is required');
+      if (o.name === undefined && o['allowed-origins'] === undefined) throw new UsageError('give --name or --allowed-origins');
+      let origins: string[] | undefined;
+      if (o['allowed-origins'] !== undefined) {
+        const list = o['allowed-origins'].split(',').map((x) => x.trim()).filter(Boolean);
+        const parsed = allowedOrigins.safeParse(list);
+        if (!parsed.success) {
+          const issue = parsed.error.issues[0]!;
+          const at = typeof issue.path[0] === 'number' ? ` (${list[issue.path[0]]})` : '';
+          throw new UsageError(`--allowed-origins: ${issue.message}${at}`);
+        }
+        origins = parsed.data;
+      }
+      const org = await withDb(async (sql, _applied, bus) => {
+        const updated = await updateOrg(sql, systemClock, o.id!, { ...(o.name !== undefined ? { name: o.name } : {}), ...(origins ? { allowedOrigins: origins } : {}) });
+        if (origins) await bus().publish('orgs', { orgId: updated.id });
+        return updated;
+      });
+      out(o.json!, { id: org.id, name: org.name, plan: org.plan, allowedOrigins: org.allowedOrigins }, `${org.id} ${org.name}: allowed origins ${org.allowedOrigins.join(', ') || '(none)'}`);
       return 0;
     }
     if (cmd === 'keys' && sub === 'create') {

@@ -24,6 +24,10 @@ export const roomCommands = [
   z.object({ type: z.literal('mute-all'), id: cid }),
   z.object({ type: z.literal('allow-unmute'), id: cid, participantId: ref }),
   z.object({ type: z.literal('ask-unmute'), id: cid }),
+  z.object({ type: z.literal('raise-hand'), id: cid }),
+  /** Without participantId: your own hand; another's: hosts and cohosts. */
+  z.object({ type: z.literal('lower-hand'), id: cid, participantId: ref.optional() }),
+  z.object({ type: z.literal('lower-all-hands'), id: cid }),
   z.object({ type: z.literal('floor'), id: cid, participantId: ref, give: z.boolean() }),
   z.object({ type: z.literal('admit'), id: cid, queueId: ref }),
   z.object({ type: z.literal('deny'), id: cid, queueId: ref }),

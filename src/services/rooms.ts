@@ -129,6 +129,12 @@ export class Rooms implements EffectSink {
   async open(c: RoomConnection): Promise<void> {
     if (c.kind === 'waiting') {
       c.send(JSON.stringify({ type: 'waiting', queueId: c.queueId }));
+      // The socket is registered before this read, so an outcome decided from now on is pushed to it;
+      // one decided before it opened (admitted while the page was loading) is told now.
+      const entry = await this.#o.clients.waitingRoom.status(c.meetingId, { queueId: c.queueId! });
+      if (c.closed) return;
+      if (entry.status === 'ADMITTED' || entry.status === 'DENIED') c.send(JSON.stringify({ type: entry.status === 'ADMITTED' ? 'admitted' : 'denied', queueId: c.queueId }));
+      else if (entry.status === 'EXPIRED') c.send(JSON.stringify({ type: 'expired', queueId: c.queueId, reason: 'timeout' }));
       return;
     }
     const user = await this.#roomUser(c.userId);
@@ -180,7 +186,13 @@ export class Rooms implements EffectSink {
    */
   async command(c: RoomConnection, msg: ClientMessage): Promise<Record<string, unknown>> {
     if (msg.type === 'ping') return {};
-    if (c.kind === 'waiting') throw new AppError('forbidden', { message: 'A waiting connection only listens until it is admitted.' });
+    if (c.kind === 'waiting') {
+      // the one thing a waiting page says: it gives up its place (the entry settles LEFT)
+      if (msg.type !== 'leave') throw new AppError('forbidden', { message: 'A waiting connection only listens until it is admitted, or leaves.' });
+      const entry = await this.#o.clients.waitingRoom.leave(c.meetingId, { queueId: c.queueId! });
+      c.end('left'); // after this ack: a socket answers the commands in flight before it closes
+      return { status: entry.status };
+    }
     if (SIGNALING_TYPES.has(msg.type)) return this.#relay(c, msg as SignalingRequest);
     const meeting = this.#o.clients.meeting;
     const m = c.meetingId;
@@ -190,6 +202,19 @@ export class Rooms implements EffectSink {
         return strip(await meeting.leave(m, { participantId: by }));
       case 'ask-unmute':
         return strip(await meeting.askUnmute(m, { participantId: by }));
+      case 'raise-hand': {
+        const { raisedAt } = await meeting.hand(m, { participantId: by, by, raise: true });
+        return { raisedAt };
+      }
+      case 'lower-hand': {
+        const target = msg.participantId ?? by;
+        if (target !== by) this.#edge(c, 'lower-hand', target);
+        const { lowered } = await meeting.hand(m, { participantId: target, by, raise: false });
+        return { lowered };
+      }
+      case 'lower-all-hands':
+        this.#edge(c, 'lower-hand');
+        return strip(await meeting.lowerAllHands(m, { by }));
       case 'end':
         this.#edge(c, 'end');
         return strip(await meeting.end(m, { by }));

@@ -155,7 +155,7 @@ t.test('the first JOIN starts the meeting: meeting.started, plan-cap timer, part
   });
   t.same(timers(fx), ['cancel no-show', `set plan-cap@${2 * MIN + 40 * MIN}`]);
   const roster = [
-    { participantId: 'par_teacher', userId: 'usr_teacher', name: 'Ada', roomRole: 'HOST', joinedAt: iso(at), micLocked: false, floor: false, askedToUnmute: false, enteredMuted: false, connected: true },
+    { participantId: 'par_teacher', userId: 'usr_teacher', name: 'Ada', roomRole: 'HOST', joinedAt: iso(at), micLocked: false, floor: false, askedToUnmute: false, enteredMuted: false, handRaisedAt: null, connected: true },
   ];
   t.strictSame(ofType(fx, 'send'), [{ type: 'send', to: { all: true }, message: { type: 'roster', rev: 1, participants: roster } }]);
   t.strictSame(reply(fx), {

@@ -71,3 +71,17 @@ t.test('bad invocations exit non-zero with a clear message', async (t) => {
   t.equal(badEnv.code, 78);
   t.match(badEnv.stderr, /AULA_PORT/);
 });
+
+t.test('aula org update sets the allowed origins, normalized, and refuses what is not an origin', async (t) => {
+  const org = JSON.parse((await aula(['org', 'create', '--name', 'Framing School', '--plan', 'pro', '--json'], env)).stdout);
+  const set = await aula(['org', 'update', '--id', org.id, '--allowed-origins', 'https://LMS.School.example:443, http://localhost:3000,https://lms.school.example', '--json'], env);
+  t.equal(set.code, 0, set.stderr);
+  t.same(JSON.parse(set.stdout), { id: org.id, name: 'Framing School', plan: 'pro', allowedOrigins: ['https://lms.school.example', 'http://localhost:3000'] });
+  const bad = await aula(['org', 'update', '--id', org.id, '--allowed-origins', 'https://ok.example,https://lms.example/course'], env);
+  t.equal(bad.code, 2);
+  t.match(bad.stderr, /--allowed-origins: must be an origin.*\(https:\/\/lms\.example\/course\)/);
+  const cleared = await aula(['org', 'update', '--id', org.id, '--allowed-origins', '', '--json'], env);
+  t.same(JSON.parse(cleared.stdout).allowedOrigins, []);
+  const unknown = await aula(['org', 'update', '--id', 'org_00000000000000000000000000', '--name', 'X'], env);
+  t.not(unknown.code, 0, 'an unknown organization is an error');
+});

@@ -1,15 +1,34 @@
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import type { Test } from 'tap';
 
 export const CHROMIUM = process.env.AULA_CHROMIUM ?? '/usr/bin/chromium';
 
-/** Debian's Chromium, headless, with the flags this closed network needs; closed at teardown. */
-export async function launchBrowser(t: Test): Promise<Browser> {
+/**
+ * Debian's Chromium, headless, with the flags this closed network needs; closed at teardown. With
+ * `media`, it has a fake camera (a moving test pattern) and microphone (a beep), granted without asking,
+ * and WebRTC may use loopback addresses (the test members announce 127.0.0.1).
+ */
+export async function launchBrowser(t: Test, opts: { media?: boolean } = {}): Promise<Browser> {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      ...(opts.media ? ['--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', '--allow-loopback-in-peer-connection', '--autoplay-policy=no-user-gesture-required'] : []),
+    ],
   });
   t.teardown(() => browser.close());
   return browser;
+}
+
+/** Where a test saves what a person would see: AULA_SCREENSHOTS=<dir> (the docs' pictures come from there). */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  const dir = process.env.AULA_SCREENSHOTS;
+  if (dir) await page.screenshot({ path: `${dir}/${name}.png` });
 }

@@ -14,7 +14,7 @@ for (const name of ['RTCPeerConnection', 'RTCSessionDescription', 'RTCIceCandida
   globals[name] ??= (wrtc as unknown as Record<string, unknown>)[name];
 }
 
-const { RTCAudioSource, RTCVideoSource, RTCAudioSink } = (wrtc as any).nonstandard;
+const { RTCAudioSource, RTCVideoSource, RTCAudioSink, RTCVideoSink } = (wrtc as any).nonstandard;
 
 // libwebrtc's media sources crash Node's own environment teardown at a natural exit (SIGSEGV after the
 // last line ran, even with every source, sink and peer connection closed). Once everything else has
@@ -66,6 +66,14 @@ class FrameSource {
     clearInterval(this.#timer);
     this.track.stop();
   }
+}
+
+/** Counts the frames a received video track decodes. */
+export function framesOf(track: MediaStreamTrack): { count: number; stop(): void } {
+  const sink = new RTCVideoSink(track);
+  const out = { count: 0, stop: () => sink.stop() };
+  sink.onframe = () => out.count++;
+  return out;
 }
 
 export interface Received {
@@ -135,7 +143,11 @@ export class MediaPeer {
       this.#ask({ type: 'transport-connect', transportId: transport.id, dtlsParameters }).then(() => ok(), fail);
     });
     transport.on('produce', ({ kind, rtpParameters, appData }, ok, fail) => {
-      this.#ask({ type: 'produce', transportId: transport.id, kind, rtpParameters, source: appData.source, paused: appData.paused === true }).then((a) => ok({ id: a.producerId }), fail);
+      // announceAfterMs: the packets flow before the server hears of the producer (a slow signaling path)
+      const delay = new Promise((r) => setTimeout(r, Number(appData.announceAfterMs ?? 0)));
+      delay
+        .then(() => this.#ask({ type: 'produce', transportId: transport.id, kind, rtpParameters, source: appData.source, paused: appData.paused === true }))
+        .then((a) => ok({ id: a.producerId }), fail);
     });
     return transport;
   }
@@ -150,13 +162,16 @@ export class MediaPeer {
     return producer;
   }
 
-  /** Sends frames as `source` (camera by default), in three simulcast layers unless `simulcast` is false. */
-  async produceVideo(opts: { source?: 'camera' | 'screen'; simulcast?: boolean } = {}): Promise<Producer> {
+  /**
+   * Sends frames as `source` (camera by default), in three simulcast layers unless `simulcast` is false;
+   * with `announceAfterMs`, RTP flows that long before the `produce` command is sent.
+   */
+  async produceVideo(opts: { source?: 'camera' | 'screen'; simulcast?: boolean; announceAfterMs?: number } = {}): Promise<Producer> {
     this.#sending.push(() => this.produceVideo(opts));
     const frames = new FrameSource(opts.simulcast === false ? 320 : 640, opts.simulcast === false ? 240 : 480);
     this.#sources.push(frames);
     const encodings = opts.simulcast === false ? undefined : [{ scaleResolutionDownBy: 4 }, { scaleResolutionDownBy: 2 }, { scaleResolutionDownBy: 1 }];
-    const producer = await this.send!.produce({ track: frames.track as never, ...(encodings ? { encodings } : {}), appData: { source: opts.source ?? 'camera' } });
+    const producer = await this.send!.produce({ track: frames.track as never, ...(encodings ? { encodings } : {}), appData: { source: opts.source ?? 'camera', announceAfterMs: opts.announceAfterMs } });
     this.producers.set(producer.id, producer);
     return producer;
   }

@@ -16,10 +16,29 @@ t.test('GET /join/:slug and /embed/:slug serve the join page without spending th
     t.equal(res.headers.get('referrer-policy'), 'no-referrer');
     t.match(res.headers.get('content-security-policy'), /default-src 'none'/);
     const html = await res.text();
-    t.match(html, /join-tokens\/exchange/);
+    t.match(html, /<script src="\/assets\/room-[0-9a-f]{16}\.js"><\/script>/, 'the room application, named by its content hash');
     t.notOk(html.includes(link.token), 'the token is never echoed into the page');
   }
   t.match((await fetch(link.url)).headers.get('content-security-policy'), /frame-ancestors 'none'/, 'the full page cannot be framed');
   const ex = await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: 'tab' } });
   t.equal(ex.status, 200, 'previews did not spend the single-use link');
+});
+
+t.test('the room application is served by content hash, cached for a year; an unknown asset is a 404 envelope', async (t) => {
+  const link = (await api(member, 'POST', `/public/meetings/${m.id}/join-links`, { key: tenant.key, body: { userId: 'p1' } })).body.data;
+  const html = await (await fetch(link.url)).text();
+  for (const path of [html.match(/\/assets\/room-[0-9a-f]{16}\.js/)![0], html.match(/\/assets\/room-[0-9a-f]{16}\.css/)![0]]) {
+    const res = await fetch(member.url + path);
+    t.equal(res.status, 200, path);
+    t.equal(res.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+    t.equal(res.headers.get('x-content-type-options'), 'nosniff');
+    const body = await res.text();
+    if (path.endsWith('.js')) {
+      t.match(res.headers.get('content-type'), /^text\/javascript/);
+      t.match(body, /join-tokens\/exchange/, 'the exchange happens in the script, after load');
+    } else t.match(res.headers.get('content-type'), /^text\/css/);
+  }
+  const missing = await fetch(`${member.url}/assets/room-0000000000000000.js`);
+  t.equal(missing.status, 404);
+  t.match(await missing.json(), { error: { code: 'not_found' } });
 });

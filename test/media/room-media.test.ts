@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { api, createTenant, startTestMember } from '../helpers/member.ts';
-import { enterRoom } from '../helpers/media.ts';
+import { enterRoom, framesOf } from '../helpers/media.ts';
 import { eventually } from '../helpers/ws.ts';
 
 // Real WebRTC through Aula's SFU: mediasoup-client 3.6 on libwebrtc in this process, the room protocol over
@@ -142,6 +142,22 @@ t.test('screen share: hosts only by default in a class, students too with allowS
   t.ok(screen.id, 'allowed by the setting');
   t.match((await call('PATCH', `/public/meetings/${open.id}`, { settings: { allowStudentScreenShare: false } })).status, 200);
   t.match(await s2.room.next((e) => e.type === 'producer-closed'), { producerId: screen.id, reason: 'policy' }, 'turning the setting off closes a student\'s screen share');
+});
+
+t.test('a screen beside the camera, both simulcast with the same RIDs, whose first packets come before the server knows it, still reaches students', async (t) => {
+  const m = await meeting({}, 'CLASS');
+  const host = await enter(t, m.id, teacher.id, 'HOST');
+  const stu = await enter(t, m.id, students[0].id);
+  await host.peer.produceVideo();
+  const camera = await eventually(() => stu.peer.from(host.participantId, 'camera'), 10_000);
+  await host.peer.produceVideo({ source: 'screen', announceAfterMs: 1500 });
+  const screen = await eventually(() => stu.peer.from(host.participantId, 'screen'), 10_000);
+  const screenFrames = framesOf(screen!.consumer.track);
+  const cameraFrames = framesOf(camera!.consumer.track);
+  t.ok(await eventually(() => screenFrames.count > 5, 10_000), 'the screen is decoded');
+  t.ok(await eventually(() => cameraFrames.count > 5, 10_000), 'and the camera still is');
+  screenFrames.stop();
+  cameraFrames.stop();
 });
 
 t.test('lecture mode: only hosts speak until a host gives a student the floor', async (t) => {

@@ -1,0 +1,206 @@
+import t from 'tap';
+import type { Browser, Page } from 'playwright-core';
+import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { launchBrowser, screenshot } from '../helpers/browser.ts';
+import { eventually } from '../helpers/ws.ts';
+
+// The room in Chromium with a fake camera and microphone: real pages, real WebRTC through the member's
+// mediasoup worker. Page state is read from `window.aula` (the page's controller).
+
+const member = await startTestMember(t, { redis: false });
+const tenant = await createTenant(member);
+const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
+const teacher = (await call('POST', '/public/users', { externalId: 't1', fullName: 'Tina Teacher', role: 'TEACHER' })).body.data;
+const student = (await call('POST', '/public/users', { externalId: 's1', fullName: 'Sam Student', role: 'STUDENT' })).body.data;
+const viewer = (await call('POST', '/public/users', { externalId: 'v1', fullName: 'Vic Viewer', role: 'STUDENT' })).body.data;
+const browser = await launchBrowser(t, { media: true });
+
+async function meeting(title: string, settings: Record<string, unknown> = {}) {
+  return (await call('POST', '/public/meetings', { title, type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2026-11-24T10:00:00Z', durationMinutes: 60, settings })).body.data;
+}
+
+async function link(meetingId: string, userId: string, role = 'PARTICIPANT', extra: Record<string, unknown> = {}) {
+  return (await call('POST', `/public/meetings/${meetingId}/join-links`, { userId, role, ...extra })).body.data;
+}
+
+async function open(b: Browser, url: string): Promise<Page> {
+  const context = await b.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  // what the page warns about shows in the test's output (a failure on a busy machine is then explainable)
+  page.on('console', (m) => {
+    if (m.type() === 'warning' || m.type() === 'error') process.stderr.write(`[page ${m.type()}] ${m.text()}\n`);
+  });
+  await page.goto(url);
+  return page;
+}
+
+const phase = (p: Page) => p.evaluate(() => (window as any).aula.state.phase as string);
+const bytes = (p: Page): Promise<{ sent: number; received: number; audioEnergy: number }> =>
+  p.evaluate(async () => ((window as any).aula.media ? await (window as any).aula.media.bytes() : { sent: 0, received: 0, audioEnergy: 0 }));
+const remoteTracks = (p: Page) => p.evaluate(() => [...((window as any).aula.media?.remote.values() ?? [])].map((r: any) => `${r.source}:${r.kind}`).sort());
+
+async function joinFromPrejoin(p: Page): Promise<void> {
+  await p.waitForSelector('#join');
+  await p.click('#join');
+}
+
+/** Bytes received grow over a second: media is flowing in. */
+async function receiving(p: Page): Promise<boolean> {
+  const a = (await bytes(p)).received;
+  await new Promise((r) => setTimeout(r, 1000));
+  return (await bytes(p)).received > a + 1000;
+}
+
+t.test('teacher and student see and hear each other; a viewer receives and sends nothing', async (t) => {
+  const m = await meeting('Physics 9B');
+  const tp = await open(browser, (await link(m.id, teacher.id, 'HOST')).url);
+  await tp.waitForSelector('#join');
+  t.equal(await tp.textContent('#display-name'), 'Tina Teacher', 'the pre-join shows the name');
+  await eventually(() => tp.evaluate(() => (document.querySelector('.preview video') as HTMLVideoElement | null)?.videoWidth ?? 0), 10_000);
+  await screenshot(tp, 'prejoin');
+  await joinFromPrejoin(tp);
+  await eventually(async () => (await phase(tp)) === 'room', 10_000);
+
+  const sp = await open(browser, (await link(m.id, student.id)).url);
+  await joinFromPrejoin(sp);
+  await eventually(async () => (await phase(sp)) === 'room', 10_000);
+
+  await eventually(async () => (await remoteTracks(tp)).join() === 'camera:video,mic:audio', 15_000);
+  await eventually(async () => (await remoteTracks(sp)).join() === 'camera:video,mic:audio', 15_000);
+  t.ok(await eventually(() => receiving(tp), 15_000), "the teacher's page receives RTP");
+  t.ok(await eventually(() => receiving(sp), 15_000), "the student's page receives RTP");
+  t.ok((await bytes(tp)).sent > 0 && (await bytes(sp)).sent > 0, 'both send');
+  // what each decodes from the other's fake microphone (a beep) is sound, not silence
+  await eventually(async () => (await bytes(tp)).audioEnergy > 0 && (await bytes(sp)).audioEnergy > 0, 15_000);
+  t.pass('both hear audio that is not silence');
+  // the student's video element plays the teacher's camera
+  await eventually(() => sp.evaluate(() => [...document.querySelectorAll('video')].some((v) => v.videoWidth > 0 && !v.classList.contains('mirror'))), 15_000);
+  t.equal(await tp.getAttribute('button[aria-label="Mute"]', 'aria-pressed'), 'true', 'the mic button says it is on');
+  await screenshot(sp, 'room');
+
+  const vp = await open(browser, (await link(m.id, viewer.id, 'VIEWER')).url);
+  await joinFromPrejoin(vp);
+  await eventually(async () => (await phase(vp)) === 'room', 10_000);
+  await eventually(async () => (await remoteTracks(vp)).length === 4, 15_000);
+  t.ok(await eventually(() => receiving(vp), 15_000), 'the viewer receives');
+  t.equal((await bytes(vp)).sent, 0, 'the viewer sends nothing');
+  t.ok((await vp.$('button[aria-label="Mute"], button[aria-label="Unmute"]')) === null, 'the viewer has no microphone button');
+
+  // the host panel: roster with roles, mute a student
+  await tp.click('button[aria-label^="People"]');
+  await tp.waitForSelector('aside[aria-label="People"]');
+  await screenshot(tp, 'host-panel');
+  await tp.click('button[aria-label="Mute Sam Student"]');
+  await sp.waitForSelector('#muted-banner');
+  t.match(await sp.textContent('#muted-banner'), /A host muted your microphone/);
+  await sp.click('#muted-banner button');
+  await tp.waitForSelector('button[aria-label="Allow Sam Student to unmute"]');
+  await tp.click('button[aria-label="Allow Sam Student to unmute"]');
+  await eventually(() => sp.evaluate(() => (window as any).aula.state.unmuteAllowed), 5000);
+  await sp.click('button[aria-label="Unmute"]');
+  await eventually(() => sp.evaluate(() => (window as any).aula.state.micOn), 5000);
+  t.pass('the student unmuted after the host allowed it');
+  for (const p of [tp, sp, vp]) await p.context().close();
+});
+
+t.test('the waiting page moves into the room when the API admits, and ending sends the student to redirectUrl', async (t) => {
+  const m = await meeting('Chemistry 10A', { waitingRoom: true });
+  const tp = await open(browser, (await link(m.id, teacher.id, 'HOST')).url);
+  await joinFromPrejoin(tp);
+  await eventually(async () => (await phase(tp)) === 'room', 10_000);
+
+  const sl = await link(m.id, student.id, 'PARTICIPANT', { redirectUrl: 'https://school.example/after-class' });
+  const sp = await open(browser, sl.url);
+  await sp.context().route('https://school.example/**', (r) => r.fulfill({ status: 200, contentType: 'text/html', body: '<title>Back at school</title>' }));
+  await sp.waitForSelector('#join');
+  t.equal(await sp.textContent('#join'), 'Ask to join');
+  await sp.click('#join');
+  await sp.waitForSelector('text=Waiting for a host to let you in');
+  await sp.evaluate(() => ((window as any).notReloaded = true));
+  await screenshot(sp, 'waiting');
+
+  const queueId = await sp.evaluate(() => (window as any).aula.state.session.waitingRoom.queueId);
+  const admitted = await call('POST', `/public/meetings/${m.id}/waiting-room/${queueId}/admit`);
+  t.equal(admitted.status, 200);
+  await eventually(async () => (await phase(sp)) === 'room', 10_000);
+  t.equal(await sp.evaluate(() => (window as any).notReloaded), true, 'no reload');
+  await eventually(async () => (await remoteTracks(sp)).length === 2, 15_000);
+  t.ok(await eventually(() => receiving(sp), 15_000), 'the admitted student receives media');
+
+  t.equal((await call('POST', `/public/meetings/${m.id}/end`)).status, 200);
+  await sp.waitForSelector('text=This meeting has ended');
+  await sp.waitForURL('https://school.example/after-class', { timeout: 10_000 });
+  t.equal(await sp.title(), 'Back at school', 'the student is sent to redirectUrl');
+  for (const p of [tp, sp]) await p.context().close();
+});
+
+t.test('a host admits from the waiting list in the page; a dropped connection reconnects by itself', async (t) => {
+  const m = await meeting('History 8C', { waitingRoom: true });
+  const tp = await open(browser, (await link(m.id, teacher.id, 'HOST')).url);
+  await joinFromPrejoin(tp);
+  await eventually(async () => (await phase(tp)) === 'room', 10_000);
+
+  const sp = await open(browser, (await link(m.id, student.id)).url);
+  await joinFromPrejoin(sp);
+  await sp.waitForSelector('text=Waiting for a host to let you in');
+  await tp.waitForSelector('button[aria-label="People, 1 waiting"]');
+  await tp.click('button[aria-label^="People"]');
+  await tp.click('button[aria-label="Admit Sam Student"]');
+  await eventually(async () => (await phase(sp)) === 'room', 10_000);
+  t.ok(await eventually(() => receiving(sp), 15_000), 'admitted from the page, the student receives media');
+
+  // the server drops the student's socket as a restarting server would: the page says so and comes back
+  const participantId = await sp.evaluate(() => (window as any).aula.state.participantId);
+  for (const c of member.app.connections.ofParticipant(participantId)) c.end('server_shutdown');
+  await sp.waitForSelector('#connection:has-text("Reconnecting")');
+  t.pass('the page shows that it is reconnecting');
+  await eventually(async () => (await phase(sp)) === 'room', 10_000);
+  t.ok((await sp.$('#connection')) === null, 'back in the room');
+  t.ok(await eventually(() => receiving(sp), 15_000), 'and media flows again');
+  t.ok(await eventually(() => receiving(tp), 15_000), 'both ways');
+  for (const p of [tp, sp]) await p.context().close();
+});
+
+t.test('on a 360-px wide phone every control fits and is labelled', async (t) => {
+  const m = await meeting('Maths 7A');
+  const context = await browser.newContext({ viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true });
+  const p = await context.newPage();
+  await p.goto((await link(m.id, teacher.id, 'HOST')).url);
+  await joinFromPrejoin(p);
+  await eventually(async () => (await phase(p)) === 'room', 10_000);
+  const controls = await p.$$eval('nav.controls button', (bs) => bs.map((b) => ({ label: b.getAttribute('aria-label'), right: b.getBoundingClientRect().right, bottom: b.getBoundingClientRect().bottom })));
+  t.ok(controls.length >= 5);
+  for (const c of controls) {
+    t.ok(c.label, `a label: ${c.label}`);
+    t.ok(c.right <= 360 && c.bottom <= 740, `${c.label} is on screen`);
+  }
+  t.equal(await p.evaluate(() => document.documentElement.scrollWidth), 360, 'no sideways scrolling');
+  await screenshot(p, 'room-phone');
+  await context.close();
+});
+
+t.test('a host shares the screen: students see the presentation layout; a student may not share unless allowed', async (t) => {
+  const m = await meeting('Art 6D', { allowStudentScreenShare: false });
+  const tp = await open(browser, (await link(m.id, teacher.id, 'HOST')).url);
+  await joinFromPrejoin(tp);
+  await eventually(async () => (await phase(tp)) === 'room', 10_000);
+  const sp = await open(browser, (await link(m.id, student.id)).url);
+  await joinFromPrejoin(sp);
+  await eventually(async () => (await phase(sp)) === 'room', 10_000);
+  t.ok((await sp.$('button[aria-label="Share screen"]')) === null, 'no share button for a student while the setting is off');
+
+  await tp.click('button[aria-label="Share screen"]');
+  await eventually(() => tp.evaluate(() => (window as any).aula.state.screenOn), 10_000);
+  await sp.waitForSelector('.stage.presenting figure.screen');
+  t.match(await sp.getAttribute('.stage.presenting figure.screen', 'aria-label'), /Tina Teacher is presenting/);
+  await eventually(() => sp.evaluate(() => ((document.querySelector('figure.screen video') as HTMLVideoElement | null)?.videoWidth ?? 0) > 0), 15_000);
+  await screenshot(sp, 'presenting');
+  await tp.click('button[aria-label="Stop sharing"]');
+  await eventually(async () => (await sp.$('.stage.presenting')) === null, 10_000);
+  t.pass('the layout goes back to the grid when sharing stops');
+
+  t.equal((await call('PATCH', `/public/meetings/${m.id}`, { settings: { allowStudentScreenShare: true } })).status, 200);
+  await sp.waitForSelector('button[aria-label="Share screen"]');
+  t.pass('the setting, changed during the class, gives the student the button');
+  for (const p of [tp, sp]) await p.context().close();
+});

@@ -1,0 +1,141 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import t from 'tap';
+import type { Page } from 'playwright-core';
+import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { launchBrowser } from '../helpers/browser.ts';
+import { eventually } from '../helpers/ws.ts';
+
+// The embedding SDK as a course platform uses it: its page on another origin (http://localhost:<port>,
+// Aula being http://127.0.0.1:<port>) loads /sdk/svc-embed.js and frames the room with an embedUrl.
+
+const member = await startTestMember(t, { redis: false });
+const { app } = member;
+const tenant = await createTenant(member, 'pro');
+const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
+const teacher = (await call('POST', '/public/users', { externalId: 'st1', fullName: 'Sofia Teacher', role: 'TEACHER' })).body.data;
+const student = (await call('POST', '/public/users', { externalId: 'ss1', fullName: 'Sid Student', role: 'STUDENT' })).body.data;
+const browser = await launchBrowser(t, { media: true });
+
+/** A customer's page: it loads the SDK from Aula and frames the embedUrl given in `?embed=`. */
+async function customerSite(): Promise<{ origin: string; server: Server }> {
+  const server = createServer((req, res) => {
+    const embed = new URL(req.url!, 'http://x').searchParams.get('embed') ?? '';
+    res.setHeader('content-type', 'text/html');
+    res.end(`<!doctype html><title>Course platform</title><div id="room" style="width:900px;height:600px"></div>
+<script src="${member.url}/sdk/svc-embed.js"></script>
+<script>
+  window.events = [];
+  window.frame = Svc.createFrame('#room', { url: ${JSON.stringify(embed)}, theme: 'dark' });
+  for (const name of ['ready', 'joined', 'left', 'meeting-ended', 'waiting', 'admitted', 'participant-joined', 'participant-left', 'hand-raised', 'hand-lowered', 'error']) {
+    window.frame.on(name, (data) => window.events.push([name, data]));
+  }
+</script>`);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => server.close(() => r())));
+  return { origin: `http://localhost:${(server.address() as AddressInfo).port}`, server };
+}
+
+async function setAllowedOrigins(origins: string[]): Promise<void> {
+  const PASSWORD = 'correct horse battery staple';
+  const email = `admin${Math.random().toString(36).slice(2)}@platform.example`;
+  await app.services.members.create(app.sql, { orgId: tenant.orgId, email, role: 'admin', password: PASSWORD });
+  const session = (await api(member, 'POST', '/auth/sign-in', { body: { orgId: tenant.orgId, email, password: PASSWORD } })).body.data.sessionToken;
+  const res = await api(member, 'PATCH', `/orgs/${tenant.orgId}`, { bearer: session, body: { allowedOrigins: origins } });
+  if (res.status !== 200) throw new Error(JSON.stringify(res.body));
+}
+
+const events = (p: Page) => p.evaluate(() => (window as any).events as [string, any][]);
+const named = async (p: Page, name: string) => (await events(p)).filter(([n]) => n === name);
+
+const allowed = await customerSite();
+const notAllowed = await customerSite();
+await setAllowedOrigins([allowed.origin]);
+const m = (await call('POST', '/public/meetings', { title: 'Embedded Biology', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2026-12-01T10:00:00Z', durationMinutes: 45 })).body.data;
+
+t.test('the SDK on an allowed origin: joined with the name, media, participant events, then left after leave()', async (t) => {
+  const hostLink = (await call('POST', `/public/meetings/${m.id}/join-links`, { userId: teacher.id, role: 'HOST' })).body.data;
+  const host = await (await browser.newContext()).newPage();
+  await host.goto(`${allowed.origin}/?embed=${encodeURIComponent(hostLink.embedUrl)}`);
+  await eventually(async () => (await named(host, 'ready')).length === 1, 10_000);
+  await host.frameLocator('iframe').locator('#join').click();
+  await eventually(async () => (await named(host, 'joined')).length === 1, 10_000);
+  t.match((await named(host, 'joined'))[0]![1], { participant: { name: 'Sofia Teacher', role: 'HOST', id: /^par_/ }, meeting: { id: m.id, title: 'Embedded Biology' } });
+  t.equal(await host.frameLocator('iframe').locator('html').getAttribute('data-theme'), 'dark', 'the theme reaches the page');
+
+  const studentLink = (await call('POST', `/public/meetings/${m.id}/join-links`, { userId: student.id })).body.data;
+  const page = await (await browser.newContext()).newPage();
+  await page.goto(`${allowed.origin}/?embed=${encodeURIComponent(studentLink.embedUrl)}`);
+  await eventually(async () => (await named(page, 'ready')).length === 1, 10_000);
+  await page.frameLocator('iframe').locator('#join').click();
+  await eventually(async () => (await named(page, 'joined')).length === 1, 10_000);
+  t.match((await named(page, 'joined'))[0]![1], { participant: { name: 'Sid Student', role: 'PARTICIPANT' } });
+  await eventually(async () => (await named(host, 'participant-joined')).some(([, d]) => d.participant.name === 'Sid Student'), 10_000);
+  t.pass('the host page hears participant-joined');
+
+  const frame = page.frames().find((f) => f !== page.mainFrame())!;
+  const received = () => frame.evaluate(async () => ((window as any).aula.media ? (await (window as any).aula.media.bytes()).received : 0));
+  await eventually(async () => (await received()) > 20_000, 15_000);
+  t.pass('media flows into the framed room');
+
+  // commands: raise and lower the hand through the SDK; the host's page hears both
+  await page.evaluate(() => (window as any).frame.raiseHand());
+  await eventually(async () => (await named(host, 'hand-raised')).some(([, d]) => d.participant.name === 'Sid Student'), 10_000);
+  await page.evaluate(() => (window as any).frame.lowerHand());
+  await eventually(async () => (await named(host, 'hand-lowered')).some(([, d]) => d.participant.name === 'Sid Student'), 10_000);
+  t.pass('raiseHand and lowerHand reach the room, and hosts hear hand-raised and hand-lowered');
+  await page.evaluate(() => (window as any).frame.mute());
+  await eventually(() => frame.evaluate(() => (window as any).aula.state.micOn === false), 5000);
+  t.pass('mute turns the microphone off');
+
+  await page.evaluate(() => (window as any).frame.leave());
+  await eventually(async () => (await named(page, 'left')).length === 1, 10_000);
+  t.same((await named(page, 'left'))[0]![1], { reason: 'left' });
+  await eventually(async () => (await named(host, 'participant-left')).some(([, d]) => d.participant.name === 'Sid Student'), 10_000);
+  t.pass('the host hears participant-left');
+
+  // messages that do not come from the frame the SDK made are ignored
+  await page.evaluate(() => window.postMessage({ svc: 'aula-embed', v: 1, frameId: 'x'.repeat(32), kind: 'event', event: 'meeting-ended', data: { reason: null } }, '*'));
+  await page.waitForTimeout(300);
+  t.equal((await named(page, 'meeting-ended')).length, 0, 'a forged event from the parent itself is ignored');
+
+  t.equal((await call('POST', `/public/meetings/${m.id}/end`)).status, 200);
+  await eventually(async () => (await named(host, 'meeting-ended')).length === 1, 10_000);
+  t.pass('the host page hears meeting-ended');
+  await host.evaluate(() => (window as any).frame.destroy());
+  t.equal(await host.$$eval('iframe', (f) => f.length), 0, 'destroy removes the frame');
+  await host.context().close();
+  await page.context().close();
+});
+
+t.test('a page on an origin the organization did not allow cannot show the room', async (t) => {
+  const m2 = (await call('POST', '/public/meetings', { title: 'Not for framing', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2026-12-01T10:00:00Z', durationMinutes: 45 })).body.data;
+  const link = (await call('POST', `/public/meetings/${m2.id}/join-links`, { userId: student.id })).body.data;
+  const page = await (await browser.newContext()).newPage();
+  await page.goto(`${notAllowed.origin}/?embed=${encodeURIComponent(link.embedUrl)}`);
+  await page.waitForTimeout(2000);
+  t.same(await events(page), [], 'no event at all: the frame never loaded the room');
+  const child = page.frames().find((f) => f !== page.mainFrame());
+  t.ok(child, 'the iframe exists');
+  t.notMatch(child!.url(), /\/embed\//, `blocked by frame-ancestors (${child!.url()})`);
+  // the link was not spent: the page never ran
+  const ex = await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: 'after-refusal' } });
+  t.equal(ex.status, 200, 'the token is still unused');
+  await page.context().close();
+});
+
+t.test('createFrame refuses a url that is not an embedUrl', async (t) => {
+  const page = await (await browser.newContext()).newPage();
+  await page.goto(`${allowed.origin}/?embed=${encodeURIComponent(`${member.url}/embed/x?jt=y`)}`);
+  const message = await page.evaluate(() => {
+    try {
+      (window as any).Svc.createFrame('#room', { url: 'javascript:alert(1)' });
+      return 'created';
+    } catch (err) {
+      return (err as Error).message;
+    }
+  });
+  t.match(message, /options\.url must be the embedUrl/);
+  await page.context().close();
+});

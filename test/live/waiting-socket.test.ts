@@ -1,0 +1,54 @@
+import t from 'tap';
+import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { connect, goLive } from '../helpers/ws.ts';
+
+// A waiting page whose socket opens after the host decided (admitted while the page was loading) hears
+// the outcome at once instead of "waiting" forever.
+const member = await startTestMember(t, { redis: false });
+const tenant = await createTenant(member);
+const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
+const teacher = (await call('POST', '/public/users', { externalId: 'w-t', fullName: 'Wes Teacher', role: 'TEACHER' })).body.data;
+const student = (await call('POST', '/public/users', { externalId: 'w-s', fullName: 'Wyn Student', role: 'STUDENT' })).body.data;
+const m = (await call('POST', '/public/meetings', { title: 'Late sockets', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2026-11-24T09:00:00Z', durationMinutes: 60, settings: { waitingRoom: true } })).body.data;
+await goLive(t, member, tenant.key, m.id, teacher.id);
+
+async function waitingSession() {
+  const link = (await call('POST', `/public/meetings/${m.id}/join-links`, { userId: student.id })).body.data;
+  return (await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: `w-${Math.random()}` } })).body.data;
+}
+
+for (const [action, outcome] of [['admit', 'admitted'], ['deny', 'denied']] as const) {
+  t.test(`${action} first, socket after: it hears ${outcome} at once`, async (t) => {
+    const s = await waitingSession();
+    t.equal(s.waitingRoom.status, 'WAITING');
+    t.equal((await call('POST', `/public/meetings/${m.id}/waiting-room/${s.waitingRoom.queueId}/${action}`)).status, 200);
+    const ws = await connect(t, s.mediaUrl, s.accessToken);
+    t.match(await ws.type('waiting'), { queueId: s.waitingRoom.queueId });
+    t.match(await ws.type(outcome, 2000), { queueId: s.waitingRoom.queueId });
+  });
+}
+
+t.test('a waiting page that leaves gives up its place', async (t) => {
+  const s = await waitingSession();
+  const ws = await connect(t, s.mediaUrl, s.accessToken);
+  await ws.type('waiting');
+  t.match(await ws.command({ type: 'leave' }), { ok: true, status: 'LEFT' });
+  const status = await api(member, 'GET', `/meetings/${s.meeting.slug}/waiting-room/status/${s.waitingRoom.queueId}`, { bearer: s.accessToken });
+  t.equal(status.body.data.status, 'LEFT');
+  t.same(await ws.waitClosed(), { code: 4000, reason: 'left' }, 'and its socket closes as left');
+});
+
+t.test('a waiting socket may not give room commands', async (t) => {
+  const s = await waitingSession();
+  const ws = await connect(t, s.mediaUrl, s.accessToken);
+  await ws.type('waiting');
+  t.match(await ws.command({ type: 'raise-hand' }), { ok: false, error: { code: 'forbidden' } });
+});
+
+t.test('still waiting: the socket hears the outcome when it comes', async (t) => {
+  const s = await waitingSession();
+  const ws = await connect(t, s.mediaUrl, s.accessToken);
+  await ws.type('waiting');
+  await call('POST', `/public/meetings/${m.id}/waiting-room/${s.waitingRoom.queueId}/admit`);
+  t.match(await ws.type('admitted', 2000), { queueId: s.waitingRoom.queueId });
+});

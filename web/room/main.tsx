@@ -1,0 +1,27 @@
+import { render } from 'preact';
+import { RoomController } from './controller.ts';
+import { embedBridge } from './embed-bridge.ts';
+import { App } from './ui.tsx';
+import './room.css';
+
+/**
+ * The room application: the join page (`/join/:slug#jt=…`) and the embedded page (`/embed/:slug?jt=…`)
+ * run it. It exchanges the token only now, after load, so link previews never spend a link.
+ */
+const embedded = location.pathname.startsWith('/embed/');
+const token = embedded ? new URLSearchParams(location.search).get('jt') : new URLSearchParams(location.hash.slice(1)).get('jt');
+const bridge = embedded ? embedBridge() : null;
+const theme = new URLSearchParams(location.hash.slice(1)).get('theme');
+if (theme === 'dark' || theme === 'light') document.documentElement.dataset.theme = theme;
+
+const controller = new RoomController({
+  token,
+  embedded,
+  android: /Android/i.test(navigator.userAgent),
+  emit: (event, data) => bridge?.emit(event, data),
+});
+bridge?.onCommand((command) => controller.onEmbedCommand(command));
+(window as unknown as { aula: RoomController }).aula = controller;
+
+render(<App c={controller} />, document.getElementById('app')!);
+void controller.boot();

@@ -1,0 +1,94 @@
+/**
+ * The messages between the room page in an iframe (`/embed/:slug`) and the embedding SDK
+ * (`/sdk/svc-embed.js`) in the customer's page, over `postMessage`. Defined once here; the page and the
+ * SDK both import it (docs/sdk.md lists the events and commands for customers).
+ *
+ * Every message carries `svc: "aula-embed"`, the protocol version and the frame id the SDK chose, so
+ * that a page with several frames, or other scripts posting messages, cannot be confused with a frame.
+ * Origins are checked on both sides: the page posts only to the parent origin it verified against the
+ * organization's allowed origins, and accepts commands only from that origin and from `window.parent`;
+ * the SDK accepts messages only from Aula's origin and from the frame it created.
+ */
+
+export const EMBED_SOURCE = 'aula-embed';
+export const EMBED_VERSION = 1;
+
+/** How the SDK tells the page its frame id and its own origin: in the iframe URL's fragment, `#frame=<id>&parent=<origin>` (a fragment never reaches a server or a log). */
+export const FRAME_PARAM = 'frame';
+export const PARENT_PARAM = 'parent';
+
+export interface EmbedParticipant {
+  id: string;
+  name: string;
+  role: 'HOST' | 'COHOST' | 'PARTICIPANT' | 'VIEWER';
+}
+
+/** Events the page sends to the SDK, by name, with their argument. */
+export interface EmbedEvents {
+  /** The page loaded and listens for commands. */
+  ready: Record<string, never>;
+  /** The user is in the waiting room. */
+  waiting: { queueId: string; meeting: { id: string; title: string } };
+  /** A host admitted the user; `joined` follows. */
+  admitted: { queueId: string };
+  /** The user is in the room. */
+  joined: { participant: EmbedParticipant; meeting: { id: string; title: string } };
+  /** The user left the room (themselves, removed by a host, or turned away from the waiting room). */
+  left: { reason: 'left' | 'removed' | 'denied' | 'expired' | 'user_deactivated' | 'replaced' };
+  /** The meeting ended for everyone. */
+  'meeting-ended': { reason: string | null };
+  'participant-joined': { participant: EmbedParticipant };
+  'participant-left': { participant: EmbedParticipant };
+  'hand-raised': { participant: EmbedParticipant };
+  'hand-lowered': { participant: EmbedParticipant };
+  /** Something went wrong; `code` is the API's error code (docs/api.md), e.g. `join_token_used`. */
+  error: { code: string; message: string };
+}
+export type EmbedEventName = keyof EmbedEvents;
+export const EMBED_EVENTS = [
+  'ready',
+  'waiting',
+  'admitted',
+  'joined',
+  'left',
+  'meeting-ended',
+  'participant-joined',
+  'participant-left',
+  'hand-raised',
+  'hand-lowered',
+  'error',
+] as const satisfies readonly EmbedEventName[];
+
+/** Commands the SDK sends to the page. `destroy` is the SDK's own (it leaves, then removes the frame). */
+export const EMBED_COMMANDS = ['mute', 'unmute', 'toggleVideo', 'raiseHand', 'lowerHand', 'leave'] as const;
+export type EmbedCommand = (typeof EMBED_COMMANDS)[number];
+
+export interface EmbedEventMessage<E extends EmbedEventName = EmbedEventName> {
+  svc: typeof EMBED_SOURCE;
+  v: typeof EMBED_VERSION;
+  frameId: string;
+  kind: 'event';
+  event: E;
+  data: EmbedEvents[E];
+}
+
+export interface EmbedCommandMessage {
+  svc: typeof EMBED_SOURCE;
+  v: typeof EMBED_VERSION;
+  frameId: string;
+  kind: 'command';
+  command: EmbedCommand;
+}
+
+/** A frame id: what the SDK generates, and all the page accepts in its fragment. */
+export const FRAME_ID = /^[A-Za-z0-9_-]{8,64}$/;
+
+export function isEmbedEvent(data: unknown, frameId: string): data is EmbedEventMessage {
+  const m = data as Partial<EmbedEventMessage> | null;
+  return !!m && typeof m === 'object' && m.svc === EMBED_SOURCE && m.v === EMBED_VERSION && m.frameId === frameId && m.kind === 'event' && (EMBED_EVENTS as readonly string[]).includes(m.event as string);
+}
+
+export function isEmbedCommand(data: unknown, frameId: string): data is EmbedCommandMessage {
+  const m = data as Partial<EmbedCommandMessage> | null;
+  return !!m && typeof m === 'object' && m.svc === EMBED_SOURCE && m.v === EMBED_VERSION && m.frameId === frameId && m.kind === 'command' && (EMBED_COMMANDS as readonly string[]).includes(m.command as string);
+}
