@@ -76,7 +76,7 @@ export interface Reply {
   nextCursor?: string | null;
   headers?: Record<string, string>;
   /** Sent as is with this content type instead of the `{ data }` envelope. */
-  raw?: { contentType: string; body: string };
+  raw?: { contentType: string; body: string | Uint8Array };
   /** The `{ data }` envelope already serialized (exactly `JSON.stringify({ data })`), by a hot path that builds it cheaper. */
   json?: string;
 }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { App } from '../../src/app.ts';
 import { AppError } from '../../src/errors.ts';
 import { route } from '../route.ts';
-import { assets } from './assets.ts';
+import { assets, negotiate } from './assets.ts';
 
 /**
  * The pages a join link opens: `/join/:slug#jt=…` as a full page, `/embed/:slug?jt=…` in a customer's
@@ -48,12 +48,13 @@ export const pageRoutes = [
   }),
   route(
     { method: 'get', path: '/sdk/svc-embed.js', root: true, tag: 'Pages', auth: 'none', summary: 'The embedding SDK: the global `Svc` (docs/sdk.md).', raw: true },
-    async () => {
+    async ({ req }) => {
       const sdk = (await assets()).sdk;
+      const { body, headers } = negotiate(sdk, req.headers['accept-encoding']);
       return {
         data: null,
-        raw: { contentType: sdk.contentType, body: sdk.body },
-        headers: { 'Cache-Control': sdk.cache, 'X-Content-Type-Options': 'nosniff', 'Cross-Origin-Resource-Policy': 'cross-origin', 'Access-Control-Allow-Origin': '*' },
+        raw: { contentType: sdk.contentType, body },
+        headers: { ...headers, 'Cache-Control': sdk.cache, 'X-Content-Type-Options': 'nosniff', 'Cross-Origin-Resource-Policy': 'cross-origin', 'Access-Control-Allow-Origin': '*' },
       };
     },
   ),
@@ -62,7 +63,8 @@ export const pageRoutes = [
     async ({ req }) => {
       const asset = (await assets()).byPath.get(req.path);
       if (!asset) throw new AppError('not_found', { message: 'No such asset; the page that asked for it is older than this server.' });
-      return { data: null, raw: { contentType: asset.contentType, body: asset.body }, headers: { 'Cache-Control': asset.cache, 'X-Content-Type-Options': 'nosniff' } };
+      const { body, headers } = negotiate(asset, req.headers['accept-encoding']);
+      return { data: null, raw: { contentType: asset.contentType, body }, headers: { ...headers, 'Cache-Control': asset.cache, 'X-Content-Type-Options': 'nosniff' } };
     },
   ),
 ];

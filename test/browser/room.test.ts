@@ -161,6 +161,51 @@ t.test('a host admits from the waiting list in the page; a dropped connection re
   for (const p of [tp, sp]) await p.context().close();
 });
 
+t.test('a host runs the class from the keyboard: every control in the tab order, the menu and the panel open and close with keys', async (t) => {
+  const m = await meeting('Geography 9B');
+  const tp = await open(browser, (await link(m.id, teacher.id, 'HOST')).url);
+  await joinFromPrejoin(tp);
+  await eventually(async () => (await phase(tp)) === 'room', 10_000);
+  const focused = () => tp.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.textContent?.trim() ?? '');
+
+  await tp.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+  const order: string[] = [];
+  for (let i = 0; i < 20 && !order.includes('Leave'); i++) {
+    await tp.keyboard.press('Tab');
+    order.push(await focused());
+  }
+  for (const label of ['Mute', 'Stop video', 'Share screen', 'Raise hand', 'People', 'Leave']) t.ok(order.includes(label), `${label} is reached with Tab`);
+
+  await tp.keyboard.press('Enter');
+  t.equal(await tp.getAttribute('button[aria-label="Leave"]', 'aria-expanded'), 'true', 'Enter opens the Leave menu');
+  t.equal(await eventually(async () => (await focused()) === 'Leave the meeting' && 'Leave the meeting', 3000), 'Leave the meeting', 'on its first item');
+  await tp.keyboard.press('ArrowDown');
+  t.equal(await focused(), 'End for everyone');
+  await tp.keyboard.press('ArrowDown');
+  t.equal(await focused(), 'Leave the meeting', 'the arrows wrap around');
+  await tp.keyboard.press('Escape');
+  t.equal(await tp.$('#leave-menu'), null, 'Escape closes it');
+  t.equal(await focused(), 'Leave', 'and gives the focus back to the button');
+
+  await tp.focus('nav.controls button[title="People"]');
+  await tp.keyboard.press('Enter');
+  await tp.waitForSelector('aside.panel');
+  await tp.focus('button[aria-label="Close the people panel"]');
+  await tp.keyboard.press('Escape');
+  t.equal(await tp.$('aside.panel'), null, 'Escape closes the people panel');
+  t.match(await focused(), /^People/, 'focus back on its button');
+
+  await tp.focus('button[aria-label="Leave"]');
+  await tp.keyboard.press('ArrowDown');
+  await eventually(async () => (await focused()) === 'Leave the meeting', 3000);
+  await tp.keyboard.press('ArrowDown');
+  t.equal(await focused(), 'End for everyone');
+  await tp.keyboard.press('Enter');
+  await eventually(async () => (await call('GET', `/public/meetings/${m.id}`)).body.data.status === 'ENDED', 10_000);
+  t.pass('End for everyone, chosen with the keyboard, ends the meeting');
+  await tp.context().close();
+});
+
 t.test('on a 360-px wide phone every control fits and is labelled', async (t) => {
   const m = await meeting('Maths 7A');
   const context = await browser.newContext({ viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true });

@@ -1,4 +1,6 @@
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import t from 'tap';
+import { request } from 'undici';
 import { api, createTenant, startTestMember } from '../helpers/member.ts';
 
 const member = await startTestMember(t, { redis: false });
@@ -41,4 +43,25 @@ t.test('the room application is served by content hash, cached for a year; an un
   const missing = await fetch(`${member.url}/assets/room-0000000000000000.js`);
   t.equal(missing.status, 404);
   t.match(await missing.json(), { error: { code: 'not_found' } });
+});
+
+t.test('scripts and styles go compressed to clients that accept it, the same bytes once decoded', async (t) => {
+  const link = (await api(member, 'POST', `/public/meetings/${m.id}/join-links`, { key: tenant.key, body: { userId: 'p1' } })).body.data;
+  const html = await (await fetch(link.url)).text();
+  for (const path of [html.match(/\/assets\/room-[0-9a-f]{16}\.js/)![0], '/sdk/svc-embed.js']) {
+    const get = async (acceptEncoding?: string) => {
+      const res = await request(member.url + path, { headers: acceptEncoding ? { 'accept-encoding': acceptEncoding } : {} });
+      return { encoding: res.headers['content-encoding'], vary: res.headers['vary'], body: Buffer.from(await res.body.arrayBuffer()) };
+    };
+    const plain = await get();
+    t.equal(plain.encoding, undefined, `${path}: no Accept-Encoding, no encoding`);
+    t.equal(plain.vary, 'Accept-Encoding');
+    const br = await get('gzip, deflate, br');
+    t.equal(br.encoding, 'br', 'brotli preferred');
+    t.same(brotliDecompressSync(br.body), plain.body, 'decodes to the same bytes');
+    t.ok(br.body.length < plain.body.length / (path.startsWith('/assets/') ? 4 : 2), `${br.body.length} bytes instead of ${plain.body.length}`);
+    const gz = await get('gzip;q=1.0, identity;q=0.5');
+    t.equal(gz.encoding, 'gzip');
+    t.same(gunzipSync(gz.body), plain.body);
+  }
 });

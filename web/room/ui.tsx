@@ -338,7 +338,15 @@ function People({ c, onClose }: { c: RoomController; onClose: () => void }) {
   const sorted = [...c.state.roster].sort((a, b) => (a.handRaisedAt && b.handRaisedAt ? a.handRaisedAt.localeCompare(b.handRaisedAt) : a.handRaisedAt ? -1 : b.handRaisedAt ? 1 : a.joinedAt.localeCompare(b.joinedAt)));
   const hands = sorted.filter((p) => p.handRaisedAt);
   return (
-    <aside class="panel" aria-label="People">
+    <aside
+      class="panel"
+      aria-label="People"
+      onKeyDown={(e) => {
+        if (e.key !== 'Escape') return;
+        onClose();
+        document.querySelector<HTMLButtonElement>('nav.controls button[title="People"]')?.focus();
+      }}
+    >
       <header>
         <h2>People ({c.state.roster.length})</h2>
         <button class="icon-btn" aria-label="Close the people panel" onClick={onClose}>
@@ -445,7 +453,6 @@ function People({ c, onClose }: { c: RoomController; onClose: () => void }) {
 
 function Room({ c }: { c: RoomController }) {
   const [panel, setPanel] = useState(false);
-  const [leaving, setLeaving] = useState(false);
   const s = c.state.session!;
   const me = c.me;
   const held = c.media?.heldByServer.get('mic');
@@ -499,23 +506,76 @@ function Room({ c }: { c: RoomController }) {
           <span class="ctl-label">People</span>
           {waiting > 0 && <span class="count">{waiting}</span>}
         </button>
-        <span class="leave-group">
-          <button class="ctl leave" aria-label="Leave" title="Leave" aria-haspopup={c.isHost ? 'true' : undefined} onClick={() => (c.isHost ? setLeaving(!leaving) : void c.leave())}>
+        {c.isHost ? (
+          <LeaveMenu c={c} />
+        ) : (
+          <button class="ctl leave" aria-label="Leave" title="Leave" onClick={() => void c.leave()}>
             <Icon name="leave" />
             <span class="ctl-label">Leave</span>
           </button>
-          {leaving && (
-            <div class="menu" role="menu">
-              <button role="menuitem" class="btn" onClick={() => void c.leave()}>
-                Leave the meeting
-              </button>
-              <button role="menuitem" class="btn danger" onClick={() => void c.endForEveryone()}>
-                End for everyone
-              </button>
-            </div>
-          )}
-        </span>
+        )}
       </nav>
     </div>
+  );
+}
+
+/**
+ * A host's Leave button opens a menu (leave, or end for everyone), operable as a WAI-ARIA menu button:
+ * opening focuses the first item, arrow keys move, Escape or Tab closes it and focus returns to the button.
+ */
+function LeaveMenu({ c }: { c: RoomController }) {
+  const [open, setOpen] = useState(false);
+  const button = useRef<HTMLButtonElement>(null);
+  const menu = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (open) menu.current?.querySelector<HTMLButtonElement>('[role="menuitem"]')?.focus();
+  }, [open]);
+  const close = (refocus: boolean) => {
+    setOpen(false);
+    if (refocus) button.current?.focus();
+  };
+  const onKey = (e: KeyboardEvent) => {
+    const items = [...(menu.current?.querySelectorAll<HTMLButtonElement>('[role="menuitem"]') ?? [])];
+    const at = items.indexOf(document.activeElement as HTMLButtonElement);
+    if (e.key === 'Escape') {
+      e.preventDefault();
+      close(true);
+    } else if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+      e.preventDefault();
+      items[(at + (e.key === 'ArrowDown' ? 1 : items.length - 1)) % items.length]?.focus();
+    } else if (e.key === 'Tab') close(false);
+  };
+  return (
+    <span class="leave-group">
+      <button
+        ref={button}
+        class="ctl leave"
+        aria-label="Leave"
+        title="Leave"
+        aria-haspopup="menu"
+        aria-expanded={open}
+        aria-controls="leave-menu"
+        onClick={() => setOpen(!open)}
+        onKeyDown={(e) => {
+          if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+            e.preventDefault();
+            setOpen(true);
+          }
+        }}
+      >
+        <Icon name="leave" />
+        <span class="ctl-label">Leave</span>
+      </button>
+      {open && (
+        <div class="menu" role="menu" id="leave-menu" aria-label="Leave" ref={menu} onKeyDown={onKey}>
+          <button role="menuitem" class="btn" onClick={() => void c.leave()}>
+            Leave the meeting
+          </button>
+          <button role="menuitem" class="btn danger" onClick={() => void c.endForEveryone()}>
+            End for everyone
+          </button>
+        </div>
+      )}
+    </span>
   );
 }
