@@ -206,6 +206,28 @@ t.test('a host runs the class from the keyboard: every control in the tab order,
   await tp.context().close();
 });
 
+t.test('no layout shift: the controls stay put as people come and go, and a tile keeps its size with the camera on or off', async (t) => {
+  const m = await meeting('Music 5A');
+  const tp = await open(browser, (await link(m.id, teacher.id, 'HOST')).url);
+  await joinFromPrejoin(tp);
+  await eventually(async () => (await phase(tp)) === 'room', 10_000);
+  const box = (selector: string) => tp.$eval(selector, (e) => { const r = e.getBoundingClientRect(); return [r.x, r.y, r.width, r.height].map(Math.round); });
+  const controls = await box('nav.controls');
+
+  const sp = await open(browser, (await link(m.id, student.id)).url);
+  await joinFromPrejoin(sp);
+  await tp.waitForSelector('figure[aria-label="Sam Student"] video');
+  const withCamera = await box('figure[aria-label="Sam Student"]');
+  t.same(await box('nav.controls'), controls, 'a tile coming does not move the controls');
+  await sp.click('button[aria-label="Stop video"]');
+  await tp.waitForSelector('figure[aria-label="Sam Student"] .avatar');
+  t.same(await box('figure[aria-label="Sam Student"]'), withCamera, 'the tile keeps its size when the camera goes off');
+  await sp.context().close();
+  await tp.waitForSelector('figure[aria-label="Sam Student"]', { state: 'detached', timeout: 30_000 });
+  t.same(await box('nav.controls'), controls, 'nor does a tile going');
+  await tp.context().close();
+});
+
 t.test('on a 360-px wide phone every control fits and is labelled', async (t) => {
   const m = await meeting('Maths 7A');
   const context = await browser.newContext({ viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true });
