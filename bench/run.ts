@@ -187,7 +187,7 @@ async function startAula(fixtures: string): Promise<ServerChild<AulaInfo>> {
       AULA_SECRET_KEY: randomBytes(32).toString('base64url'),
       AULA_LOG_LEVEL: 'warn',
       // Every exchange carries its own X-Forwarded-For, as behind a proxy: see bench/README.md.
-      AULA_TRUST_PROXY: 'true',
+      AULA_TRUST_PROXY: '1',
       BENCH_KEYS: String(keyCount),
       BENCH_USERS: String(userCount),
       BENCH_TOKENS: String(plan!.includes('exchange') ? poolSize : 0),

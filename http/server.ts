@@ -3,6 +3,7 @@ import uws from 'uWebSockets.js';
 import { z } from 'zod';
 import type { App } from '../src/app.ts';
 import type { Db } from '../src/db/index.ts';
+import { clientAddress, type TrustProxy } from '../src/client-address.ts';
 import { randomString } from '../src/crypto.ts';
 import type { Logger } from '../src/logger.ts';
 import type { ApiPrincipal } from '../src/services/api-keys.ts';
@@ -123,18 +124,18 @@ class Request implements RequestInfo {
     readonly headers: Record<string, string>,
     readonly requestId: string,
     private readonly res: uws.HttpResponse,
-    private readonly trustProxy: boolean,
+    private readonly trustProxy: TrustProxy,
   ) {}
 
   get query(): URLSearchParams {
     return (this.#query ??= new URLSearchParams(this.rawQuery));
   }
 
+  /** The client's address: the socket's peer, or what the trusted proxies vouch for (AULA_TRUST_PROXY). */
   get ip(): string {
     if (this.#ip === null) {
-      const forwarded = this.trustProxy ? this.headers['x-forwarded-for'] : undefined;
-      if (forwarded) this.#ip = forwarded.split(',')[0]!.trim();
-      else this.#ip = this.aborted ? '' : Buffer.from(this.res.getRemoteAddressAsText()).toString();
+      const peer = this.aborted ? '' : Buffer.from(this.res.getRemoteAddressAsText()).toString();
+      this.#ip = clientAddress(peer, this.headers['x-forwarded-for'], this.trustProxy);
     }
     return this.#ip;
   }

@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { parseTrustProxy } from './client-address.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
@@ -21,7 +22,18 @@ export const configSchema = z.object({
   AULA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   AULA_MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
   AULA_BULK_MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(4 * 1024 * 1024),
-  AULA_TRUST_PROXY: bool.default(false),
+  /** Proxies trusted to name the client in X-Forwarded-For: a hop count or their networks (src/client-address.ts). */
+  AULA_TRUST_PROXY: z
+    .string()
+    .default('false')
+    .transform((v, ctx) => {
+      try {
+        return parseTrustProxy(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+        return z.NEVER;
+      }
+    }),
   AULA_MIGRATE_ON_START: bool.default(true),
   AULA_JOB_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(1000),
   /** Outgoing email (owner and admin notifications); unset: emails stay queued in email_outbox, unsent. */

@@ -50,7 +50,7 @@ const env = {
   AULA_REDIS_PREFIX: prefix,
   AULA_SECRET_KEY: TEST_SECRET,
   // every exchange comes "through a proxy" from its own address, so the per-IP exchange limit is not hit
-  AULA_TRUST_PROXY: 'true',
+  AULA_TRUST_PROXY: '1',
   AULA_JOB_POLL_MS: '1000',
 };
 const fleet = new Fleet(t, { env, redis, sql, prefix });

@@ -8,7 +8,7 @@ import { api, createTenant, startTestMember, type ApiResponse } from '../helpers
 // The member's clock starts at the real time (rate-limit windows run on the real clock) and only moves
 // in the last test. X-Forwarded-For is trusted so each test signs in from an address of its own.
 const clock = new ManualClock(Date.now());
-const member = await startTestMember(t, { clock, overrides: { AULA_TRUST_PROXY: true } });
+const member = await startTestMember(t, { clock, overrides: { AULA_TRUST_PROXY: { hops: 1 } } });
 const { app } = member;
 const tenant = await createTenant(member, 'pro');
 const PASSWORD = 'correct horse battery staple';
