@@ -1,15 +1,14 @@
 import { z } from 'zod';
 import type { App } from '../../src/app.ts';
-import { AppError } from '../../src/errors.ts';
 import { MAX_PASSWORD_LENGTH } from '../../src/passwords.ts';
-import { ADMIN_SESSION_TTL_MS, csrfTokenFor, MEMBER_ROLES, normalizeEmail, SESSION_COOKIE } from '../../src/services/members.ts';
+import { ADMIN_SESSION_TTL_MS, csrfTokenFor, MEMBER_ROLES, SESSION_COOKIE } from '../../src/services/members.ts';
+import { SIGN_IN_ACCOUNT_UNDER_ATTACK, SIGN_IN_FAILURE_WINDOW_MS, SIGN_IN_FAILURES_PER_ADDRESS } from '../../src/services/sign-in-throttle.ts';
 import { route } from '../route.ts';
 
 const tag = 'Admin sessions';
 
-/** Every attempt counts, before the password is checked; the per-IP budget also allows a school behind one NAT. */
+/** Every attempt counts against the address, before the password is checked; the budget also allows a school behind one NAT. */
 export const SIGN_IN_PER_IP_PER_MINUTE = 30;
-export const SIGN_IN_PER_ACCOUNT_PER_MINUTE = 10;
 
 const signInBody = z.strictObject({
   orgId: z.string().min(1).max(64).describe('The organization the owner or admin belongs to.'),
@@ -28,9 +27,12 @@ const signedIn = z.object({
 
 const me = z.object({ member: memberShape, csrfToken: z.string(), expiresAt: z.string() });
 
-/** Secure whenever the public address is https; the cookie is scoped to the API and never readable by scripts. */
+/**
+ * Secure in production whatever the base URL says (TLS may end at a proxy that Aula's address does not
+ * name), and whenever the public address is https; scoped to the API and never readable by scripts.
+ */
 function sessionCookie(app: App, value: string, maxAgeSeconds: number): string {
-  const secure = app.baseUrl.startsWith('https:') ? '; Secure' : '';
+  const secure = app.config.AULA_ENV === 'production' || app.baseUrl.startsWith('https:') ? '; Secure' : '';
   return `${SESSION_COOKIE}=${value}; HttpOnly; SameSite=Lax; Path=/api/v1; Max-Age=${maxAgeSeconds}${secure}`;
 }
 
@@ -43,20 +45,13 @@ export const authRoutes = [
       auth: 'none',
       ipLimit: { name: 'sign-in', perMinute: SIGN_IN_PER_IP_PER_MINUTE },
       summary: 'Sign in as an organization owner or admin.',
-      description: `Sets the ${SESSION_COOKIE} cookie (HttpOnly, SameSite=Lax, Path=/api/v1, 12 hours) and answers the same session as a bearer token with its CSRF token. An unknown organization or email and a wrong password all answer invalid_credentials. At most ${SIGN_IN_PER_IP_PER_MINUTE} attempts per minute per IP address and ${SIGN_IN_PER_ACCOUNT_PER_MINUTE} per organization and email.`,
+      description: `Sets the ${SESSION_COOKIE} cookie (HttpOnly, SameSite=Lax, Path=/api/v1, 12 hours) and answers the same session as a bearer token with its CSRF token. An unknown organization or email and a wrong password all answer invalid_credentials. At most ${SIGN_IN_PER_IP_PER_MINUTE} attempts per minute per client address. Wrong passwords are throttled per account and address: after ${SIGN_IN_FAILURES_PER_ADDRESS} within ${SIGN_IN_FAILURE_WINDOW_MS / 60_000} minutes that address waits (429 with Retry-After) while other addresses still sign in; an account with ${SIGN_IN_ACCOUNT_UNDER_ATTACK} wrong passwords in that window gives every address one guess.`,
       body: signInBody,
       response: signedIn,
       errors: ['invalid_credentials', 'member_disabled', 'rate_limited'],
     },
-    async ({ app, db, body }) => {
-      const account = await app.rateLimits.consume('sign-in-account', `${body.orgId}:${normalizeEmail(body.email)}`, SIGN_IN_PER_ACCOUNT_PER_MINUTE);
-      if (!account.allowed) {
-        throw new AppError('rate_limited', {
-          details: { limit: account.limit, retryAfterSeconds: account.retryAfterSeconds },
-          headers: { 'Retry-After': String(account.retryAfterSeconds) },
-        });
-      }
-      const s = await app.services.members.signIn(db, body);
+    async ({ app, db, body, req }) => {
+      const s = await app.services.members.signIn(db, body, req.ip);
       return {
         data: s,
         headers: { 'Set-Cookie': sessionCookie(app, s.sessionToken, ADMIN_SESSION_TTL_MS / 1000), 'Cache-Control': 'no-store' },

@@ -10,6 +10,7 @@ import { PLANS, type PlanName } from '../plans.ts';
 import { SCOPES, type Scope } from '../scopes.ts';
 import type { ApiPrincipal } from './api-keys.ts';
 import { getOrg } from './orgs.ts';
+import { SignInThrottle } from './sign-in-throttle.ts';
 
 export const MEMBER_ROLES = ['owner', 'admin'] as const;
 export type MemberRole = (typeof MEMBER_ROLES)[number];
@@ -95,12 +96,14 @@ export class Members {
   readonly #clock: Clock;
   readonly #bus: Bus;
   readonly #cache: TtlCache<Cached>;
+  readonly #throttle: SignInThrottle;
 
   constructor(sql: Sql, clock: Clock, bus: Bus) {
     this.#sql = sql;
     this.#clock = clock;
     this.#bus = bus;
     this.#cache = new TtlCache(clock, 60_000, 10_000);
+    this.#throttle = new SignInThrottle(clock);
     bus.subscribe('admin-sessions', (m) => {
       if (Array.isArray(m.hashes)) for (const h of m.hashes) this.#cache.delete(String(h));
       else this.#cache.clear();
@@ -128,15 +131,21 @@ export class Members {
   /**
    * Checks email and password and opens a session. An unknown organization or email, and a wrong password,
    * all answer `invalid_credentials` after the same argon2 work; a disabled member learns so only after
-   * giving the right password.
+   * giving the right password. Wrong passwords are throttled per account and client address
+   * (SignInThrottle), so nobody can lock the owner out by failing on purpose.
    */
-  async signIn(db: Db, input: { orgId: string; email: string; password: string }): Promise<SignInResult> {
+  async signIn(db: Db, input: { orgId: string; email: string; password: string }, address: string): Promise<SignInResult> {
     prepareDummyHash();
     const email = normalizeEmail(input.email);
+    await this.#throttle.check(db, input.orgId, email, address);
     const [m] = await db<{ id: string; orgId: string; email: string; role: MemberRole; passwordHash: string; disabledAt: Date | null }[]>`
       select id, org_id, email, role, password_hash, disabled_at from members where org_id = ${input.orgId} and email = ${email}`;
     const ok = m ? await verifyPassword(m.passwordHash, input.password) : await verifyDummy(input.password);
-    if (!m || !ok) throw new AppError('invalid_credentials');
+    if (!m || !ok) {
+      await this.#throttle.failed(db, input.orgId, email, address);
+      throw new AppError('invalid_credentials');
+    }
+    await this.#throttle.succeeded(db, input.orgId, email, address);
     if (m.disabledAt) throw new AppError('member_disabled');
 
     const now = this.#clock.now();

@@ -6,7 +6,7 @@ import { assertError } from '../helpers/assert.ts';
 import { api, createTenant, startTestMember, type ApiResponse } from '../helpers/member.ts';
 
 // The member's clock starts at the real time (rate-limit windows run on the real clock) and only moves
-// in the last test. X-Forwarded-For is trusted so each test signs in from an address of its own.
+// in the last two tests. X-Forwarded-For is trusted so each test signs in from an address of its own.
 const clock = new ManualClock(Date.now());
 const member = await startTestMember(t, { clock, overrides: { AULA_TRUST_PROXY: { hops: 1 } } });
 const { app } = member;
@@ -95,17 +95,39 @@ t.test('a disabled member cannot sign in, and loses the sessions they had', asyn
   assertError(t, await api(member, 'GET', '/auth/me', { bearer: before.body.data.sessionToken }), 401, 'admin_session_revoked');
 });
 
-t.test('sign-in attempts are limited per organization and email, and per IP address', async (t) => {
+t.test('wrong passwords slow the address that sends them, never the owner elsewhere', async (t) => {
   await addMember(tenant.orgId, 'target@example.com');
-  for (let i = 0; i < 10; i++) {
-    assertError(t, await signIn({ orgId: tenant.orgId, email: 'target@example.com', password: `guess number ${i}` }), 401, 'invalid_credentials');
+  const attacker = newIp();
+  for (let i = 0; i < 5; i++) {
+    assertError(t, await signIn({ orgId: tenant.orgId, email: 'target@example.com', password: `guess number ${i}` }, attacker), 401, 'invalid_credentials');
   }
-  const limited = await signIn({ orgId: tenant.orgId, email: 'TARGET@example.com', password: PASSWORD });
+  const limited = await signIn({ orgId: tenant.orgId, email: 'TARGET@example.com', password: PASSWORD }, attacker);
   const d = assertError(t, limited, 429, 'rate_limited');
-  t.equal(d.limit, 10);
-  t.ok(Number(limited.headers.get('retry-after')) >= 1);
-  t.same(limited.headers.getSetCookie(), [], 'even the right password is refused for now');
+  t.equal(d.reason, 'address_failures');
+  t.ok(Number(limited.headers.get('retry-after')) > 800, 'until the oldest failure is 15 minutes old');
+  t.same(limited.headers.getSetCookie(), [], 'from that address even the right password waits');
 
+  const owner = await signIn({ orgId: tenant.orgId, email: 'target@example.com', password: PASSWORD });
+  t.equal(owner.status, 200, 'the owner, from another address, signs in at once');
+  const again = await signIn({ orgId: tenant.orgId, email: 'target@example.com', password: 'one more guess' }, attacker);
+  t.equal(again.status, 429, 'the attacker still waits');
+});
+
+t.test('an account under attack from many addresses gives each address one guess; the right password from a fresh one gets in', async (t) => {
+  await addMember(tenant.orgId, 'besieged@example.com');
+  const bots = Array.from({ length: 10 }, newIp);
+  for (const bot of bots) {
+    for (let i = 0; i < 2; i++) assertError(t, await signIn({ orgId: tenant.orgId, email: 'besieged@example.com', password: `bot guess ${i}` }, bot), 401, 'invalid_credentials');
+  }
+  const refused = await signIn({ orgId: tenant.orgId, email: 'besieged@example.com', password: 'bot guess 3' }, bots[0]);
+  t.equal(assertError(t, refused, 429, 'rate_limited').reason, 'account_under_attack', 'twenty failures: a failed address waits after one');
+  const fresh = newIp();
+  assertError(t, await signIn({ orgId: tenant.orgId, email: 'besieged@example.com', password: 'new bot guess' }, fresh), 401, 'invalid_credentials');
+  t.equal((await signIn({ orgId: tenant.orgId, email: 'besieged@example.com', password: 'and another' }, fresh)).status, 429, 'a new address gets one guess');
+  t.equal((await signIn({ orgId: tenant.orgId, email: 'besieged@example.com', password: PASSWORD })).status, 200, 'the owner from an address that has not failed gets in');
+});
+
+t.test('the per-address budget counts every attempt over all accounts', async (t) => {
   const ip = newIp();
   for (let i = 0; i < 30; i++) {
     const res = await signIn({ orgId: tenant.orgId, email: `spray-${i}@example.com`, password: PASSWORD }, ip);
@@ -211,7 +233,27 @@ t.test('Secure is added when the base URL is https', async (t) => {
   t.ok(res.headers.getSetCookie()[0]!.split('; ').includes('Secure'));
 });
 
-// Last: it moves the member's clock 12 hours on.
+t.test('Secure in production whatever the base URL says (TLS ends at a proxy)', async (t) => {
+  const prod = await startTestMember(t, { overrides: { AULA_ENV: 'production', AULA_MEDIA_WORKERS: 0 } });
+  const org = await createOrg(prod.app.sql, prod.app.clock, { name: 'Prod School', plan: 'free' });
+  await prod.app.services.members.create(prod.app.sql, { orgId: org.id, email: 'p@example.org', role: 'owner', password: PASSWORD });
+  t.match(prod.url, /^http:/);
+  const res = await api(prod, 'POST', '/auth/sign-in', { body: { orgId: org.id, email: 'p@example.org', password: PASSWORD } });
+  t.equal(res.status, 200);
+  const attrs = res.headers.getSetCookie()[0]!.split('; ');
+  for (const a of ['Secure', 'HttpOnly', 'SameSite=Lax']) t.ok(attrs.includes(a), a);
+});
+
+// Last: it moves the member's clock 12 hours on, and with it the sign-in failure window.
+t.test('failures older than 15 minutes no longer count', async (t) => {
+  await addMember(tenant.orgId, 'patient@example.com');
+  const ip = newIp();
+  for (let i = 0; i < 5; i++) await signIn({ orgId: tenant.orgId, email: 'patient@example.com', password: `guess ${i}` }, ip);
+  t.equal((await signIn({ orgId: tenant.orgId, email: 'patient@example.com', password: PASSWORD }, ip)).status, 429);
+  clock.advance(15 * 60_000);
+  t.equal((await signIn({ orgId: tenant.orgId, email: 'patient@example.com', password: PASSWORD }, ip)).status, 200, 'after the window, the same address signs in');
+});
+
 t.test('sessions expire 12 hours after sign-in', async (t) => {
   const s = (await signIn({ orgId: tenant.orgId, email: 'owner@example.com', password: PASSWORD })).body.data;
   clock.advance(12 * 3600_000 - 1000);
