@@ -60,13 +60,17 @@ export const userRoutes = [
       tag,
       auth: 'apiKey',
       scope: 'users:write',
-      summary: 'Deactivate a user: revokes their join links and meeting sessions.',
+      summary: 'Deactivate a user: revokes their join links and meeting sessions, and gives up their places in waiting rooms.',
       description: 'Emits user.deactivated. Links minted before this call answer join_token_revoked; sessions can no longer be refreshed. Deactivating again returns the user unchanged.',
       params: idParam,
       response: userRecord,
       errors: ['user_not_found'],
     },
-    async ({ app, db, apiKey, params }) => ({ data: toUserRecord(await app.services.users.deactivate(db, apiKey!.orgId, params.id)) }),
+    async ({ app, db, apiKey, params }) => {
+      const user = await app.services.users.deactivate(db, apiKey!.orgId, params.id);
+      await app.services.rooms.withdrawWaiting(db, user.id);
+      return { data: toUserRecord(user) };
+    },
   ),
   route(
     {

@@ -5,7 +5,7 @@ import type { MediaLoad } from '../../media/load.ts';
 import type { Bus } from '../cluster/bus.ts';
 import { MemberUnavailableError, type Cluster } from '../cluster/cluster.ts';
 import type { Connections, RoomConnection } from '../cluster/connections.ts';
-import type { Sql } from '../db/index.ts';
+import type { Db, Sql } from '../db/index.ts';
 import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import type { EffectSink, RoomEffect } from '../runtime/host.ts';
@@ -314,6 +314,19 @@ export class Rooms implements EffectSink {
     for (const c of sockets) c.end('user_deactivated');
     for (const m of meetings) {
       await this.#o.clients.meeting.send(m, 'DEACTIVATE_USER', { userId }).catch((err) => this.#o.log.warn({ err }, 'deactivation not delivered'));
+    }
+  }
+
+  /**
+   * A deactivated user's places in waiting rooms are given up (the entries settle `LEFT`), so no host
+   * sees or admits them; their sessions are revoked already. Called once, by whoever deactivated them.
+   */
+  async withdrawWaiting(db: Db, userId: string): Promise<void> {
+    const rows = await db<{ meetingId: string; queueId: string }[]>`
+      select s.meeting_id, s.queue_id from meeting_sessions s join meetings m on m.id = s.meeting_id
+      where s.user_id = ${userId} and s.queue_id is not null and s.revoked_reason = 'user_deactivated' and m.status in ('SCHEDULED', 'LIVE')`;
+    for (const r of rows) {
+      await this.#o.clients.waitingRoom.leave(r.meetingId, { queueId: r.queueId }).catch((err) => this.#o.log.warn({ err, meetingId: r.meetingId }, 'could not withdraw a deactivated user from a waiting room'));
     }
   }
 

@@ -89,6 +89,14 @@ interface Resolved {
 const BEARER = /^Bearer +(\S+)\s*$/i;
 
 /** Join-token exchange, meeting sessions and their refresh. */
+/** A revoked session is refused with the reason the user should hear. */
+function assertNotRevoked(session: SessionRow, via: 'join' | 'refresh'): void {
+  if (!session.revokedAt) return;
+  if (session.revokedReason === 'user_deactivated') throw new AppError(via === 'join' ? 'join_token_revoked' : 'user_deactivated');
+  if (session.revokedReason === 'meeting_cancelled') throw new AppError('meeting_ended');
+  throw new AppError('session_revoked', { details: { reason: session.revokedReason } });
+}
+
 export class Sessions {
   readonly #clock: Clock;
   readonly #tokens: Tokens;
@@ -184,11 +192,7 @@ export class Sessions {
   async #resume(db: Db, session: SessionRow, via: 'join' | 'refresh'): Promise<Resolved> {
     const now = this.#clock.now();
     const user = await this.#user(db, session.orgId, session.userId);
-    if (session.revokedAt) {
-      if (session.revokedReason === 'user_deactivated') throw new AppError(via === 'join' ? 'join_token_revoked' : 'user_deactivated');
-      if (session.revokedReason === 'meeting_cancelled') throw new AppError('meeting_ended');
-      throw new AppError('session_revoked', { details: { reason: session.revokedReason } });
-    }
+    assertNotRevoked(session, via);
     if (user.status !== 'ACTIVE') throw new AppError('user_deactivated');
     if (now > session.refreshUntil.getTime()) throw new AppError(via === 'join' ? 'join_token_expired' : 'session_expired');
     const meeting = await this.#meetings.get(db, session.orgId, session.meetingId);
@@ -208,6 +212,7 @@ export class Sessions {
   async waitingStatus(db: Db, principal: SessionPrincipal, slug: string, queueId: string) {
     this.assertMeetingRoute(principal, slug);
     const session = await this.#session(db, principal.sessionId);
+    assertNotRevoked(session, 'refresh'); // a deactivated user's waiting page learns so, and is never let in
     if (session.queueId !== queueId) throw new AppError('not_found', { message: 'No such waiting-room entry for this session.' });
     const entry = await this.#rooms.waitingRoom.status(session.meetingId, { queueId });
     return { queueId, status: entry.status, requestedAt: entry.requestedAt, admittedAt: entry.admittedAt };

@@ -52,3 +52,22 @@ t.test('still waiting: the socket hears the outcome when it comes', async (t) =>
   await call('POST', `/public/meetings/${m.id}/waiting-room/${s.waitingRoom.queueId}/admit`);
   t.match(await ws.type('admitted', 2000), { queueId: s.waitingRoom.queueId });
 });
+
+t.test('a user deactivated while waiting is never let in: the status poll is refused and the entry leaves the host\'s list', async (t) => {
+  const gone = (await call('POST', '/public/users', { externalId: `w-gone-${Math.random()}`, fullName: 'Gil Gone', role: 'STUDENT' })).body.data;
+  const link = (await call('POST', `/public/meetings/${m.id}/join-links`, { userId: gone.id })).body.data;
+  const s = (await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: 'gone-tab' } })).body.data;
+  t.equal(s.waitingRoom.status, 'WAITING');
+  const ws = await connect(t, s.mediaUrl, s.accessToken);
+  await ws.type('waiting');
+
+  t.equal((await call('POST', `/public/users/${gone.id}/deactivate`)).status, 200);
+  t.match((await ws.waitClosed()).code, 4003, 'the waiting socket closes as user_deactivated');
+  const status = await api(member, 'GET', `/meetings/${s.meeting.slug}/waiting-room/status/${s.waitingRoom.queueId}`, { bearer: s.accessToken });
+  t.equal(status.status, 403);
+  t.equal(status.body.error.code, 'user_deactivated', 'the status poll is refused');
+  const admit = await call('POST', `/public/meetings/${m.id}/waiting-room/${s.waitingRoom.queueId}/admit`);
+  t.match(admit.body, { error: { code: 'invalid_state' } }, 'the entry left the waiting room: an admit is refused');
+  const token = await api(member, 'POST', `/meetings/${s.meeting.slug}/token`, { bearer: s.accessToken, body: { queueId: s.waitingRoom.queueId, deviceId: 'gone-tab' } });
+  t.equal(token.body.error?.code, 'user_deactivated', 'nor get a room token');
+});
