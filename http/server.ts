@@ -12,6 +12,7 @@ import type { SessionPrincipal } from '../src/services/sessions.ts';
 import { AppError, toAppError } from '../src/errors.ts';
 import { hasScope } from '../src/scopes.ts';
 import type { RateLimitResult } from '../src/cluster/rate-limit.ts';
+import { CredentialGuard } from './credential-guard.ts';
 import { fullPath, type Ctx, type Reply, type RequestInfo, type Route } from './route.ts';
 import { validationError } from './validation.ts';
 
@@ -47,6 +48,7 @@ export function startHttp(
 ): Promise<HttpServer> {
   const server = uws.App();
   opts.extend?.(server);
+  const guard = new CredentialGuard(app.rateLimits, app.clock);
   const matchers = new Map<string, Matcher>();
 
   for (const r of routes) {
@@ -73,7 +75,7 @@ export function startHttp(
       if (r.spec.ipLimit) void info.ip;
       const max = r.spec.maxBodyBytes ?? app.config.AULA_MAX_BODY_BYTES;
       readBody(res, info, hasBody, max, (body, tooLarge) => {
-        void handle(app, r, res, info, raw, paramNames, body, tooLarge, max);
+        void handle(app, guard, r, res, info, raw, paramNames, body, tooLarge, max);
       });
     });
   }
@@ -217,6 +219,7 @@ function readBody(
 
 async function handle(
   app: App,
+  guard: CredentialGuard,
   r: Route,
   res: uws.HttpResponse,
   info: Request,
@@ -242,21 +245,23 @@ async function handle(
     }
     let apiKey: ApiPrincipal | null = null;
     let admin: AdminPrincipal | null = null;
+    // A credential not in the services' caches is looked up only for an address that has not sent too many unknown ones.
+    const gate = () => guard.check(info.ip);
     if (spec.auth === 'apiKey') {
       const authorization = info.headers.authorization;
       if (authorization !== undefined && app.services.members.isSessionBearer(authorization)) {
         // A signed-in admin on the public API: every scope, the plan's budget in a bucket of its own.
-        const found = app.services.members.authenticate(authorization, undefined);
-        admin = found instanceof Promise ? await found : found;
+        const found = app.services.members.authenticate(authorization, undefined, gate);
+        admin = found instanceof Promise ? await guard.looked(found, info.ip) : found;
         apiKey = admin.api;
       } else {
         // A cached key comes back as a value, a lookup as a promise: await only that.
-        const found = app.services.apiKeys.authenticate(authorization);
-        apiKey = found instanceof Promise ? await found : found;
+        const found = app.services.apiKeys.authenticate(authorization, gate);
+        apiKey = found instanceof Promise ? await guard.looked(found, info.ip) : found;
       }
     } else if (spec.auth === 'admin') {
-      const found = app.services.members.authenticate(info.headers.authorization, info.headers.cookie);
-      admin = found instanceof Promise ? await found : found;
+      const found = app.services.members.authenticate(info.headers.authorization, info.headers.cookie, gate);
+      admin = found instanceof Promise ? await guard.looked(found, info.ip) : found;
     }
     const session = spec.auth === 'session' ? app.services.sessions.authenticate(info.headers.authorization) : null;
     const caller = apiKey ?? admin?.api;

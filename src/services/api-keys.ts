@@ -32,7 +32,8 @@ export class ApiKeys {
   readonly #sql: Sql;
   readonly #clock: Clock;
   readonly #bus: Bus;
-  readonly #cache: TtlCache<ApiPrincipal | { revoked: true }>;
+  /** Known keys, revoked ones, and unknown ones (for a minute: a client repeating a wrong key costs one query a minute). */
+  readonly #cache: TtlCache<ApiPrincipal | { revoked: true } | { unknown: true }>;
   /**
    * Authorization headers of well-formed keys seen lately, to their hash (oldest dropped past
    * RECENT_HEADERS). Keys are stored only as hashes; this process holds the few in use, as it holds
@@ -73,7 +74,7 @@ export class ApiKeys {
    * A cached key is answered synchronously (no promise, no microtask on the hot path); only a cache miss
    * returns a promise, so callers await the result only when it is one.
    */
-  authenticate(header: string | undefined): ApiPrincipal | Promise<ApiPrincipal> {
+  authenticate(header: string | undefined, beforeQuery?: () => void): ApiPrincipal | Promise<ApiPrincipal> {
     if (!header) throw new AppError('auth_missing');
     // A header seen lately skips the parse and the hash; the entry it finds is still the one
     // revocation and plan changes delete (keyed by the hash), so a stale header only costs a lookup.
@@ -90,14 +91,19 @@ export class ApiKeys {
       this.#recent.set(header, hex);
     }
     const p = this.#cache.get(hex);
-    return p ? principal(p) : this.#load(hex);
+    if (p) return principal(p);
+    beforeQuery?.();
+    return this.#load(hex);
   }
 
   async #load(hex: string): Promise<ApiPrincipal> {
     const [row] = await this.#sql<{ id: string; orgId: string; scopes: Scope[]; revokedAt: Date | null; plan: PlanName }[]>`
       select k.id, k.org_id, k.scopes, k.revoked_at, o.plan from api_keys k join organizations o on o.id = k.org_id
       where k.key_hash = ${Buffer.from(hex, 'hex')}`;
-    if (!row) throw new AppError('api_key_invalid');
+    if (!row) {
+      this.#cache.set(hex, { unknown: true });
+      throw new AppError('api_key_invalid');
+    }
     const p: ApiPrincipal | { revoked: true } = row.revokedAt
       ? { revoked: true }
       : { keyId: row.id, orgId: row.orgId, plan: row.plan, scopes: new Set(row.scopes), rateLimitPerMinute: PLANS[row.plan].rateLimitPerMinute, rateKey: row.id };
@@ -106,7 +112,8 @@ export class ApiKeys {
   }
 }
 
-function principal(p: ApiPrincipal | { revoked: true }): ApiPrincipal {
+function principal(p: ApiPrincipal | { revoked: true } | { unknown: true }): ApiPrincipal {
   if ('revoked' in p) throw new AppError('api_key_revoked');
+  if ('unknown' in p) throw new AppError('api_key_invalid');
   return p;
 }

@@ -62,7 +62,8 @@ export interface SignInResult {
   expiresAt: string;
 }
 
-type Cached = AdminSession | { revoked: true };
+/** Known sessions, revoked ones, and tokens nobody issued (remembered for a minute, with no write). */
+type Cached = AdminSession | { revoked: true } | { unknown: true };
 
 export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
 
@@ -189,7 +190,7 @@ export class Members {
    * a promise. Refusals: admin_session_missing, auth_malformed, admin_session_invalid,
    * admin_session_revoked, admin_session_expired.
    */
-  authenticate(authorization: string | undefined, cookie: string | undefined): AdminPrincipal | Promise<AdminPrincipal> {
+  authenticate(authorization: string | undefined, cookie: string | undefined, beforeQuery?: () => void): AdminPrincipal | Promise<AdminPrincipal> {
     let token: string | undefined;
     let via: AdminPrincipal['via'];
     if (authorization !== undefined) {
@@ -208,6 +209,7 @@ export class Members {
     const hex = sha256Hex(token);
     const cached = this.#cache.get(hex);
     if (cached) return this.#principal(cached, via, token);
+    beforeQuery?.();
     return this.#load(hex).then((s) => this.#principal(s, via, token));
   }
 
@@ -230,13 +232,15 @@ export class Members {
       disabledAt: Date | null;
       plan: PlanName;
     }[]>`
-      with s as (
-        update admin_sessions set last_seen_at = ${iso(this.#clock.now())} where token_hash = ${Buffer.from(hex, 'hex')}
-        returning id, member_id, org_id, csrf_token_hash, expires_at, revoked_at
-      )
-      select s.*, m.email, m.role, m.disabled_at, o.plan
-      from s join members m on m.id = s.member_id join organizations o on o.id = s.org_id`;
-    if (!row) throw new AppError('admin_session_invalid');
+      select s.id, s.member_id, s.org_id, s.csrf_token_hash, s.expires_at, s.revoked_at, m.email, m.role, m.disabled_at, o.plan
+      from admin_sessions s join members m on m.id = s.member_id join organizations o on o.id = s.org_id
+      where s.token_hash = ${Buffer.from(hex, 'hex')}`;
+    if (!row) {
+      this.#cache.set(hex, { unknown: true }); // no write for a token nobody issued
+      throw new AppError('admin_session_invalid');
+    }
+    // last seen: once a cache lifetime per session, never for an unknown token
+    if (!row.revokedAt) await this.#sql`update admin_sessions set last_seen_at = ${iso(this.#clock.now())} where id = ${row.id}`;
     const s: Cached =
       row.revokedAt || row.disabledAt
         ? { revoked: true }
@@ -265,6 +269,7 @@ export class Members {
 
   #principal(s: Cached, via: AdminPrincipal['via'], token: string): AdminPrincipal {
     if ('revoked' in s) throw new AppError('admin_session_revoked');
+    if ('unknown' in s) throw new AppError('admin_session_invalid');
     if (s.expiresAt <= this.#clock.now()) throw new AppError('admin_session_expired');
     return { ...s, via, token };
   }
