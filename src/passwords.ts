@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { hash, verify, type Algorithm } from '@node-rs/argon2';
+import { ZxcvbnFactory } from '@zxcvbn-ts/core';
+import * as common from '@zxcvbn-ts/language-common';
+import * as en from '@zxcvbn-ts/language-en';
 
 /**
  * Passwords of signed-in owners and admins: argon2id (memory-hard) through @node-rs/argon2, whose
@@ -23,6 +26,30 @@ export const normalizePassword = (password: string): string => password.normaliz
 
 /** Length in characters (code points), after normalization. */
 export const passwordLength = (password: string): number => [...normalizePassword(password)].length;
+
+/** zxcvbn's score (0 to 4) a password needs: 3 is "safely unguessable" against an offline attack with a slow hash. */
+export const MIN_PASSWORD_SCORE = 3;
+
+let estimator: ZxcvbnFactory | null = null;
+
+/**
+ * Why a password may not be used, or null when it may: its length, then its strength as zxcvbn-ts
+ * estimates it against its dictionaries of common and breached passwords, English words and names,
+ * keyboard patterns, dates and repeats, and against `related` (the email, the organization's name),
+ * which must not make up a password. The reason is said so that a person can fix it.
+ */
+export function passwordProblem(password: string, related: string[] = []): string | null {
+  const length = passwordLength(password);
+  if (length < MIN_PASSWORD_LENGTH) return `the password must be at least ${MIN_PASSWORD_LENGTH} characters (it has ${length})`;
+  if (length > MAX_PASSWORD_LENGTH) return `the password must be at most ${MAX_PASSWORD_LENGTH} characters`;
+  estimator ??= new ZxcvbnFactory({ translations: en.translations, graphs: common.adjacencyGraphs, dictionary: { ...common.dictionary, ...en.dictionary } });
+  const words = related.flatMap((r) => [r, ...r.split(/[^\p{L}\p{N}]+/u)]).filter((w) => w.length >= 3);
+  const result = estimator.check(normalizePassword(password), words);
+  if (result.score >= MIN_PASSWORD_SCORE) return null;
+  const why = result.feedback.warning ?? 'It would be guessed quickly.';
+  const fix = result.feedback.suggestions[0] ?? 'Use a few uncommon words, or a password manager\'s random password.';
+  return `the password is too easy to guess: ${why} ${fix}`;
+}
 
 export function hashPassword(password: string): Promise<string> {
   return hash(normalizePassword(password), PARAMS);

@@ -4,7 +4,7 @@ import { systemClock } from '../clock.ts';
 import { LocalBus } from '../cluster/bus.ts';
 import { withDb } from './db.ts';
 import { AppError } from '../errors.ts';
-import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, passwordLength } from '../passwords.ts';
+import { MAX_PASSWORD_LENGTH, passwordLength, passwordProblem } from '../passwords.ts';
 import { MEMBER_ROLES, Members, type MemberRole } from '../services/members.ts';
 
 export const MEMBERS_USAGE = `  members add --org ID --email E --role ${MEMBER_ROLES.join('|')} [--json]
@@ -52,10 +52,9 @@ async function add(args: string[]): Promise<number> {
   if (!z.email().safeParse(email).success || email.length > 320) throw new MembersUsageError(`--email is not an email address: ${o.email}`);
 
   const password = await readPassword();
-  const length = passwordLength(password);
-  if (length === 0) throw new InputError('no password given on standard input');
-  if (length < MIN_PASSWORD_LENGTH) throw new InputError(`the password must be at least ${MIN_PASSWORD_LENGTH} characters (it has ${length})`);
-  if (length > MAX_PASSWORD_LENGTH) throw new InputError(`the password must be at most ${MAX_PASSWORD_LENGTH} characters`);
+  if (passwordLength(password) === 0) throw new InputError('no password given on standard input');
+  const problem = passwordProblem(password, [email]);
+  if (problem) throw new InputError(problem);
 
   const m = await withDb((sql) => new Members(sql, systemClock, new LocalBus()).create(sql, { orgId: o.org!, email, role: o.role as MemberRole, password }));
   process.stdout.write(o.json ? JSON.stringify({ id: m.id, orgId: m.orgId, email: m.email, role: m.role, createdAt: m.createdAt }) + '\n' : m.id + '\n');

@@ -38,14 +38,20 @@ t.test('aula members add reads the password from stdin and stores only an argon2
   t.equal(deputy.body.data.member.role, 'admin');
 });
 
-t.test('aula members add refuses short or missing passwords and bad arguments', async (t) => {
+t.test('aula members add refuses short, common or missing passwords and bad arguments', async (t) => {
   const short = await aula(['members', 'add', '--org', orgId, '--email', 'short@school.example', '--role', 'admin'], env, 'elevenchars\n');
   t.equal(short.code, 2);
   t.match(short.stderr, /at least 12 characters \(it has 11\)/);
   const none = await aula(['members', 'add', '--org', orgId, '--email', 'none@school.example', '--role', 'admin'], env, '');
   t.equal(none.code, 2);
   t.match(none.stderr, /no password given on standard input/);
-  const created = await db`select id from members where email in ('short@school.example', 'none@school.example')`;
+  const common = await aula(['members', 'add', '--org', orgId, '--email', 'common@school.example', '--role', 'admin'], env, 'password1234\n');
+  t.equal(common.code, 2);
+  t.match(common.stderr, /too easy to guess: This is similar to a commonly used password/, 'a common or breached password is refused, with why');
+  const personal = await aula(['members', 'add', '--org', orgId, '--email', 'kowalski@school.example', '--role', 'admin'], env, 'kowalski1234\n');
+  t.equal(personal.code, 2);
+  t.match(personal.stderr, /too easy to guess: There should not be any personal/, 'so is one made of the email');
+  const created = await db`select id from members where email in ('short@school.example', 'none@school.example', 'common@school.example', 'kowalski@school.example')`;
   t.equal(created.length, 0, 'nothing was created');
 
   const role = await aula(['members', 'add', '--org', orgId, '--email', 'x@school.example', '--role', 'teacher'], env, `${PASSWORD}\n`);
