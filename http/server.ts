@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { STATUS_CODES } from 'node:http';
 import uws from 'uWebSockets.js';
 import { z } from 'zod';
@@ -206,8 +207,9 @@ function readBody(
     }
     if (isLast && !chunks) {
       finished = true;
-      // uWS reuses `ab` once this callback returns: the string is a copy
-      return done(Buffer.from(ab).toString('utf8'), false);
+      // uWS reuses `ab` once this callback returns: the string is a copy (bytes that are not UTF-8 stay bytes, for parseJson to refuse)
+      const view = Buffer.from(ab);
+      return done(isUtf8(view) ? view.toString('utf8') : Buffer.from(ab.slice(0)), false);
     }
     (chunks ??= []).push(Buffer.from(ab.slice(0)));
     if (isLast) {
@@ -382,6 +384,8 @@ function parseJson(body: Buffer | string, contentType: string | undefined): unkn
       throw new AppError('unsupported_media_type', { details: { contentType: contentType ?? null } });
     }
   }
+  // toString would replace bytes that are not UTF-8 with U+FFFD: refused instead of stored changed
+  if (typeof body !== 'string' && !isUtf8(body)) throw new AppError('invalid_json', { details: { reason: 'The body is not UTF-8.' } });
   const text = typeof body === 'string' ? body : body.toString('utf8');
   let value: unknown;
   try {
@@ -389,28 +393,66 @@ function parseJson(body: Buffer | string, contentType: string | undefined): unkn
   } catch (err) {
     throw new AppError('invalid_json', { details: { reason: (err as Error).message } });
   }
-  // JSON text can only carry U+0000 as the escape \u0000 (a raw one is a syntax error), so without
-  // that sequence there is nothing to look for.
-  const nul = text.includes('\\u0000') ? findNul(value, '') : null;
-  if (nul !== null) {
-    throw new AppError('validation_failed', {
-      details: { fields: [{ field: nul || '(root)', in: 'body', code: 'invalid_string', message: 'must not contain the NUL character' }] },
-    });
+  if (mayNestDeeperThan(text, MAX_JSON_DEPTH)) {
+    const at = tooDeep(value, MAX_JSON_DEPTH);
+    if (at !== null) {
+      throw new AppError('validation_failed', { details: { fields: [{ field: at || '(root)', in: 'body', code: 'too_deep', message: `must not nest more than ${MAX_JSON_DEPTH} levels of objects and arrays` }] } });
+    }
+  }
+  // In valid UTF-8, JSON text can carry U+0000 and lone surrogates only as escapes (\u0000, \ud800), so
+  // without such a sequence there is nothing to look for.
+  const bad = ESCAPES_TO_CHECK.test(text) ? findBadString(value) : null;
+  if (bad !== null) {
+    const message = bad.nul ? 'must not contain the NUL character' : 'must be valid Unicode (a lone UTF-16 surrogate is not)';
+    throw new AppError('validation_failed', { details: { fields: [{ field: bad.path || '(root)', in: 'body', code: 'invalid_string', message }] } });
   }
   return value;
 }
 
-/** Postgres text cannot hold U+0000, so no string anywhere in a body may carry it. Iterative: bodies may nest deeply. */
-function findNul(root: unknown, _path: string): string | null {
+/** No request body of this API nests deeper; a deeper one would cost a stack to store or answer. */
+export const MAX_JSON_DEPTH = 32;
+
+/** Cheap first look: fewer opening brackets than the limit cannot nest past it. */
+function mayNestDeeperThan(text: string, limit: number): boolean {
+  let opens = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c === 0x7b || c === 0x5b) && ++opens > limit) return true;
+  }
+  return false;
+}
+
+/** The path of the first value nested deeper than `limit`, or null. Iterative. */
+function tooDeep(root: unknown, limit: number): string | null {
+  const stack: [unknown, string, number][] = [[root, '', 0]];
+  while (stack.length) {
+    const [v, path, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth + 1 > limit) return path;
+    for (const [k, child] of Object.entries(v)) stack.push([child, path ? `${path}.${k}` : k, depth + 1]);
+  }
+  return null;
+}
+
+const ESCAPES_TO_CHECK = /\\u(?:0000|[dD][89a-fA-F])/;
+/** With the u flag a surrogate pair is one code point, so \p{Cs} matches only a lone half. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * The first string (value or key) that Postgres cannot store as sent: one with U+0000, which text cannot
+ * hold, or a lone UTF-16 surrogate, which would be stored as U+FFFD. Iterative: bodies may nest deeply.
+ */
+function findBadString(root: unknown): { path: string; nul: boolean } | null {
   const stack: [unknown, string][] = [[root, '']];
+  const bad = (v: string) => v.includes('\u0000') || LONE_SURROGATE.test(v);
   while (stack.length) {
     const [v, path] = stack.pop()!;
     if (typeof v === 'string') {
-      if (v.includes('\u0000')) return path;
+      if (bad(v)) return { path, nul: v.includes('\u0000') };
     } else if (v !== null && typeof v === 'object') {
       for (const [k, child] of Object.entries(v)) {
         const p = path ? `${path}.${k}` : k;
-        if (k.includes('\u0000')) return p;
+        if (bad(k)) return { path: p, nul: k.includes('\u0000') };
         stack.push([child, p]);
       }
     }

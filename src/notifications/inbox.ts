@@ -52,7 +52,7 @@ export async function listNotifications(
   who: { orgId: string; memberId: string },
   q: z.output<typeof notificationListQuery>,
 ): Promise<{ items: NotificationRecord[]; nextCursor: string | null }> {
-  const after = decodeCursor(q.cursor, 1);
+  const after = decodeCursor(q.cursor, 'id');
   const rows = await db<NotificationRow[]>`select id, kind, title, body, data, created_at, read_at from notifications
     where member_id = ${who.memberId} and org_id = ${who.orgId}
     ${q.unread ? db`and read_at is null` : db``}

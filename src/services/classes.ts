@@ -106,7 +106,7 @@ export class Classes {
   }
 
   async list(db: Db, orgId: string, q: z.infer<typeof classListQuery>): Promise<{ items: ClassRow[]; nextCursor: string | null }> {
-    const after = decodeCursor(q.cursor, 1);
+    const after = decodeCursor(q.cursor, 'id');
     const rows = await db<ClassRow[]>`select * from classes where org_id = ${orgId}
       ${q.externalId ? db`and external_id = ${q.externalId}` : db``}
       ${after ? db`and id < ${after[0]!}` : db``}

@@ -160,7 +160,7 @@ export class Enrollments {
   /** The class's enrollments, newest first; removed ones stay listed unless filtered out. */
   async list(db: Db, orgId: string, classIdOrExternal: string, q: z.infer<typeof enrollmentListQuery>): Promise<{ items: Enrollment[]; nextCursor: string | null }> {
     const cls = await this.#classes.get(db, orgId, classIdOrExternal);
-    const after = decodeCursor(q.cursor, 1);
+    const after = decodeCursor(q.cursor, 'id');
     const rows = await db<(EnrollmentRow & { userExternalId: string; fullName: string; role: UserRole })[]>`
       select e.*, u.external_id as user_external_id, u.full_name, u.role
       from enrollments e join users u on u.id = e.user_id

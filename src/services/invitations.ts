@@ -108,7 +108,7 @@ export class Invitations {
   /** The meeting's invitations by user id (the primary key's order, so paging needs no extra index). */
   async list(db: Db, orgId: string, meetingIdOrExternal: string, q: z.infer<typeof invitationListQuery>): Promise<{ items: Invitation[]; nextCursor: string | null }> {
     const meeting = await this.#meetings.get(db, orgId, meetingIdOrExternal);
-    const after = decodeCursor(q.cursor, 1);
+    const after = decodeCursor(q.cursor, 'id');
     const rows = await db<Invitation[]>`${FROM(db)} where i.meeting_id = ${meeting.id}
       ${after ? db`and i.user_id > ${after[0]!}` : db``}
       order by i.user_id limit ${q.limit + 1}`;

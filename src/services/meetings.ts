@@ -277,7 +277,7 @@ export class Meetings {
   }
 
   async list(db: Db, orgId: string, q: z.infer<typeof meetingListQuery>): Promise<{ items: MeetingRow[]; nextCursor: string | null }> {
-    const after = decodeCursor(q.cursor, 2);
+    const after = decodeCursor(q.cursor, 'time', 'id');
     const classId = q.classId ? (await this.#classes.get(db, orgId, q.classId)).id : null;
     const rows = await db<MeetingRow[]>`select m.*, c.external_id as external_class_id, c.course_id
       from meetings m left join classes c on c.id = m.class_id

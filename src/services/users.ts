@@ -156,7 +156,7 @@ export class Users {
   }
 
   async list(db: Db, orgId: string, q: z.infer<typeof userListQuery>): Promise<{ items: UserRow[]; nextCursor: string | null }> {
-    const after = decodeCursor(q.cursor, 1);
+    const after = decodeCursor(q.cursor, 'id');
     const rows = await db<UserRow[]>`select * from users where org_id = ${orgId}
       ${q.status ? db`and status = ${q.status}` : db``}
       ${q.role ? db`and role = ${q.role}` : db``}

@@ -245,7 +245,7 @@ export class WebhookEndpoints {
 
   /** Newest first. */
   async list(db: Db, orgId: string, q: z.infer<typeof webhookListQuery>): Promise<{ items: EndpointRow[]; nextCursor: string | null }> {
-    const after = decodeCursor(q.cursor, 1);
+    const after = decodeCursor(q.cursor, 'id');
     const rows = await db<EndpointRow[]>`select * from webhook_endpoints where org_id = ${orgId}
       ${after ? db`and id < ${after[0]!}` : db``}
       order by id desc limit ${q.limit + 1}`;
@@ -358,7 +358,7 @@ export class WebhookEndpoints {
   /** The log of one endpoint, newest first. */
   async deliveries(db: Db, orgId: string, endpointId: string, q: z.infer<typeof deliveryListQuery>): Promise<{ items: AttemptRow[]; nextCursor: string | null }> {
     const e = await this.get(db, orgId, endpointId);
-    const after = decodeCursor(q.cursor, 1);
+    const after = decodeCursor(q.cursor, 'id');
     const rows = await db<AttemptRow[]>`select * from webhook_attempts where endpoint_id = ${e.id}
       ${q.status ? db`and status = ${q.status}` : db``}
       ${q.eventType ? db`and event_type = ${q.eventType}` : db``}

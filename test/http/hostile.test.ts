@@ -61,6 +61,43 @@ t.test('a NUL in any string is a validation error naming the field', async (t) =
   t.equal(d2.fields[0].field, 'users.0.nested.0');
 });
 
+t.test('inputs that once answered 500 are validation errors, and nothing is written', async (t) => {
+  const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  const before = (await api(member, 'GET', '/public/users?limit=100', { key })).body.data.length;
+  const cases: [string, string, unknown?, string?][] = [
+    ['GET', `/public/users?cursor=${b64(['a\u0000b'])}`, undefined, 'cursor'],
+    ['GET', `/public/meetings?cursor=${b64(['not-a-date', 'x'])}`, undefined, 'cursor'],
+    ['GET', `/public/meetings?cursor=${b64(['0000-01-01T00:00:00Z', 'x'])}`, undefined, 'cursor'],
+    ['GET', `/public/meetings?cursor=${b64([1, 2])}`, undefined, 'cursor'],
+    ['GET', '/public/meetings?from=0000-01-01T00:00:00Z', undefined, 'from'],
+    ['GET', `/public/meetings?to=${encodeURIComponent('9999-12-31T23:59:59-14:00')}`, undefined, 'to'],
+    ['POST', '/public/meetings', { title: 'Year zero', type: 'MEETING', hostUserId: 'x', scheduledStart: '0000-01-01T00:00:00Z', durationMinutes: 10 }, 'scheduledStart'],
+    ['POST', '/public/users', { externalId: 'lone\ud800', fullName: 'x', role: 'STUDENT' }, 'externalId'],
+    ['POST', '/public/users', { externalId: 'lone-name', fullName: 'half \udfff a pair', role: 'STUDENT' }, 'fullName'],
+  ];
+  for (const [method, path, body, field] of cases) {
+    const d = assertError(t, await api(member, method, path, { key, ...(body ? { body } : {}) }), 400, 'validation_failed');
+    t.equal(d.fields[0].field, field, `${method} ${path.slice(0, 60)}: names ${field}`);
+  }
+  const deepText = '{"a":'.repeat(5000) + '"x"' + '}'.repeat(5000);
+  const bulk = await fetch(`${member.url}/api/v1/public/users/bulk`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: `{"users":[{"externalId":"deep1","fullName":"Deep","role":"STUDENT","extra":${deepText}}]}`,
+  });
+  t.equal(bulk.status, 400, 'a 5,000-deep item in a bulk import');
+  t.equal((await bulk.json()).error.details.fields[0].code, 'too_deep');
+  const notUtf8 = await fetch(`${member.url}/api/v1/public/users`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: Buffer.concat([Buffer.from('{"externalId":"latin1","fullName":"Caf'), Buffer.from([0xe9]), Buffer.from('","role":"STUDENT"}')]),
+  });
+  t.equal(notUtf8.status, 400, 'a body that is not UTF-8 is refused, not stored with U+FFFD');
+  t.equal((await notUtf8.json()).error.code, 'invalid_json');
+  t.equal((await api(member, 'GET', '/public/users?limit=100', { key })).body.data.length, before, 'no user was written');
+  t.equal((await api(member, 'GET', '/public/users/lone-name', { key })).status, 404);
+});
+
 t.test('deep nesting is invalid JSON or a validation error, not a crash', async (t) => {
   const r = await api(member, 'POST', '/public/users', { key, body: deep });
   t.equal(r.status, 400);
