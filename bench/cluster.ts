@@ -131,6 +131,8 @@ const memberEnv = {
   AULA_REDIS_PREFIX: prefix,
   AULA_SECRET_KEY: randomBytes(32).toString('base64url'),
   AULA_LOG_LEVEL: 'warn',
+  // these scenarios measure the control plane: no mediasoup workers
+  AULA_MEDIA_WORKERS: '0',
 };
 
 const members: RpcChild<MemberInfo>[] = [];

@@ -186,6 +186,8 @@ async function startAula(fixtures: string): Promise<ServerChild<AulaInfo>> {
       AULA_REDIS_PREFIX: redisPrefix,
       AULA_SECRET_KEY: randomBytes(32).toString('base64url'),
       AULA_LOG_LEVEL: 'warn',
+      // these scenarios measure the control plane: no mediasoup workers
+      AULA_MEDIA_WORKERS: '0',
       // Every exchange carries its own X-Forwarded-For, as behind a proxy: see bench/README.md.
       AULA_TRUST_PROXY: '1',
       BENCH_KEYS: String(keyCount),

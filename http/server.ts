@@ -27,6 +27,8 @@ const STATUS_LINE: Record<number, string> = {};
 const statusLine = (s: number): string => (STATUS_LINE[s] ??= `${s} ${STATUS_CODES[s] ?? ''}`.trim());
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 const BODY_METHODS = new Set(['post', 'patch', 'put', 'delete']);
+/** What a header given twice reads as, where that is not allowed. */
+const DUPLICATE = '\u0000duplicate';
 const NO_PARAMS: string[] = [];
 /** Request ids: 64 random bits per process, then a counter; unique, and no CSPRNG draw per request. */
 const REQUEST_ID_PREFIX = `req_${randomString(8, 'hex')}`;
@@ -76,7 +78,11 @@ export function startHttp(
       if (r.spec.ipLimit) void info.ip;
       const max = r.spec.maxBodyBytes ?? app.config.AULA_MAX_BODY_BYTES;
       readBody(res, info, hasBody, max, (body, tooLarge) => {
-        void handle(app, guard, r, res, info, raw, paramNames, body, tooLarge, max);
+        // uWS cannot answer a request pipelined behind one still in progress: it closes the connection
+        // and aborts the earlier one, all before this callback's tick ends. A request that changes
+        // something starts on the next tick, so one whose answer could never be sent is not carried out.
+        if (method === 'GET') void handle(app, guard, r, res, info, raw, paramNames, body, tooLarge, max);
+        else setImmediate(() => info.aborted || void handle(app, guard, r, res, info, raw, paramNames, body, tooLarge, max));
       });
     });
   }
@@ -170,7 +176,8 @@ class Context implements Ctx<unknown, unknown, unknown> {
 function readRequest(app: App, res: uws.HttpResponse, req: uws.HttpRequest, method = req.getMethod().toUpperCase()): Request {
   const headers: Record<string, string> = {};
   req.forEach((k, v) => {
-    headers[k] = v;
+    // two Content-Length headers disagree on where the body ends (a request-smuggling shape): refused
+    headers[k] = k === 'content-length' && headers[k] !== undefined ? DUPLICATE : v;
   });
   const given = headers['x-request-id'];
   return new Request(
@@ -238,6 +245,9 @@ async function handle(
   let reply: Reply;
   let error: AppError | null = null;
   try {
+    if (info.headers['content-length'] === DUPLICATE) {
+      throw new AppError('bad_request', { message: 'Content-Length was given more than once.', headers: { Connection: 'close' } });
+    }
     if (tooLarge) throw new AppError('payload_too_large', { details: { limitBytes: maxBody }, headers: { Connection: 'close' } });
 
     // Per-IP budgets count every attempt, credential or not; per-key budgets need the key first.

@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import t from 'tap';
 import { routes } from '../../http/routes/index.ts';
 import { fullPath } from '../../http/route.ts';
@@ -125,6 +126,64 @@ t.test('a chunked body over the cap is cut off with 413', async (t) => {
   });
   t.equal(res.status, 413);
   t.equal(JSON.parse(res.body).error.code, 'payload_too_large');
+});
+
+/** Writes raw bytes on a fresh connection and collects what comes back until the server closes it (or `waitMs` pass). */
+function rawHttp(text: string, waitMs = 3000): Promise<{ text: string; closed: boolean }> {
+  return new Promise((resolve) => {
+    const s = connect(member.port, '127.0.0.1', () => s.write(text));
+    let got = '';
+    const timer = setTimeout(() => (s.destroy(), resolve({ text: got, closed: false })), waitMs);
+    s.on('data', (d) => (got += d));
+    s.on('close', () => (clearTimeout(timer), resolve({ text: got, closed: true })));
+    s.on('error', () => {});
+  });
+}
+const statuses = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+
+t.test('a body declared larger than the cap is answered 413, readable by the client', async (t) => {
+  const size = 8 * 1024 * 1024;
+  const res = await new Promise<{ status: number; body: string } | { error: string }>((resolve) => {
+    const req = request(`${member.url}/api/v1/public/users`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': String(size) } }, (r) => {
+      let body = '';
+      r.on('data', (d) => (body += d));
+      r.on('end', () => resolve({ status: r.statusCode!, body }));
+    });
+    req.on('error', (e) => resolve({ error: (e as NodeJS.ErrnoException).code ?? e.message }));
+    req.end(Buffer.alloc(size, 0x20));
+  });
+  t.ok('status' in res, 'an answer, not a reset');
+  if ('status' in res) {
+    t.equal(res.status, 413);
+    t.equal(JSON.parse(res.body).error.code, 'payload_too_large');
+  }
+});
+
+t.test('Content-Length twice is a 400; with Transfer-Encoding the connection is refused; neither writes', async (t) => {
+  const auth = `Authorization: Bearer ${key}\r\nContent-Type: application/json\r\n`;
+  const body = JSON.stringify({ externalId: 'smuggled', fullName: 'Smuggled', role: 'STUDENT' });
+  const twice = await rawHttp(`POST /api/v1/public/users HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: ${body.length}\r\nContent-Length: 5\r\n\r\n${body}`);
+  t.same(statuses(twice.text), [400], 'two Content-Length headers: 400');
+  t.match(twice.text, /"code":"bad_request"/);
+  const both = await rawHttp(`POST /api/v1/public/users HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: ${body.length}\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
+  t.ok(both.closed && statuses(both.text).every((s) => s === 400), 'Content-Length with Transfer-Encoding: the connection is closed (uWS refuses it before any handler)');
+  t.equal((await api(member, 'GET', '/public/users/smuggled', { key })).status, 404, 'no user was created');
+});
+
+t.test('pipelining: answered in order when each answer is immediate; behind one in progress the connection closes and nothing later runs', async (t) => {
+  const health = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
+  const two = await rawHttp(health + health, 1000);
+  t.same(statuses(two.text), [200, 200], 'two immediate answers, in order');
+
+  // uWS closes a connection that pipelines behind a response still in progress (uWebSockets.js issue 277)
+  const body = JSON.stringify({ externalId: 'pipelined', fullName: 'Pipelined', role: 'STUDENT' });
+  const post = `POST /api/v1/public/users HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+  const behind = await rawHttp(post + health);
+  t.ok(behind.closed, 'the connection is closed');
+  t.same(statuses(behind.text), [], 'without an answer');
+  await new Promise((r) => setTimeout(r, 200));
+  t.equal((await api(member, 'GET', '/public/users/pipelined', { key })).status, 404, 'and the unanswered POST was not carried out');
+  t.equal((await api(member, 'POST', '/public/users', { key, body: JSON.parse(body) })).status, 201, 'sent again without pipelining, it is');
 });
 
 t.test('oversized headers and odd authorization values are refused cleanly', async (t) => {
