@@ -9,6 +9,7 @@ import { ApiKeys } from '../services/api-keys.ts';
 import { LocalBus } from '../cluster/bus.ts';
 import { withDb } from './db.ts';
 import { systemClock } from '../clock.ts';
+import { EX_UNAVAILABLE, ServiceUnavailableError, waitForServices } from './preflight.ts';
 import { serveMember, serveWorkers } from './serve.ts';
 import { formatPlacement, readPlacement } from '../cluster/placement.ts';
 import { connectRedis } from '../cluster/redis.ts';
@@ -17,9 +18,11 @@ import { membersCommand, MEMBERS_USAGE } from './members.ts';
 const USAGE = `usage: aula <command> [options]
 
 commands:
-  serve [--workers N]                       start a server member (embedded database unless AULA_DATABASE_URL is set);
+  serve [--workers N] [--fail-fast]         start a server member (embedded database unless AULA_DATABASE_URL is set);
                                             --workers N: N member processes on one port, restarted if they die
-                                            (needs AULA_DATABASE_URL and AULA_REDIS_URL)
+                                            (needs AULA_DATABASE_URL and AULA_REDIS_URL); until PostgreSQL and
+                                            Redis answer it says so and retries with backoff, or with
+                                            --fail-fast exits 69
   migrate                                   apply database migrations
   org create --name N --plan P [--json]     create an organization; plans: ${PLAN_NAMES.join(', ')}
   org update --id ORG [--name N] [--allowed-origins https://a.example,https://b.example] [--json]
@@ -48,9 +51,15 @@ export async function main(argv: string[]): Promise<number> {
     }).values;
   try {
     if (cmd === 'serve') {
-      const { workers } = parseArgs({ args: argv.slice(1), options: { workers: { type: 'string', default: '1' } }, strict: true }).values;
+      const { workers, 'fail-fast': failFast } = parseArgs({
+        args: argv.slice(1),
+        options: { workers: { type: 'string', default: '1' }, 'fail-fast': { type: 'boolean', default: false } },
+        strict: true,
+      }).values;
       const n = Number(workers);
       if (!/^\d+$/.test(workers!) || n < 1 || n > 256) throw new UsageError('--workers must be a whole number from 1 to 256');
+      // a worker started by a primary skips this: the primary waited already
+      if (!process.env.AULA_WORKER) await waitForServices(loadConfig(), { failFast: !!failFast });
       if (n > 1) return await serveWorkers(n);
       await serveMember();
       return -1;
@@ -135,6 +144,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`aula: ${(err as Error).message}\n\n${USAGE}`);
       return 2;
     }
+    if (err instanceof ServiceUnavailableError) return EX_UNAVAILABLE; // the line saying why is written
     if (err instanceof ConfigError || err instanceof DatabaseInUseError) {
       process.stderr.write(`aula: ${err.message}\n`);
       return err instanceof ConfigError ? 78 : 75;
