@@ -381,6 +381,8 @@ function sendError(app: App, res: uws.HttpResponse, info: Request, err: AppError
   res.writeHeader('X-Request-Id', info.requestId);
   res.writeHeader('Content-Type', 'application/json');
   for (const [k, v] of Object.entries(err.headers)) res.writeHeader(k, v);
+  // a 503 is always worth retrying: say when, unless the error said already
+  if (err.status === 503 && err.headers['Retry-After'] === undefined) res.writeHeader('Retry-After', '1');
   const close = err.headers.Connection === 'close';
   res.end(JSON.stringify(err.toBody(info.requestId)), close);
   if (app.log.isLevelEnabled('info')) info.logger(app.log).info({ method: info.method, path: info.path, status: err.status, code: err.code }, 'request');

@@ -94,6 +94,8 @@ export class RedisRouter {
       const remaining = deadline - performance.now();
       if (remaining <= 0) throw unavailable(why);
       const local = this.#host.serving(shard);
+      // no owner can be found or reached without Redis: say so now (retryable) rather than at the deadline
+      if (!local && this.#cmd.status !== 'ready') throw unavailable('Redis is not reachable');
       let outcome: Outcome;
       if (local) {
         owner = this.#host.memberId;
@@ -175,6 +177,7 @@ export class RedisRouter {
   async call(memberId: string, service: string, payload: Record<string, unknown>, timeoutMs: number): Promise<unknown> {
     if (!this.#host.accepting()) throw new MemberUnavailableError(memberId, 'this member is not running');
     if (memberId === this.#host.memberId) return this.#host.services.invoke(service, payload);
+    if (this.#cmd.status !== 'ready') throw new MemberUnavailableError(memberId, 'Redis is not reachable');
     const requestId = randomUUID();
     let timer: NodeJS.Timeout | undefined;
     const result = new Promise<Outcome>((resolve) => {

@@ -15,8 +15,8 @@ import { migrate } from '../../src/db/migrate.ts';
 import { AppError } from '../../src/errors.ts';
 import { aula } from '../helpers/cli.ts';
 import { createTestDatabase, REDIS_URL } from '../helpers/member.ts';
-import { clusterContract } from './contract.ts';
-import { startProxy } from './fixtures/tcp-proxy.ts';
+import { clusterContract } from '../cluster/contract.ts';
+import { startProxy } from '../cluster/fixtures/tcp-proxy.ts';
 
 const dbUrl = await createTestDatabase(t);
 const sql = postgres(dbUrl, { max: 8, ...pgOptions }) as unknown as Sql;
@@ -318,7 +318,7 @@ t.test('ask() rejects with ActorUnavailableError when the owner never replies or
 t.test('kill -9 of a member process: its shards are owned again within 5 s', async (t) => {
   const prefix = newPrefix();
   const env = { AULA_DATABASE_URL: dbUrl, AULA_REDIS_URL: REDIS_URL, AULA_REDIS_PREFIX: prefix };
-  const script = fileURLToPath(new URL('./fixtures/member.ts', import.meta.url));
+  const script = fileURLToPath(new URL('../cluster/fixtures/member.ts', import.meta.url));
   const cwd = fileURLToPath(new URL('../..', import.meta.url));
   const ids = ['proc-a', 'proc-b', 'proc-c'];
   const procs = await Promise.all(

@@ -25,9 +25,9 @@ import { createOrg } from '../../src/services/orgs.ts';
 import { SCOPES } from '../../src/scopes.ts';
 import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/member.ts';
 import type { RoomClient } from '../helpers/ws.ts';
-import { auditRows, fencingViolations, installFencingAudit, type AuditRow } from './fixtures/fencing-audit.ts';
-import { deadline, Fleet, percentile, pool, sleep, waitFor, type Proc } from './fixtures/fleet.ts';
-import { startProxyProcess } from './fixtures/tcp-proxy.ts';
+import { auditRows, fencingViolations, installFencingAudit, type AuditRow } from '../cluster/fixtures/fencing-audit.ts';
+import { deadline, Fleet, percentile, pool, sleep, waitFor, type Proc } from '../cluster/fixtures/fleet.ts';
+import { startProxyProcess } from '../cluster/fixtures/tcp-proxy.ts';
 
 const dbUrl = await createTestDatabase(t);
 const sql = postgres(dbUrl, { ...pgOptions, max: 8 }) as unknown as Sql;
