@@ -1,3 +1,4 @@
+import { databaseUnreachable } from './db/failures.ts';
 /**
  * The one error catalog. Every failure the service reports, over HTTP or the media gateway,
  * is one of these codes, rendered as `{ error: { code, message, details }, requestId }`.
@@ -121,18 +122,6 @@ export const isRetryable = (code: ErrorCode): boolean => 'retryable' in errorCat
 /** Any thrown value as an AppError; unknown failures become internal_error with the cause kept for the log. */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
-  if (isDatabaseUnavailable(err)) return new AppError('service_unavailable', { message: 'The database is not reachable right now; retry shortly.', details: { failing: ['database'] }, cause: err });
+  if (databaseUnreachable(err)) return new AppError('service_unavailable', { message: 'The database is not reachable right now; retry shortly.', details: { failing: ['database'] }, cause: err });
   return new AppError('internal_error', { cause: err });
-}
-
-/** Connection-level failures (postgres.js) and SQLSTATEs of a server restarting, shutting down or full. */
-const DATABASE_DOWN_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '57P01', '57P02', '57P03', '53300']);
-
-/** Whether an error means the database could not be reached (retry later), rather than that the query was wrong. */
-export function isDatabaseUnavailable(err: unknown): boolean {
-  const e = err as { code?: unknown; message?: unknown } | null;
-  if (!e || typeof e.code !== 'string') return false;
-  if (DATABASE_DOWN_CODES.has(e.code) || e.code.startsWith('08')) return true;
-  // 55000 is broad; only "database ... is not currently accepting connections" means unreachable
-  return e.code === '55000' && typeof e.message === 'string' && e.message.includes('not currently accepting connections');
 }

@@ -1,9 +1,17 @@
 import { z } from 'zod';
+import { within } from '../../src/cluster/deadline.ts';
 import { AppError } from '../../src/errors.ts';
 import { route } from '../route.ts';
 
 /** Each readiness check's time: the whole answer stays under half a second. */
 const READY_CHECK_MS = 300;
+
+/** 'ok' when the check succeeds within READY_CHECK_MS, 'down' when it fails or takes longer. */
+const answers = (check: Promise<unknown>, what: string): Promise<'ok' | 'down'> =>
+  within(check, READY_CHECK_MS, what).then(
+    () => 'ok' as const,
+    () => 'down' as const,
+  );
 
 export const healthRoutes = [
   route(
@@ -24,23 +32,11 @@ export const healthRoutes = [
     },
     async ({ app }) => {
       const [database, redis] = await Promise.all([
-        within(app.sql`select 1`, READY_CHECK_MS),
-        app.redis ? (app.redis.status === 'ready' ? within(app.redis.ping(), READY_CHECK_MS) : Promise.resolve('down' as const)) : Promise.resolve('not configured' as const),
+        answers(app.sql`select 1`, 'database'),
+        app.redis ? (app.redis.status === 'ready' ? answers(app.redis.ping(), 'redis') : Promise.resolve('down' as const)) : Promise.resolve('not configured' as const),
       ]);
       if (database !== 'ok' || redis === 'down') throw new AppError('service_unavailable', { details: { database, redis, failing: [...(database !== 'ok' ? ['database'] : []), ...(redis === 'down' ? ['redis'] : [])] } });
       return { data: { status: 'ready', database, redis } };
     },
   ),
 ];
-
-
-/** 'ok' if the check settles well within `ms`, 'down' if it fails or takes longer. */
-function within(check: Promise<unknown>, ms: number): Promise<'ok' | 'down'> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve('down'), ms);
-    check.then(
-      () => (clearTimeout(timer), resolve('ok')),
-      () => (clearTimeout(timer), resolve('down')),
-    );
-  });
-}

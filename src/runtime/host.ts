@@ -7,25 +7,13 @@ import { assertEpoch } from '../cluster/fencing.ts';
 import { ActorUnavailableError } from '../cluster/cluster.ts';
 import type { Sql } from '../db/index.ts';
 import { transaction } from '../db/tx.ts';
+import { retryableDbError } from '../db/failures.ts';
 import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { emitEvent, type EventType } from '../services/outbox.ts';
 import type { ActorKind } from './kinds.ts';
 
 export type RoomEffect = SendEffect | DisconnectEffect;
-
-const RETRYABLE_CONNECTION = new Set(['CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT']);
-
-/**
- * A database failure that says nothing about the request itself: the connection or session went away
- * (postgres.js connection errors, SQLSTATE class 08, 57P01-57P03 shutdowns, 25P03 idle-in-transaction
- * timeout), or Postgres asks for a retry (40001 serialization, 40P01 deadlock).
- */
-export function retryableDbError(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string') return false;
-  return RETRYABLE_CONNECTION.has(code) || code.startsWith('08') || ['57P01', '57P02', '57P03', '25P03', '40001', '40P01'].includes(code);
-}
 
 /** What a kind's own effects may need to know about this member. */
 export interface EffectEnv {

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { aula } from '../helpers/cli.ts';
+import { freePort, startRedisServer } from '../helpers/redis-server.ts';
 import { createTestDatabase, TEST_SECRET } from '../helpers/member.ts';
 import { eventually } from '../helpers/ws.ts';
 
@@ -10,15 +10,6 @@ import { eventually } from '../helpers/ws.ts';
 // stack trace; --fail-fast exits 69, otherwise it retries with backoff and starts once Redis answers.
 const BIN = fileURLToPath(new URL('../../bin/aula.js', import.meta.url));
 const dbUrl = await createTestDatabase(t);
-
-/** A port nothing listens on (taken and released). */
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 t.test('--fail-fast: exits 69 with one line that names Redis, its address and what to check', async (t) => {
   const port = await freePort();
@@ -45,8 +36,7 @@ t.test('without it: says so, retries with backoff, and starts once Redis answers
   await eventually(() => /Trying again in 2 s/.test(stderr), 15_000);
   t.pass('the second attempt failed too, and waits longer');
   t.notMatch(stderr, /\n\s+at /, 'no stack trace');
-  const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']);
-  t.teardown(() => void redis.kill('SIGKILL'));
+  await startRedisServer(t, port);
   await eventually(() => /answers now; starting/.test(stderr), 20_000);
   t.ok(await eventually(() => /aula member listening/.test(stdout + stderr), 20_000), 'the member started');
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));

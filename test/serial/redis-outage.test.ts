@@ -1,30 +1,19 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { connect as tcpConnect, createServer } from 'node:net';
+// Redis killed under a member with a live room, then started again on the same port. Wall-clock bounds: serial lane.
+import type { ChildProcess } from 'node:child_process';
 import t from 'tap';
 import { api, createTenant, startTestMember } from '../helpers/member.ts';
 import { enterRoom, type MediaPeer } from '../helpers/media.ts';
+import { freePort, startRedisServer } from '../helpers/redis-server.ts';
 import { connect, eventually } from '../helpers/ws.ts';
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 const port = await freePort();
 let redis: ChildProcess | null = null;
-async function startRedis(): Promise<void> {
-  redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  await eventually(() => new Promise<boolean>((r) => { const s = tcpConnect(port, '127.0.0.1', () => (s.end(), r(true))); s.on('error', () => r(false)); }), 5000);
-}
-t.teardown(() => void redis?.kill('SIGKILL'));
+const startRedis = async () => void (redis = await startRedisServer(t, port));
 await startRedis();
 const member = await startTestMember(t, { overrides: { AULA_REDIS_URL: `redis://127.0.0.1:${port}` } });
 const tenant = await createTenant(member);
 const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
 const teacher = (await call('POST', '/public/users', { externalId: 'o-t', fullName: 'Otto Teacher', role: 'TEACHER' })).body.data;
-// Redis killed under a member with a live room, then started again on the same port. Wall-clock bounds: serial lane.
 const m = (await call('POST', '/public/meetings', { title: 'Outage', type: 'MEETING', hostUserId: teacher.id, scheduledStart: new Date().toISOString(), durationMinutes: 30 })).body.data;
 
 const student = (await call('POST', '/public/users', { externalId: 'o-s', fullName: 'Olga Student', role: 'STUDENT' })).body.data;

@@ -1,9 +1,7 @@
 // Webhook delivery when processes and Redis fail, with real member processes (`aula serve`), real
 // Postgres, real Redis and a real receiver: kill -9 of the member in the middle of a send, and a Redis
 // restart in the middle of a stream of events. At-least-once: every event arrives, with its id.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import net, { type AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
@@ -25,6 +23,7 @@ import { Fleet } from '../cluster/fixtures/fleet.ts';
 import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/member.ts';
 import { spawnMember, type MemberProcess } from '../helpers/process.ts';
 import { Receiver } from '../helpers/receiver.ts';
+import { freePort, startRedisServer } from '../helpers/redis-server.ts';
 
 const dbUrl = await createTestDatabase(t);
 const sql = postgres(dbUrl, { ...pgOptions, max: 4 }) as unknown as Sql;
@@ -129,35 +128,9 @@ t.test('kill -9 of the member in the middle of a send: the survivor sends the ev
   t.equal(receiver.received.length, 2, 'and not sent a third time');
 });
 
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
-async function startRedis(t: Test, port: number): Promise<ChildProcess> {
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  t.teardown(() => {
-    if (proc.exitCode === null) proc.kill('SIGKILL');
-  });
-  const client = new Redis({ port, host: '127.0.0.1', lazyConnect: true, retryStrategy: () => 50, maxRetriesPerRequest: 1 });
-  for (let i = 0; i < 100; i++) {
-    try {
-      await client.connect().catch(() => undefined);
-      if ((await client.ping()) === 'PONG') break;
-    } catch {
-      await sleep(50);
-    }
-  }
-  client.disconnect();
-  return proc;
-}
-
 t.test('Redis restarted in the middle of a stream of events: every event is delivered', async (t) => {
   const port = await freePort();
-  let redis = await startRedis(t, port);
+  let redis = await startRedisServer(t, port);
   const env = { ...baseEnv, AULA_REDIS_URL: `redis://127.0.0.1:${port}`, AULA_REDIS_PREFIX: 'aula:' };
   const members: MemberProcess[] = await Promise.all([spawnMember(t, env), spawnMember(t, env)]);
   const receiver = await Receiver.start(t);
@@ -183,7 +156,7 @@ t.test('Redis restarted in the middle of a stream of events: every event is deli
   await new Promise((r) => redis.once('exit', r));
   await produce(20, 20); // while Redis is down: the API still answers, events are still committed
   await sleep(3500); // past the shard lease: the members step down and own nothing until Redis is back
-  redis = await startRedis(t, port);
+  redis = await startRedisServer(t, port);
   await produce(20, 40);
   t.comment(`${created.length} users created, ${failedCalls} API calls refused while Redis was down`);
   t.ok(created.length >= 40, 'the API kept creating users through the restart');
