@@ -187,6 +187,13 @@ t.test('a host runs the class from the keyboard: every control in the tab order,
   t.equal(await tp.$('#leave-menu'), null, 'Escape closes it');
   t.equal(await focused(), 'Leave', 'and gives the focus back to the button');
 
+  await tp.click('button[aria-label="Leave"]');
+  await tp.waitForSelector('#leave-menu');
+  await tp.click('nav.controls button[title="People"]');
+  await tp.waitForSelector('#leave-menu', { state: 'detached' });
+  t.pass('a click elsewhere closes the menu');
+  await tp.click('button[aria-label="Close the people panel"]');
+
   await tp.focus('nav.controls button[title="People"]');
   await tp.keyboard.press('Enter');
   await tp.waitForSelector('aside.panel');

@@ -521,14 +521,23 @@ function Room({ c }: { c: RoomController }) {
 
 /**
  * A host's Leave button opens a menu (leave, or end for everyone), operable as a WAI-ARIA menu button:
- * opening focuses the first item, arrow keys move, Escape or Tab closes it and focus returns to the button.
+ * opening focuses the first item, arrow keys move, Escape or Tab closes it and focus returns to the button;
+ * a tap elsewhere closes it.
  */
 function LeaveMenu({ c }: { c: RoomController }) {
   const [open, setOpen] = useState(false);
   const button = useRef<HTMLButtonElement>(null);
   const menu = useRef<HTMLDivElement>(null);
+  const group = useRef<HTMLSpanElement>(null);
   useEffect(() => {
-    if (open) menu.current?.querySelector<HTMLButtonElement>('[role="menuitem"]')?.focus();
+    if (!open) return;
+    menu.current?.querySelector<HTMLButtonElement>('[role="menuitem"]')?.focus();
+    // a tap or click anywhere else closes it, as any menu
+    const outside = (e: PointerEvent) => {
+      if (!group.current?.contains(e.target as Node)) setOpen(false);
+    };
+    document.addEventListener('pointerdown', outside);
+    return () => document.removeEventListener('pointerdown', outside);
   }, [open]);
   const close = (refocus: boolean) => {
     setOpen(false);
@@ -546,7 +555,7 @@ function LeaveMenu({ c }: { c: RoomController }) {
     } else if (e.key === 'Tab') close(false);
   };
   return (
-    <span class="leave-group">
+    <span class="leave-group" ref={group}>
       <button
         ref={button}
         class="ctl leave"
