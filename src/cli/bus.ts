@@ -9,7 +9,7 @@ import { connectRedis } from '../cluster/redis.ts';
  * The bus a CLI command publishes on: the members' Redis bus when there is one, so a change they cache
  * (a revoked API key, a disabled admin's sessions) reaches every running member at once instead of
  * when their caches expire (60 seconds at most); in process otherwise (without Redis there is one
- * member, and the embedded database cannot be opened by a CLI while it runs). Connected on first use.
+ * member; when it holds the embedded database the command runs inside it, on its own bus: control.ts). Connected on first use.
  *
  * The change is committed before it is published, so a publish that fails does not fail the command:
  * it warns that running members will see the change when their caches expire.

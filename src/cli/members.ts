@@ -1,88 +1,80 @@
-import { parseArgs } from 'node:util';
-import { z } from 'zod';
-import { systemClock } from '../clock.ts';
-import { LocalBus } from '../cluster/bus.ts';
-import { withDb } from './db.ts';
-import { AppError } from '../errors.ts';
-import { MAX_PASSWORD_LENGTH, passwordLength, passwordProblem } from '../passwords.ts';
-import { MEMBER_ROLES, Members, type MemberRole } from '../services/members.ts';
+import type { MemberRole } from '../services/members.ts';
+import { EX_USAGE, idArgument, json, print, requireOptions, UsageError, type Command } from './args.ts';
+import { CommandFailure } from './control.ts';
 
-export const MEMBERS_USAGE = `  members add --org ID --email E --role ${MEMBER_ROLES.join('|')} [--json]
-                                            create an organization owner or admin who signs in with email and
-                                            password; the password is read from standard input (prompted twice,
-                                            without echo, on a terminal; otherwise its first line)
-  members disable --id MEMBER_ID [--json]   disable an owner or admin: sign-in refused, every session revoked
-                                            on every running member at once`;
+/** The roles (services/members.ts's MEMBER_ROLES, which this module does not load for --help): the type keeps them the same. */
+const ROLE_SET: Record<MemberRole, true> = { owner: true, admin: true };
+const MEMBER_ROLES = Object.keys(ROLE_SET) as MemberRole[];
 
-class MembersUsageError extends Error {}
-class InputError extends Error {}
+/** A password refused (exit 2, like a usage error, but no hint: the message says what to change). */
+const refuse = (message: string) => new CommandFailure(message, EX_USAGE);
 
-/** `aula members add|disable`: returns the exit code. Configuration and database failures are left to main's handler. */
-export async function membersCommand(sub: string | undefined, args: string[]): Promise<number> {
-  try {
-    if (sub === 'add') return await add(args);
-    if (sub === 'disable') return await disable(args);
-    throw new MembersUsageError(sub ? `unknown command: members ${sub}` : 'members needs a subcommand');
-  } catch (err) {
-    if (err instanceof MembersUsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      process.stderr.write(`aula: ${(err as Error).message}\n\nusage:\n${MEMBERS_USAGE}\n`);
-      return 2;
-    }
-    if (err instanceof InputError) {
-      process.stderr.write(`aula: ${err.message}\n`);
-      return 2;
-    }
-    if (err instanceof AppError && (err.code === 'not_found' || err.code === 'member_exists')) {
-      process.stderr.write(`aula: ${err.message}\n`);
-      return 1;
-    }
-    throw err;
-  }
-}
+/** `aula members add|disable`. */
+export const membersCommands: Command[] = [
+  {
+    name: 'members add',
+    summary: 'Create an organization owner or admin, who signs in with email and password.',
+    synopsis: `--org ORG_ID --email EMAIL --role ${MEMBER_ROLES.join('|')} [--json]`,
+    description:
+      'The password is read from standard input: asked twice without echo on a terminal, otherwise its first line.\n' +
+      'At least 12 characters, and not easy to guess (zxcvbn-ts: common and breached passwords, words, names,\n' +
+      'keyboard patterns, the email). Prints the member\'s id.',
+    options: {
+      org: { type: 'string', value: 'ORG_ID', help: 'the organization' },
+      email: { type: 'string', value: 'EMAIL', help: 'the address they sign in with' },
+      role: { type: 'string', value: 'ROLE', help: MEMBER_ROLES.join(' or ') },
+      json,
+    },
+    examples: ["printf '%s\\n' \"$PASSWORD\" | aula members add --org \"$ORG\" --email head@school.example --role owner"],
+    async run(o) {
+      requireOptions(this, o, ['org', 'email', 'role']);
+      if (!(MEMBER_ROLES as readonly string[]).includes(o.role as string)) throw new UsageError(`--role must be one of ${MEMBER_ROLES.join(', ')}`, this.name);
+      const { z } = await import('zod');
+      const email = (o.email as string).trim();
+      if (!z.email().safeParse(email).success || email.length > 320) throw new UsageError(`--email is not an email address: ${o.email}`, this.name);
 
-async function add(args: string[]): Promise<number> {
-  const o = parseArgs({
-    args,
-    options: { org: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' }, json: { type: 'boolean', default: false } },
-    strict: true,
-  }).values;
-  if (!o.org || !o.email || !o.role) throw new MembersUsageError('--org, --email and --role are required');
-  if (!(MEMBER_ROLES as readonly string[]).includes(o.role)) throw new MembersUsageError(`--role must be one of ${MEMBER_ROLES.join(', ')}`);
-  const email = o.email.trim();
-  if (!z.email().safeParse(email).success || email.length > 320) throw new MembersUsageError(`--email is not an email address: ${o.email}`);
+      const { MAX_PASSWORD_LENGTH, passwordLength, passwordProblem } = await import('../passwords.ts');
+      const password = await readPassword(MAX_PASSWORD_LENGTH);
+      if (passwordLength(password) === 0) throw refuse('no password given on standard input');
+      const problem = passwordProblem(password, [email]);
+      if (problem) throw refuse(problem);
 
-  const password = await readPassword();
-  if (passwordLength(password) === 0) throw new InputError('no password given on standard input');
-  const problem = passwordProblem(password, [email]);
-  if (problem) throw new InputError(problem);
-
-  const m = await withDb((sql) => new Members(sql, systemClock, new LocalBus()).create(sql, { orgId: o.org!, email, role: o.role as MemberRole, password }));
-  process.stdout.write(o.json ? JSON.stringify({ id: m.id, orgId: m.orgId, email: m.email, role: m.role, createdAt: m.createdAt }) + '\n' : m.id + '\n');
-  return 0;
-}
-
-async function disable(args: string[]): Promise<number> {
-  const o = parseArgs({ args, options: { id: { type: 'string' }, json: { type: 'boolean', default: false } }, strict: true }).values;
-  if (!o.id) throw new MembersUsageError('--id is required');
-  // the revoked sessions are published on the members' bus, so running members drop them at once
-  const disabled = await withDb((sql, _applied, bus) => new Members(sql, systemClock, bus()).disable(sql, o.id!));
-  process.stdout.write(o.json ? JSON.stringify({ id: o.id, disabled }) + '\n' : `${disabled ? `disabled ${o.id}` : `${o.id} was not active`}\n`);
-  return 0;
-}
+      const { runOp } = await import('./ops.ts');
+      const m = await runOp('members.add', { orgId: o.org as string, email, role: o.role as MemberRole, password });
+      print(o, m, m.id);
+      return 0;
+    },
+  },
+  {
+    name: 'members disable',
+    summary: 'Disable an owner or admin: sign-in refused, every session revoked on every running member at once.',
+    synopsis: 'MEMBER_ID [--json]',
+    description: 'Disabling a disabled member changes nothing and succeeds; an unknown id exits 1.',
+    positionals: [{ name: 'MEMBER_ID', help: 'the member (mem_…); --id MEMBER_ID works too' }],
+    options: { id: { type: 'string', value: 'MEMBER_ID', help: 'the member, as a flag' }, json },
+    async run(o, pos) {
+      const id = idArgument(this, o, pos, 'member');
+      const { runOp } = await import('./ops.ts');
+      const r = await runOp('members.disable', { id });
+      print(o, r, r.alreadyDisabled ? `${id} was already disabled` : `disabled ${id}`);
+      return 0;
+    },
+  },
+];
 
 /** On a terminal: asked twice without echo. Otherwise: the first line of standard input (without its line ending). */
-async function readPassword(): Promise<string> {
+async function readPassword(maxLength: number): Promise<string> {
   if (process.stdin.isTTY) {
     const first = await promptHidden('Password: ');
     const second = await promptHidden('Repeat the password: ');
-    if (first !== second) throw new InputError('the passwords do not match');
+    if (first !== second) throw refuse('the passwords do not match');
     return first;
   }
   let buf = '';
   process.stdin.setEncoding('utf8');
   for await (const chunk of process.stdin as AsyncIterable<string>) {
     buf += chunk;
-    if (buf.includes('\n') || buf.length > 4 * MAX_PASSWORD_LENGTH) break;
+    if (buf.includes('\n') || buf.length > 4 * maxLength) break;
   }
   const nl = buf.indexOf('\n');
   return (nl >= 0 ? buf.slice(0, nl) : buf).replace(/\r$/, '');

@@ -5,6 +5,8 @@ import { createServer } from 'node:net';
 import { loadConfig, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../logger.ts';
 import { startMember } from '../member.ts';
+import { startControl } from './control.ts';
+import { executeOp, memberContext } from './ops.ts';
 
 /** Exit code of a configuration the command refuses (sysexits EX_CONFIG), as for a bad AULA_ variable. */
 export const EX_CONFIG = 78;
@@ -31,18 +33,25 @@ export async function serveMember(): Promise<void> {
   const worker = process.env.AULA_WORKER ? Number(process.env.AULA_WORKER) : null;
   const logger = createLogger(config, worker ? { worker } : {});
   const member = await startMember({ config, logger });
+  // Holding the embedded database (PGlite, one session), this process runs the CLI's commands for it (control.ts).
+  const ctx = memberContext(member.app);
+  const control = member.app.database.embedded
+    ? await startControl({ dataDir: config.AULA_DATA_DIR, log: logger, handle: (op, args) => executeOp(ctx, op, args) })
+    : null;
   let stopping = false;
   const stop = (why: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ why }, 'aula member stopping');
-    member.close().then(
-      () => process.exit(0),
-      (err) => {
-        logger.error({ err }, 'aula member did not close cleanly');
-        process.exit(1);
-      },
-    );
+    Promise.resolve(control?.close())
+      .then(() => member.close())
+      .then(
+        () => process.exit(0),
+        (err) => {
+          logger.error({ err }, 'aula member did not close cleanly');
+          process.exit(1);
+        },
+      );
   };
   if (process.send && process.channel) {
     const msg: WorkerMessage = { type: 'listening', port: member.port, memberId: member.app.cluster.memberId };

@@ -85,6 +85,20 @@ function lockDataDir(dataDir: string): () => void {
   throw new DatabaseInUseError(`could not lock the embedded database in ${dataDir}`);
 }
 
+/**
+ * The pid of another live process that holds the embedded database in `dataDir` (a running `aula serve`),
+ * or null when nobody does. The CLI then sends its commands to that process (src/cli/control.ts).
+ */
+export function embeddedDatabaseOwner(dataDir: string): number | null {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(join(dataDir, 'pgdata.lock'), 'utf8').trim());
+  } catch {
+    return null;
+  }
+  return pid && pid !== process.pid && isAlive(pid) ? pid : null;
+}
+
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);

@@ -43,15 +43,70 @@ t.test('aula org create and aula keys create bootstrap a working key', async (t)
   t.notOk(rows[0]!.key_hash.toString().includes(k.key), 'only a hash is stored');
   t.equal(rows[0]!.key_prefix, k.key.slice(0, 12));
 
-  const revoked = await aula(['keys', 'revoke', '--id', k.id, '--json'], { ...env, ...shared });
-  t.same(JSON.parse(revoked.stdout), { id: k.id, revoked: true });
+  const revoked = await aula(['keys', 'revoke', k.id, '--json'], { ...env, ...shared });
+  t.equal(revoked.code, 0, revoked.stderr);
+  t.match(JSON.parse(revoked.stdout), { id: k.id, revoked: true, revokedAt: String, alreadyRevoked: false });
   t.equal(revoked.stderr, '', 'no warning: the members were told');
   // the member had the key cached; the revocation reached it over the Redis bus, not after the cache's 60 s
   const after = await fetch(`${member.url}/api/v1/public/users`, { headers: { authorization: `Bearer ${k.key}` } });
   t.equal(after.status, 401);
   t.equal((await after.json()).error.code, 'api_key_revoked');
   const again = await aula(['keys', 'revoke', '--id', k.id], env);
-  t.equal(again.stdout.trim(), `${k.id} was not active`);
+  t.equal(again.code, 0, 'revoking a revoked key succeeds (--id still works)');
+  t.match(again.stdout.trim(), new RegExp(`^${k.id} was already revoked \\(\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\)$`));
+});
+
+t.test('aula keys list shows every key but never the key itself; revoke of an unknown id fails', async (t) => {
+  const org = (await aula(['org', 'create', '--name', 'Listing School', '--plan', 'pro'], env)).stdout.trim();
+  const other = (await aula(['org', 'create', '--name', 'Other School', '--plan', 'free'], env)).stdout.trim();
+  const a = JSON.parse((await aula(['keys', 'create', '--org', org, '--name', 'backend', '--scopes', 'users:write', '--json'], env)).stdout);
+  const b = JSON.parse((await aula(['keys', 'create', '--org', org, '--name', 'reports', '--scopes', 'meetings:read,users:read', '--json'], env)).stdout);
+  const c = JSON.parse((await aula(['keys', 'create', '--org', other, '--name', 'elsewhere', '--scopes', 'users:read', '--json'], env)).stdout);
+  t.equal((await aula(['keys', 'revoke', b.id], env)).stdout.trim(), `revoked ${b.id}`);
+
+  const listed = await aula(['keys', 'list', '--org', org, '--json'], env);
+  t.equal(listed.code, 0, listed.stderr);
+  t.equal(listed.stdout.trim().split('\n').length, 1, 'one JSON object on stdout');
+  const { data } = JSON.parse(listed.stdout);
+  t.same(
+    data.map((k: { id: string }) => k.id),
+    [a.id, b.id],
+    'only that organization, oldest first, revoked keys included',
+  );
+  t.match(data[0], { id: a.id, orgId: org, name: 'backend', prefix: a.key.slice(0, 12), scopes: ['users:write'], createdAt: String, revokedAt: null });
+  t.match(data[1], { id: b.id, name: 'reports', scopes: ['meetings:read', 'users:read'], revokedAt: String });
+  t.same(Object.keys(data[0]).sort(), ['createdAt', 'id', 'name', 'orgId', 'prefix', 'revokedAt', 'scopes']);
+
+  const text = await aula(['keys', 'list'], env);
+  t.equal(text.code, 0, text.stderr);
+  const lines = text.stdout.trim().split('\n');
+  t.match(lines[0], /^ID\s+NAME\s+ORG\s+KEY\s+SCOPES\s+CREATED\s+REVOKED$/, 'a table with a header');
+  for (const k of [a, b, c]) {
+    t.ok(lines.some((l) => l.startsWith(k.id)), `${k.name} listed without --org`);
+    t.notOk(text.stdout.includes(k.key) || listed.stdout.includes(k.key), 'never the key');
+  }
+  t.match(lines.find((l) => l.startsWith(b.id)), /UTC\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC$/, 'the revoked key says when');
+  t.match(lines.find((l) => l.startsWith(a.id)), /users:write\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC\s+-$/, 'an active one has no revocation');
+
+  const unknownOrg = await aula(['keys', 'list', '--org', 'org_missing'], env);
+  t.equal(unknownOrg.code, 1);
+  t.equal(unknownOrg.stderr, 'aula: no organization org_missing\n');
+
+  const unknown = await aula(['keys', 'revoke', 'key_00000000000000000000000000'], env);
+  t.equal(unknown.code, 1, 'an unknown id is an error');
+  t.equal(unknown.stdout, '', 'nothing on stdout');
+  t.equal(unknown.stderr, 'aula: no API key key_00000000000000000000000000\n');
+  const unknownJson = await aula(['keys', 'revoke', 'key_nope', '--json'], env);
+  t.equal(unknownJson.code, 1);
+  t.equal(unknownJson.stdout, '');
+  const missing = await aula(['keys', 'revoke'], env);
+  t.equal(missing.code, 2);
+  t.equal(missing.stderr, "aula: missing the key id (aula keys revoke KEY_ID)\nRun 'aula keys revoke --help' for usage.\n");
+  const two = await aula(['keys', 'revoke', a.id, '--id', b.id], env);
+  t.equal(two.code, 2);
+  t.match(two.stderr, /two ids given/);
+  t.equal((await aula(['keys', 'list', '--json'], env)).code, 0);
+  t.equal(JSON.parse((await aula(['keys', 'list', '--org', org, '--json'], env)).stdout).data[0].revokedAt, null, 'the failed calls revoked nothing');
 });
 
 t.test('bad invocations exit non-zero with a clear message', async (t) => {
@@ -63,10 +118,10 @@ t.test('bad invocations exit non-zero with a clear message', async (t) => {
   t.match(scope.stderr, /unknown scopes: root/);
   const org = await aula(['keys', 'create', '--org', 'org_missing', '--name', 'n', '--scopes', 'users:read'], env);
   t.equal(org.code, 1);
-  t.match(org.stderr, /No organization org_missing/);
+  t.equal(org.stderr, 'aula: no organization org_missing\n');
   const unknown = await aula(['frobnicate'], env);
   t.equal(unknown.code, 2);
-  t.match(unknown.stderr, /usage: aula/);
+  t.equal(unknown.stderr, "aula: unknown command: frobnicate\nRun 'aula --help' for usage.\n");
   const badEnv = await aula(['migrate'], { ...env, AULA_PORT: 'eighty' });
   t.equal(badEnv.code, 78);
   t.match(badEnv.stderr, /AULA_PORT/);
@@ -80,8 +135,14 @@ t.test('aula org update sets the allowed origins, normalized, and refuses what i
   const bad = await aula(['org', 'update', '--id', org.id, '--allowed-origins', 'https://ok.example,https://lms.example/course'], env);
   t.equal(bad.code, 2);
   t.match(bad.stderr, /--allowed-origins: must be an origin.*\(https:\/\/lms\.example\/course\)/);
-  const cleared = await aula(['org', 'update', '--id', org.id, '--allowed-origins', '', '--json'], env);
-  t.same(JSON.parse(cleared.stdout).allowedOrigins, []);
+  const cleared = await aula(['org', 'update', org.id, '--allowed-origins', '', '--json'], env);
+  t.same(JSON.parse(cleared.stdout).allowedOrigins, [], 'the id may be given as an argument');
+  const renamed = await aula(['org', 'update', org.id, '--name', 'Framing Academy'], env);
+  t.equal(renamed.stdout, `${org.id} Framing Academy: allowed origins (none)\n`);
   const unknown = await aula(['org', 'update', '--id', 'org_00000000000000000000000000', '--name', 'X'], env);
-  t.not(unknown.code, 0, 'an unknown organization is an error');
+  t.equal(unknown.code, 1, 'an unknown organization is an error');
+  t.equal(unknown.stderr, 'aula: no organization org_00000000000000000000000000\n');
+  const nothing = await aula(['org', 'update', org.id], env);
+  t.equal(nothing.code, 2);
+  t.match(nothing.stderr, /^aula: give --name or --allowed-origins\nRun 'aula org update --help' for usage\.\n$/);
 });

@@ -25,9 +25,11 @@ async function call(url: string, method: string, path: string, body?: unknown, b
 t.test('the embedded default runs the whole join flow and keeps its data across restarts', async (t) => {
   let member = await spawnMember(t, env);
   t.match(member.logs.find((l) => l.msg === 'embedded database started (PGlite)'), { dir: join(dir, 'pgdata') });
-  const busy = await aula(['org', 'create', '--name', 'Second', '--plan', 'free'], env);
-  t.equal(busy.code, 75, 'a second process may not open the embedded database');
+  const busy = await aula(['serve'], { ...env, AULA_PORT: '0', AULA_MEDIA_WORKERS: '0' });
+  t.equal(busy.code, 75, 'a second server may not open the embedded database');
   t.match(busy.stderr, new RegExp(`in use by process ${member.proc.pid}`));
+  const second = await aula(['org', 'create', '--name', 'Second', '--plan', 'free'], env);
+  t.equal(second.code, 0, `the CLI works while it runs: the server runs the command (${second.stderr})`);
   t.equal((await call(member.url, 'POST', '/public/users', { externalId: 'e1', fullName: 'Em', role: 'TEACHER' })).status, 201);
   const m = await call(member.url, 'POST', '/public/meetings', { externalId: 'em', title: 'Embedded class', type: 'MEETING', hostUserId: 'e1', scheduledStart: '2026-09-01T08:00:00Z', durationMinutes: 30 });
   t.equal(m.status, 201);
