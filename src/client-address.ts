@@ -48,20 +48,34 @@ function parse(address: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
   }
 }
 
+/** A dotted quad without leading zeros is already the address's canonical text (the common case, parsed for nothing otherwise). */
+const PLAIN_IPV4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
+
+/** The canonical text of an address (IPv4-mapped IPv6 as IPv4), or null when it is not one. */
+function canonical(address: string): string | null {
+  const a = address.trim();
+  if (PLAIN_IPV4.test(a)) return a;
+  return parse(a)?.toString() ?? null;
+}
+
 /** The client's address: `peer` (the socket's) when no proxy is trusted, else what the trusted proxies vouch for. */
 export function clientAddress(peer: string, forwardedFor: string | undefined, trust: TrustProxy): string {
-  const peerAddr = parse(peer);
-  const plain = peerAddr ? peerAddr.toString() : peer;
+  const plain = canonical(peer) ?? peer;
   if (!trust || !forwardedFor) return plain;
   // nearest first: the socket's peer, then X-Forwarded-For from the right
-  const chain = [peer, ...forwardedFor.split(',').map((s) => s.trim()).reverse()];
+  const chain = [peer, ...forwardedFor.split(',').reverse()];
   let last = plain;
   for (let i = 0; i < chain.length; i++) {
-    const addr = parse(chain[i]!);
-    if (!addr) return last; // a malformed entry vouches for nothing: the last address a trusted hop gave
-    last = addr.toString();
-    const trusted = 'hops' in trust ? i < trust.hops : trust.networks.some(([net, bits]) => addr.kind() === net.kind() && addr.match(net, bits));
+    const text = canonical(chain[i]!);
+    if (text === null) return last; // a malformed entry vouches for nothing: the last address a trusted hop gave
+    last = text;
+    const trusted = 'hops' in trust ? i < trust.hops : isTrustedNetwork(text, trust.networks);
     if (!trusted) return last;
   }
   return last; // every hop a trusted proxy: the farthest one named
+}
+
+function isTrustedNetwork(text: string, networks: [ipaddr.IPv4 | ipaddr.IPv6, number][]): boolean {
+  const addr = parse(text)!;
+  return networks.some(([net, bits]) => addr.kind() === net.kind() && addr.match(net, bits));
 }
