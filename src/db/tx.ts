@@ -26,6 +26,11 @@ export function inTx<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
   return transaction(db as Sql, fn);
 }
 
+/** The pool itself, not a transaction: a caller may reserve one of its connections. */
+export function isPool(db: Db): db is Sql {
+  return !hooks.has(db) && typeof (db as Partial<Sql>).reserve === 'function';
+}
+
 /** Runs `fn` once the surrounding transaction commits (at once when there is none); never if it rolls back. */
 export function afterCommit(db: Db, fn: () => unknown): void {
   const list = hooks.get(db);

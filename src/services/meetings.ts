@@ -127,6 +127,8 @@ export interface MeetingRow {
   // joined from classes
   externalClassId: string | null;
   courseId: string | null;
+  /** The row's version (Postgres's xmin, changed by every update) where it was read by `get`. */
+  rowVersion?: string;
 }
 
 export const toMeetingRecord = (m: MeetingRow): MeetingRecord => ({
@@ -252,7 +254,7 @@ export class Meetings {
   }
 
   async get(db: Db, orgId: string, idOrExternal: string, forUpdate = false): Promise<MeetingRow> {
-    const rows = await db<MeetingRow[]>`select m.*, c.external_id as external_class_id, c.course_id
+    const rows = await db<MeetingRow[]>`select m.*, m.xmin::text as row_version, c.external_id as external_class_id, c.course_id
       from meetings m left join classes c on c.id = m.class_id
       where m.org_id = ${orgId} and (m.id = ${idOrExternal} or m.external_id = ${idOrExternal})
       order by (m.id = ${idOrExternal}) desc limit 1 ${forUpdate ? db`for update of m` : db``}`;
@@ -268,6 +270,12 @@ export class Meetings {
       this.#cache.set(key, m);
       return m;
     });
+  }
+
+  /** Drops a cached row found stale; the next `getCached` reads it again. */
+  forgetCached(m: MeetingRow): void {
+    this.#cache.delete(`${m.orgId}:${m.id}`);
+    if (m.externalId) this.#cache.delete(`${m.orgId}:${m.externalId}`);
   }
 
   async getBySlug(db: Db, slug: string): Promise<MeetingRow | null> {

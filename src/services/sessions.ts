@@ -1,15 +1,17 @@
 import { z } from 'zod';
 import { iso, type Clock } from '../clock.ts';
-import type { Db } from '../db/index.ts';
-import { inTx } from '../db/tx.ts';
+import type postgres from 'postgres';
+import { Batcher } from '../db/batch.ts';
+import type { Db, Sql } from '../db/index.ts';
+import { inTx, isPool } from '../db/tx.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { ROOM_ROLES } from './join-links.ts';
 import { RoomAccess } from '../rooms/access.ts';
 import type { MeetingRow, Meetings } from './meetings.ts';
 import type { RoomClients } from '../rooms/clients.ts';
-import type { AccessClaims, RoomRole, Tokens } from './tokens.ts';
-import type { UserRow } from './users.ts';
+import type { AccessClaims, JoinClaims, RoomRole, Tokens } from './tokens.ts';
+import type { UserRow, Users } from './users.ts';
 
 export const ACCESS_TTL_MS = 60 * 60_000;
 export const REFRESH_WINDOW_MS = 24 * 60 * 60_000;
@@ -88,7 +90,72 @@ interface Resolved {
 
 const BEARER = /^Bearer +(\S+)\s*$/i;
 
-/** Join-token exchange, meeting sessions and their refresh. */
+/** A first exchange's rows, decided on cached rows of these versions. */
+interface NewSession {
+  id: string;
+  jti: string;
+  deviceId: string;
+  orgId: string;
+  meetingId: string;
+  meetingVersion: string;
+  userId: string;
+  userVersion: string;
+  role: RoomRole;
+  displayName: string;
+  redirectUrl: string | null;
+  queueId: string | null;
+  single: boolean;
+  needs: 'enrollment' | 'invitation' | null;
+  createdAt: string;
+  refreshUntil: string;
+}
+
+/** Statements in flight and rows per statement for first exchanges: a share of the pool, and a bound on one statement's locks. */
+const SESSION_INSERTS = { concurrency: 2, maxItems: 64 };
+
+/**
+ * Writes each first exchange whose user and meeting rows are still the versions it was decided on, whose
+ * access-list row exists and whose token is unspent: the spend and the session, in one statement for all.
+ * Tokens are spent in jti order, so two statements spending the same tokens cannot deadlock.
+ */
+async function insertSessions(sql: Sql, rows: NewSession[]): Promise<(SessionRow | null)[]> {
+  const written = await sql<SessionRow[]>`with input as (
+      select * from jsonb_to_recordset(${sql.json(rows as unknown as postgres.JSONValue)}) as i (id text, jti text, "deviceId" text, "orgId" text,
+        "meetingId" text, "meetingVersion" text, "userId" text, "userVersion" text, role text, "displayName" text, "redirectUrl" text,
+        "queueId" text, single boolean, needs text, "createdAt" timestamptz, "refreshUntil" timestamptz)
+    ), checked as (
+      select i.* from input i
+        join users u on u.id = i."userId" and u.xmin = i."userVersion"::xid
+        join meetings m on m.id = i."meetingId" and m.xmin = i."meetingVersion"::xid
+      where (i.needs is distinct from 'enrollment' or exists (select 1 from enrollments e where e.class_id = m.class_id and e.user_id = u.id and e.status = 'ACTIVE'))
+        and (i.needs is distinct from 'invitation' or exists (select 1 from meeting_invitations v where v.meeting_id = m.id and v.user_id = u.id))
+      for share of u
+    ), spent as (
+      insert into join_token_uses (jti, device_id, session_id, used_at)
+      select jti, "deviceId", id, "createdAt" from checked where single order by jti
+      on conflict (jti) do nothing returning session_id
+    )
+    insert into meeting_sessions (id, org_id, meeting_id, user_id, jti, device_id, role, display_name, redirect_url, created_at, refresh_until, queue_id)
+    select id, "orgId", "meetingId", "userId", jti, "deviceId", role, "displayName", "redirectUrl", "createdAt", "refreshUntil", "queueId"
+    from checked c where not c.single or c.id in (select session_id from spent)
+    returning *`;
+  const byId = new Map(written.map((s) => [s.id, s]));
+  return rows.map((r) => byId.get(r.id) ?? null);
+}
+
+/** An ended or cancelled meeting takes no one in. */
+function assertOpen(meeting: MeetingRow): void {
+  if (meeting.status === 'ENDED' || meeting.status === 'CANCELLED') throw new AppError('meeting_ended', { details: { status: meeting.status } });
+}
+
+/** ENROLLED: students need an active enrollment; INVITED: everyone but the host and host-role links needs an invitation. */
+function accessListRow(meeting: MeetingRow, user: UserRow, role: RoomRole): 'enrollment' | 'invitation' | null {
+  if (RoomAccess.bypassesAccessList(role, user.id, meeting.hostUserId)) return null;
+  if (meeting.accessMode === 'ENROLLED') return user.role === 'STUDENT' ? 'enrollment' : null;
+  if (meeting.accessMode === 'INVITED') return 'invitation';
+  return null;
+}
+
 /** A revoked session is refused with the reason the user should hear. */
 function assertNotRevoked(session: SessionRow, via: 'join' | 'refresh'): void {
   if (!session.revokedAt) return;
@@ -97,17 +164,21 @@ function assertNotRevoked(session: SessionRow, via: 'join' | 'refresh'): void {
   throw new AppError('session_revoked', { details: { reason: session.revokedReason } });
 }
 
+/** Join-token exchange, meeting sessions and their refresh. */
 export class Sessions {
   readonly #clock: Clock;
   readonly #tokens: Tokens;
   readonly #meetings: Meetings;
+  readonly #users: Users;
   readonly #rooms: RoomClients;
+  readonly #inserts = new WeakMap<Sql, Batcher<NewSession, SessionRow>>();
   #baseUrl = '';
 
-  constructor(clock: Clock, tokens: Tokens, meetings: Meetings, rooms: RoomClients) {
+  constructor(clock: Clock, tokens: Tokens, meetings: Meetings, users: Users, rooms: RoomClients) {
     this.#clock = clock;
     this.#tokens = tokens;
     this.#meetings = meetings;
+    this.#users = users;
     this.#rooms = rooms;
   }
 
@@ -129,43 +200,107 @@ export class Sessions {
   async exchange(pool: Db, token: string, deviceId: string): Promise<MeetingSession> {
     const claims = this.#tokens.join.read(token);
     if (!claims) throw new AppError('join_token_invalid');
-    const resolved = await inTx(pool, async (db): Promise<Resolved> => {
-      const now = this.#clock.now();
-      // Reopening a spent single-use link on the device that spent it resumes that session.
-      if (claims.s) {
-        const [use] = await db<{ deviceId: string; sessionId: string }[]>`select device_id, session_id from join_token_uses where jti = ${claims.j}`;
-        if (use) {
-          if (use.deviceId !== deviceId) throw new AppError('join_token_used');
-          return this.#resume(db, await this.#session(db, use.sessionId), 'join');
-        }
-      }
-      if (claims.e <= now) throw new AppError('join_token_expired', { details: { expiredAt: iso(claims.e) } });
-      const user = await this.#user(db, claims.o, claims.u);
-      if (user.revokedBefore && claims.i <= user.revokedBefore.getTime()) throw new AppError('join_token_revoked');
-      if (user.status !== 'ACTIVE') throw new AppError('user_deactivated');
-      const meeting = await this.#meetings.get(db, claims.o, claims.m);
-      if (meeting.status === 'ENDED' || meeting.status === 'CANCELLED') throw new AppError('meeting_ended', { details: { status: meeting.status } });
-      await this.#checkAccess(db, meeting, user, claims.r);
-
-      const sessionId = newId('ses', now);
-      if (claims.s) {
-        const spent = await db`insert into join_token_uses (jti, device_id, session_id, used_at)
-          values (${claims.j}, ${deviceId}, ${sessionId}, ${iso(now)}) on conflict (jti) do nothing returning jti`;
-        if (!spent.length) {
-          // A concurrent exchange won; it committed before our insert returned.
-          const [use] = await db<{ deviceId: string; sessionId: string }[]>`select device_id, session_id from join_token_uses where jti = ${claims.j}`;
-          if (!use || use.deviceId !== deviceId) throw new AppError('join_token_used');
-          return this.#resume(db, await this.#session(db, use.sessionId), 'join');
-        }
-      }
-      const waits = RoomAccess.waits(claims.r, meeting.settings);
-      const [session] = await db<SessionRow[]>`insert into meeting_sessions
-          (id, org_id, meeting_id, user_id, jti, device_id, role, display_name, redirect_url, created_at, refresh_until, queue_id)
-        values (${sessionId}, ${claims.o}, ${meeting.id}, ${user.id}, ${claims.j}, ${deviceId}, ${claims.r},
-          ${claims.n ?? user.fullName}, ${claims.d}, ${iso(now)}, ${iso(now + REFRESH_WINDOW_MS)}, ${waits ? newId('wr', now) : null}) returning *`;
-      return { session: session!, meeting, user };
-    });
+    const resolved = (await this.#firstExchange(pool, claims, deviceId)) ?? (await inTx(pool, (db) => this.#exchangeIn(db, claims, deviceId)));
     return this.#present(resolved, await this.#waiting(resolved));
+  }
+
+  /**
+   * The path every student takes, a token's first exchange, as one row of one statement: no round trip
+   * of its own before it, one commit (shared with the exchanges that arrived meanwhile: see `Batcher`).
+   * The user and the meeting come from the members' caches and the policy decides on them; the
+   * statement writes the spend and the session only if both rows are still the versions decided on
+   * (Postgres's xmin, which every update changes), the enrollment or invitation the policy asked for
+   * exists, and the token is unspent. It share-locks the user's row, so a deactivation either commits
+   * first (and the version differs) or waits and then revokes the new session. Null in every other
+   * case (an expired, spent or refused token, a stale cache, a race lost): the exchange then runs whole
+   * in a transaction on fresh rows, which says why or resumes.
+   */
+  async #firstExchange(pool: Db, claims: JoinClaims, deviceId: string): Promise<Resolved | null> {
+    const now = this.#clock.now();
+    if (!isPool(pool) || claims.e <= now) return null;
+    let user: UserRow, meeting: MeetingRow;
+    try {
+      [user, meeting] = await Promise.all([this.#users.getCached(pool, claims.o, claims.u), this.#meetings.getCached(pool, claims.o, claims.m)]);
+      if (user.id !== claims.u || meeting.id !== claims.m) return null;
+      this.#assertUser(user, claims);
+      assertOpen(meeting);
+    } catch (err) {
+      if (err instanceof AppError) return null; // refused on cached rows: the transaction refuses on fresh ones
+      throw err;
+    }
+    if (!user.rowVersion || !meeting.rowVersion) return null;
+    const session = await this.#sessionInserts(pool).add({
+      id: newId('ses', now),
+      jti: claims.j,
+      deviceId,
+      orgId: claims.o,
+      meetingId: meeting.id,
+      meetingVersion: meeting.rowVersion,
+      userId: user.id,
+      userVersion: user.rowVersion,
+      role: claims.r,
+      displayName: claims.n ?? user.fullName,
+      redirectUrl: claims.d,
+      queueId: RoomAccess.waits(claims.r, meeting.settings) ? newId('wr', now) : null,
+      single: claims.s,
+      needs: accessListRow(meeting, user, claims.r),
+      createdAt: iso(now),
+      refreshUntil: iso(now + REFRESH_WINDOW_MS),
+    });
+    if (session) return { session, meeting, user };
+    // A cached row may be stale: the next exchange reads it again.
+    this.#users.forgetCached(user);
+    this.#meetings.forgetCached(meeting);
+    return null;
+  }
+
+  #sessionInserts(sql: Sql): Batcher<NewSession, SessionRow> {
+    let b = this.#inserts.get(sql);
+    if (!b) this.#inserts.set(sql, (b = new Batcher((rows) => insertSessions(sql, rows), SESSION_INSERTS)));
+    return b;
+  }
+
+  /** The whole exchange in the caller's transaction: every case, and the reason for every refusal. */
+  async #exchangeIn(db: Db, claims: JoinClaims, deviceId: string): Promise<Resolved> {
+    const now = this.#clock.now();
+    // Reopening a spent single-use link on the device that spent it resumes that session.
+    if (claims.s) {
+      const [use] = await db<{ deviceId: string; sessionId: string }[]>`select device_id, session_id from join_token_uses where jti = ${claims.j}`;
+      if (use) {
+        if (use.deviceId !== deviceId) throw new AppError('join_token_used');
+        return this.#resume(db, await this.#session(db, use.sessionId), 'join');
+      }
+    }
+    if (claims.e <= now) throw new AppError('join_token_expired', { details: { expiredAt: iso(claims.e) } });
+    const user = await this.#user(db, claims.o, claims.u);
+    this.#assertUser(user, claims);
+    const meeting = await this.#meetings.get(db, claims.o, claims.m);
+    assertOpen(meeting);
+    await this.#checkAccess(db, meeting, user, claims.r);
+
+    const sessionId = newId('ses', now);
+    if (claims.s) {
+      const spent = await db`insert into join_token_uses (jti, device_id, session_id, used_at)
+        values (${claims.j}, ${deviceId}, ${sessionId}, ${iso(now)}) on conflict (jti) do nothing returning jti`;
+      if (!spent.length) {
+        // A concurrent exchange won; it committed before our insert returned.
+        const [use] = await db<{ deviceId: string; sessionId: string }[]>`select device_id, session_id from join_token_uses where jti = ${claims.j}`;
+        if (!use || use.deviceId !== deviceId) throw new AppError('join_token_used');
+        return this.#resume(db, await this.#session(db, use.sessionId), 'join');
+      }
+    }
+    const waits = RoomAccess.waits(claims.r, meeting.settings);
+    const [session] = await db<SessionRow[]>`insert into meeting_sessions
+        (id, org_id, meeting_id, user_id, jti, device_id, role, display_name, redirect_url, created_at, refresh_until, queue_id)
+      values (${sessionId}, ${claims.o}, ${meeting.id}, ${user.id}, ${claims.j}, ${deviceId}, ${claims.r},
+        ${claims.n ?? user.fullName}, ${claims.d}, ${iso(now)}, ${iso(now + REFRESH_WINDOW_MS)}, ${waits ? newId('wr', now) : null}) returning *`;
+    return { session: session!, meeting, user };
+  }
+
+  /** A token issued before the user's sessions were revoked, or a deactivated user, gets nothing. */
+  #assertUser(user: UserRow, claims: JoinClaims): void {
+    if (user.revokedBefore && claims.i <= user.revokedBefore.getTime()) throw new AppError('join_token_revoked');
+    if (user.status !== 'ACTIVE') throw new AppError('user_deactivated');
   }
 
   /** A fresh session for up to 24 hours after the exchange, unless revoked, deactivated or ended since. */
@@ -196,7 +331,7 @@ export class Sessions {
     if (user.status !== 'ACTIVE') throw new AppError('user_deactivated');
     if (now > session.refreshUntil.getTime()) throw new AppError(via === 'join' ? 'join_token_expired' : 'session_expired');
     const meeting = await this.#meetings.get(db, session.orgId, session.meetingId);
-    if (meeting.status === 'ENDED' || meeting.status === 'CANCELLED') throw new AppError('meeting_ended', { details: { status: meeting.status } });
+    assertOpen(meeting);
     // Access is a standing condition: a student removed from the class or an invitation withdrawn ends it too.
     await this.#checkAccess(db, meeting, user, session.role);
     return { session, meeting, user };
@@ -242,14 +377,14 @@ export class Sessions {
     return u;
   }
 
-  /** ENROLLED: students need an active enrollment; INVITED: everyone but the host and host-role links needs an invitation. */
+  /** The access-list row the policy asks of this user for this meeting, checked as of now. */
   async #checkAccess(db: Db, meeting: MeetingRow, user: UserRow, role: RoomRole): Promise<void> {
-    const privileged = RoomAccess.bypassesAccessList(role, user.id, meeting.hostUserId);
-    if (meeting.accessMode === 'ENROLLED' && user.role === 'STUDENT' && !privileged) {
+    const needs = accessListRow(meeting, user, role);
+    if (needs === 'enrollment') {
       const rows = await db`select 1 from enrollments where class_id = ${meeting.classId} and user_id = ${user.id} and status = 'ACTIVE'`;
       if (!rows.length) throw new AppError('not_enrolled', { details: { classId: meeting.classId } });
     }
-    if (meeting.accessMode === 'INVITED' && !privileged) {
+    if (needs === 'invitation') {
       const rows = await db`select 1 from meeting_invitations where meeting_id = ${meeting.id} and user_id = ${user.id}`;
       if (!rows.length) throw new AppError('not_invited');
     }

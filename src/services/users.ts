@@ -55,6 +55,8 @@ export interface UserRow {
   updatedAt: Date;
   deactivatedAt: Date | null;
   revokedBefore: Date | null;
+  /** The row's version (Postgres's xmin, changed by every update) where it was read by `get`. */
+  rowVersion?: string;
 }
 
 export const toUserRecord = (u: UserRow): UserRecord => ({
@@ -138,7 +140,7 @@ export class Users {
    */
   async get(db: Db, orgId: string, idOrExternal: string, forUpdate = false, by: 'any' | 'external' = 'any'): Promise<UserRow> {
     const match = by === 'external' ? db`external_id = ${idOrExternal}` : db`(id = ${idOrExternal} or external_id = ${idOrExternal})`;
-    const rows = await db<UserRow[]>`select * from users where org_id = ${orgId} and ${match}
+    const rows = await db<UserRow[]>`select *, xmin::text as row_version from users where org_id = ${orgId} and ${match}
       order by (id = ${idOrExternal}) desc limit 1 ${forUpdate ? db`for update` : db``}`;
     if (!rows[0]) throw new AppError('user_not_found', { details: { id: idOrExternal } });
     return rows[0];
@@ -153,6 +155,11 @@ export class Users {
       this.#cache.set(key, u);
       return u;
     });
+  }
+
+  /** Drops a cached row found stale; the next `getCached` reads it again. */
+  forgetCached(u: UserRow): void {
+    for (const k of [`${u.orgId}:${u.id}`, `${u.orgId}:${u.externalId}`, `${u.orgId}:ext:${u.externalId}`]) this.#cache.delete(k);
   }
 
   async list(db: Db, orgId: string, q: z.infer<typeof userListQuery>): Promise<{ items: UserRow[]; nextCursor: string | null }> {

@@ -138,6 +138,52 @@ t.test('a single-use link: join_token_used elsewhere, a reload on the same devic
   t.equal((await exchange(multi.token, 'laptop')).status, 200, 'a multi-use link opens on several devices');
 });
 
+t.test('one single-use link exchanged at once from ten devices: one session, nine join_token_used', async (t) => {
+  const m = await meeting();
+  const link = (await mint(m.id, { userId: student.id })).body.data;
+  const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => exchange(link.token, `tab-${i}`)));
+  const winner = answers.findIndex((r) => r.status === 200);
+  t.equal(answers.filter((r) => r.status === 200).length, 1);
+  for (const r of answers.filter((r) => r.status !== 200)) assertError(t, r, 409, 'join_token_used');
+  const again = await Promise.all(Array.from({ length: 5 }, () => exchange(link.token, `tab-${winner}`)));
+  t.same(new Set(again.map((r) => r.status)), new Set([200]), 'the winning device reloads, five times at once');
+  t.same(new Set(again.map((r) => r.body.data.user.id)), new Set([student.id]));
+  const [n] = await member.app.sql<{ n: number }[]>`select count(*)::int as n from meeting_sessions s
+    join join_token_uses u on u.session_id = s.id and u.jti = s.jti and u.device_id = ${`tab-${winner}`} where s.meeting_id = ${m.id}`;
+  t.equal(n!.n, 1, 'the spend names the winning session');
+  const [total] = await member.app.sql<{ n: number }[]>`select count(*)::int as n from meeting_sessions where meeting_id = ${m.id}`;
+  t.equal(total!.n, 1, 'one session in all');
+});
+
+t.test('an exchange racing a deactivation: refused, no session left behind', async (t) => {
+  const m = await meeting();
+  const u = await user('s-racing');
+  const link = (await mint(m.id, { userId: u.id })).body.data;
+  const sql = member.app.sql;
+  let answer: Awaited<ReturnType<typeof exchange>> | undefined;
+  await sql.begin(async (tx) => {
+    // Hold the user's row as a deactivation does, and let the exchange read it ACTIVE and come to its insert.
+    await tx`select 1 from users where id = ${u.id} for update`;
+    const pending = exchange(link.token).then((r) => (answer = r));
+    for (let i = 0; ; i++) {
+      const [w] = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity
+        where datname = current_database() and wait_event_type = 'Lock' and query like '%join_token_uses%'`;
+      if (w!.n > 0) break;
+      if (i > 500) throw new Error('the exchange never waited on the user row');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    t.equal(answer, undefined, 'the exchange waits for the deactivation to commit');
+    await tx`update users set status = 'DEACTIVATED', deactivated_at = now(), revoked_before = now() where id = ${u.id}`;
+    void pending;
+  });
+  for (let i = 0; !answer && i < 500; i++) await new Promise((r) => setTimeout(r, 10));
+  assertError(t, answer!, 410, 'join_token_revoked');
+  const [n] = await sql<{ n: number }[]>`select count(*)::int as n from meeting_sessions where user_id = ${u.id}`;
+  t.equal(n!.n, 0, 'no session for a deactivated user');
+  const [spent] = await sql<{ n: number }[]>`select count(*)::int as n from join_token_uses where device_id = 'tab-1' and session_id not in (select id from meeting_sessions)`;
+  t.equal(spent!.n, 0, 'and no spend without a session');
+});
+
 t.test('join_token_expired, join_token_invalid', async (t) => {
   const m = await meeting();
   const link = (await mint(m.id, { userId: student.id, expiresInSeconds: 120 })).body.data;
