@@ -3,7 +3,7 @@
  *
  *   latency      an ask to an actor owned by another member (over Redis) against the same ask to an
  *                actor owned by the asking member (in-process), in the same run, interleaved: an echo
- *                actor (routing only) and a real LIVE meeting actor (a MUTE_REQUEST: transition + commit)
+ *                actor (routing only) and a real LIVE meeting actor (a HAND raised or lowered: transition + commit)
  *   failover     kill -9 of a member: until all its shards are owned again, until an actor on one of
  *                them answers (echo, and a LIVE meeting actor rehydrated from its snapshot)
  *   memory       heap and RSS per idle meeting actor: N actors loaded, minus the same member with them
@@ -28,6 +28,7 @@ import { desiredOwners, readPlacement } from '../src/cluster/placement.ts';
 import { pgOptions, type Sql } from '../src/db/index.ts';
 import { startRpcChild, type RpcChild } from './lib/rpc.ts';
 import { REDIS_URL, scratchBackends } from './lib/scratch.ts';
+import { cleanup, cleanups } from './lib/cleanup.ts';
 
 const USAGE = `npm run bench -- --scenario cluster [options]
 
@@ -38,6 +39,7 @@ const USAGE = `npm run bench -- --scenario cluster [options]
   --connections N   room WebSockets opened in the connections part               [10000]
   --per-meeting N   connections per meeting (the first a host)                    [20]
   --out FILE        JSON results                       [bench/results/cluster-<time>.json]
+  --json            also print the results as one JSON object on stdout (the report goes to stderr)
   --no-pin          do not pin members and the load to cores
 
 Environment: AULA_BENCH_DATABASE_URL (admin URL, a database is created and dropped), AULA_BENCH_REDIS_URL.`;
@@ -52,6 +54,7 @@ const { opt, int } = benchArgs(
     connections: { type: 'string', default: '10000' },
     'per-meeting': { type: 'string', default: '20' },
     out: { type: 'string' },
+    json: { type: 'boolean', default: false },
     'no-pin': { type: 'boolean', default: false },
   },
   'cluster',
@@ -75,12 +78,6 @@ const pin = !opt['no-pin'] && availableParallelism() >= 2 && hasTaskset;
 const here = new URL('.', import.meta.url).pathname;
 const MEMBER = join(here, 'servers/cluster-member.ts');
 
-const cleanups: (() => Promise<void>)[] = [];
-async function cleanup(): Promise<void> {
-  for (const c of cleanups.splice(0).reverse()) await c().catch((err) => console.error(`cleanup: ${(err as Error).message}`));
-}
-process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
-process.once('SIGTERM', () => void cleanup().then(() => process.exit(143)));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (values: number[], p: number): number => {
@@ -159,6 +156,8 @@ async function waitSettled(ms: RpcChild<MemberInfo>[], timeoutMs = 20_000) {
 
 const results: Record<string, unknown> = {};
 const lines: string[] = [];
+// with --json stdout carries the results alone; the report goes to stderr
+if (opt.json) console.log = console.error.bind(console);
 const say = (s: string) => {
   console.log(s);
   lines.push(s);
@@ -324,7 +323,8 @@ async function clusterParts(): Promise<void> {
   };
 
   if (parts.has('latency')) {
-    const mute = (tag: string) => ({ type: 'MUTE_REQUEST', participantId: `par_bench_${tag}`, by: `par_bench_${tag}` });
+    // a hand raised and lowered in turn (askLoop flips `raise`): a real transition and its commit every time
+    const mute = (tag: string) => ({ type: 'HAND', participantId: `par_bench_${tag}`, by: `par_bench_${tag}`, raise: true });
     const cases = [
       { name: 'echo, in-process', actorId: echoOn(a.info.memberId, 'local'), event: { type: 'PING' } },
       { name: 'echo, over Redis', actorId: echoOn(b.info.memberId, 'remote'), event: { type: 'PING' } },
@@ -373,7 +373,7 @@ async function clusterParts(): Promise<void> {
         owned,
         reaped,
         a.call<{ ms: number; attempts: number; errors: Record<string, number> }>('untilAnswer', { actorId: echo, event: { type: 'PING' }, since: t0 }),
-        a.call<{ ms: number; attempts: number; errors: Record<string, number> }>('untilAnswer', { actorId: `meeting:${meetingId}`, event: { type: 'MUTE_REQUEST', participantId: `par_bench_victim${k}`, by: `par_bench_victim${k}` }, since: t0 }),
+        a.call<{ ms: number; attempts: number; errors: Record<string, number> }>('untilAnswer', { actorId: `meeting:${meetingId}`, event: { type: 'HAND', participantId: `par_bench_victim${k}`, by: `par_bench_victim${k}`, raise: true }, since: t0 }),
       ]);
       rounds.push({ round: k, shards: victimShards.length, reapedMs, ownedMs, echoMs: echoAns.ms, meetingMs: meetingAns.ms, echoErrors: JSON.stringify(echoAns.errors), meetingErrors: JSON.stringify(meetingAns.errors) });
       say(`failover ${k}: kill -9 of a member with ${victimShards.length} shards (reaped ${reapedMs} ms): all owned again ${ownedMs} ms, echo actor answered ${echoAns.ms} ms, LIVE meeting actor answered ${meetingAns.ms} ms`);
@@ -394,22 +394,17 @@ try {
   const warnings = members.flatMap((m) => m.otherLines().map((l) => `${m.name}: ${l}`));
   const out = opt.out ?? join(here, 'results', `cluster-${started.toISOString().replaceAll(':', '-').replace(/\..+/, '')}.json`);
   mkdirSync(join(out, '..'), { recursive: true });
-  writeFileSync(
-    out,
-    JSON.stringify(
-      {
-        scenario: 'cluster',
-        startedAt: started.toISOString(),
-        machine: { cpus: cpus().length, model: cpus()[0]?.model ?? null, node: process.version, pinned: pin, loadAverageAtStart: loadavg() },
-        options: { parts: [...parts], asks, kills, actors: actorCount, connections: connCount, perMeeting },
-        results,
-        summary: lines,
-        memberLogLines: warnings.slice(-200),
-      },
-      null,
-      2,
-    ) + '\n',
-  );
+  const saved = {
+    scenario: 'cluster',
+    startedAt: started.toISOString(),
+    machine: { cpus: cpus().length, model: cpus()[0]?.model ?? null, node: process.version, pinned: pin, loadAverageAtStart: loadavg() },
+    options: { parts: [...parts], asks, kills, actors: actorCount, connections: connCount, perMeeting },
+    results,
+    summary: lines,
+    memberLogLines: warnings.slice(-200),
+  };
+  writeFileSync(out, JSON.stringify(saved, null, 2) + '\n');
+  if (opt.json) process.stdout.write(JSON.stringify(saved) + '\n');
   console.log(`results: ${out}`);
 } catch (err) {
   console.error((err as Error).stack ?? err);

@@ -14,9 +14,11 @@ import { ABLATION_NAMES, ALL_AT_ONCE, type Ablation } from './lib/ablations.ts';
 import { startServer, type ServerChild } from './lib/child.ts';
 import { snapshot, usage, type CpuSnapshot } from './lib/cpu.ts';
 import { fmtInt, ms, pct, printTable, ratiosPerRound, summarize, type Run } from './lib/report.ts';
+import { createPgbenchTable, pgbenchVersion, runPgbench } from './lib/pgbench.ts';
 import { hasTaskset, runWrk, wrkVersion, type WrkResult } from './lib/wrk.ts';
 import { PLANS } from '../src/plans.ts';
 import { REDIS_URL, scratchBackends } from './lib/scratch.ts';
+import { cleanup, cleanups } from './lib/cleanup.ts';
 
 // `--scenario cluster` is its own runner (several members, no wrk): bench/cluster.ts
 const argv = process.argv.slice(2);
@@ -34,19 +36,28 @@ if (argv.includes('--scenario=media') || argv.some((a, i) => a === '--scenario' 
   await import('./media.ts');
   process.exit(process.exitCode ?? 0);
 }
+// `--scenario storm` too (two members, teachers, students over HTTP and WebSockets; no wrk): bench/storm.ts
+if (argv.includes('--scenario=storm') || argv.some((a, i) => a === '--scenario' && argv[i + 1] === 'storm')) {
+  await import('./storm.ts');
+  process.exit(process.exitCode ?? 0);
+}
 
 const USAGE = `npm run bench -- [options]
 
   --scenario S      join (mint and exchange), mint or exchange          [join]
+                    (exchange runs beside pgbench's single-row insert at the same
+                    concurrency, into the run's database: its database baseline)
                     cluster: actor latency, failover, memory per actor, connections
                     per member (its own options: --scenario cluster --help)
                     webhooks: signed deliveries against unsigned POSTs, commit-to-delivery
                     latency at 1,000 events/s (its own options: --scenario webhooks --help)
                     media: consumers one mediasoup worker carries, bare against Aula's room
                     code (its own options: --scenario media --help)
+                    storm: 2,000 students joining within 60 s on two members, per step, without
+                    and with a flooding socket (its own options: --scenario storm --help)
   --duration S      seconds of each measured run                        [8]
   --warmup S        seconds of an unrecorded run before each one (0: none) [2]
-  --connections N   wrk connections                                     [64]
+  --connections N   wrk connections (and pgbench clients)                [64]
   --threads N       wrk threads                                         [1]
   --rounds N        repeat the whole set, interleaved; medians reported [1]
   --keys N          API keys the mint load is spread over               [1024]
@@ -54,6 +65,7 @@ const USAGE = `npm run bench -- [options]
   --pool N          single-use tokens minted for exchange (0: estimate) [0]
   --db-pool N       AULA_DATABASE_POOL of the member                    [10]
   --out FILE        JSON results                     [bench/results/<scenario>-<time>.json]
+  --json            also print the results as one JSON object on stdout (the report goes to stderr)
   --no-pin          do not pin servers and wrk to cores
   --ablate LIST     after each mint run, mint again with parts of the member swapped for stand-ins:
                     a comma list of ${ABLATION_NAMES.join(', ')};
@@ -78,12 +90,15 @@ const { opt, int } = benchArgs(USAGE, {
   pool: { type: 'string', default: '0' },
   'db-pool': { type: 'string', default: '10' },
   out: { type: 'string' },
+  json: { type: 'boolean', default: false },
   'no-pin': { type: 'boolean', default: false },
   profile: { type: 'boolean', default: false },
   ablate: { type: 'string', default: '' },
   'member-node-args': { type: 'string', default: '' },
 });
 
+// with --json stdout carries the results alone; the report goes to stderr
+if (opt.json) console.log = console.error.bind(console);
 const duration = int('duration', opt.duration, 1);
 const warmup = int('warmup', opt.warmup, 0);
 const connections = int('connections', opt.connections, 1);
@@ -93,9 +108,9 @@ const keyCount = int('keys', opt.keys, 1);
 const userCount = int('users', opt.users, 1);
 const dbPool = int('db-pool', opt['db-pool'], 1);
 const SCENARIOS: Record<string, string[]> = {
-  join: ['hello-get', 'hello-post', 'hello-shaped', 'healthz', 'mint', 'exchange'],
+  join: ['hello-get', 'hello-post', 'hello-shaped', 'healthz', 'mint', 'pgbench-insert', 'exchange'],
   mint: ['hello-get', 'hello-post', 'hello-shaped', 'healthz', 'mint'],
-  exchange: ['hello-get', 'hello-post', 'healthz', 'exchange'],
+  exchange: ['hello-get', 'hello-post', 'healthz', 'pgbench-insert', 'exchange'],
 };
 const plan = SCENARIOS[opt.scenario] ? [...SCENARIOS[opt.scenario]!] : null;
 if (!plan) {
@@ -123,12 +138,16 @@ if (threads > connections) {
   console.error('--threads cannot exceed --connections');
   process.exit(2);
 }
-/** Exchange runs at database speed (about 1.5k/s here); 4k/s leaves room, and running out is flagged anyway. */
-const poolSize = int('pool', opt.pool, 0) || (plan.includes('exchange') ? Math.max(20_000, rounds * (warmup + duration) * 4_000) : 0);
+/** Exchange runs at about 7k/s here; 10k/s leaves room, and running out is flagged anyway. */
+const poolSize = int('pool', opt.pool, 0) || (plan.includes('exchange') ? Math.max(20_000, rounds * (warmup + duration) * 10_000) : 0);
 
 const version = wrkVersion();
 if (!version) {
   console.error('wrk is not installed. On Debian: apt-get update && apt-get install -y wrk');
+  process.exit(2);
+}
+if (plan.includes('pgbench-insert') && !pgbenchVersion()) {
+  console.error('pgbench is not installed (the exchange is measured against it). On Debian: apt-get install -y postgresql-contrib, or postgresql-client for pgbench alone');
   process.exit(2);
 }
 const pin = !opt['no-pin'] && availableParallelism() >= 2 && hasTaskset();
@@ -153,12 +172,6 @@ interface AulaInfo {
 /** CPU of other processes, in cores, above which a run is marked noisy */
 const NOISY_CORES = 0.25;
 
-const cleanups: (() => Promise<void>)[] = [];
-async function cleanup(): Promise<void> {
-  for (const c of cleanups.splice(0).reverse()) await c().catch((err) => console.error(`cleanup: ${(err as Error).message}`));
-}
-process.once('SIGINT', () => void cleanup().then(() => process.exit(130)));
-process.once('SIGTERM', () => void cleanup().then(() => process.exit(143)));
 // `npm run bench | head` must not leave the servers and the database behind
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (err.code !== 'EPIPE') throw err;
@@ -170,8 +183,9 @@ const non2xx = (r: WrkResult): number =>
 const socketErrors = (r: WrkResult) => r.errors.connect + r.errors.read + r.errors.write + r.errors.timeout;
 
 /** A fresh database and Redis prefix, and the member in its own process; all removed by cleanup(). */
-async function startAula(fixtures: string): Promise<ServerChild<AulaInfo>> {
+async function startAula(fixtures: string): Promise<ServerChild<AulaInfo> & { dbUrl: URL }> {
   const { dbUrl, redisPrefix } = await scratchBackends(cleanups);
+  if (plan!.includes('pgbench-insert')) await createPgbenchTable(dbUrl);
   const t0 = performance.now();
   const aula = await startServer<AulaInfo>(
     'aula',
@@ -203,7 +217,31 @@ async function startAula(fixtures: string): Promise<ServerChild<AulaInfo>> {
   );
   cleanups.push(() => aula.stop());
   console.log(`aula member ready in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${aula.info.keys} keys, ${userCount} users, ${aula.info.tokens} exchange tokens`);
-  return aula;
+  return Object.assign(aula, { dbUrl });
+}
+
+/** pgbench's single-row insert into the run's database, warmed up like the others: the exchange's database baseline. */
+async function measurePgbench(dbUrl: URL, round: number): Promise<Run> {
+  const go = (seconds: number, onStart?: (pid: number) => void) =>
+    runPgbench({ dbUrl, seconds, clients: connections, threads, core: LOAD_CORE, ...(onStart ? { onStart } : {}) });
+  const warm = warmup ? await go(warmup) : null;
+  const pids: Record<string, number> = {};
+  let before: CpuSnapshot | null = null;
+  let after: CpuSnapshot | null = null;
+  let timer: NodeJS.Timeout | undefined;
+  const result = await go(duration, (pid) => {
+    pids.wrk = pid;
+    before = snapshot(pids);
+    timer = setTimeout(() => (after = snapshot(pids)), duration * 1000 - 1150);
+  });
+  clearTimeout(timer);
+  const cpu = usage(before, after);
+  const flags = result.errors.status ? [`${result.errors.status} failed transactions`] : [];
+  const notes = cpu && cpu.other > NOISY_CORES ? [`noisy: other processes used ${cpu.other.toFixed(2)} cores during the run`] : [];
+  const rps = result.requests / (result.durationUs / 1e6);
+  const c = cpu ? ` CPU: pgbench ${pct(cpu.groups.wrk ?? 0)}, postgres ${pct(cpu.groups.postgres!)}, other ${pct(cpu.other)}` : '';
+  console.log(`  round ${round} ${'pgbench-insert'.padEnd(12)} ${fmtInt(rps).padStart(9)} tx/s   p99 ${ms(result.latencyUs.p99)}${c}${flags.length ? '  FLAGGED' : ''}`);
+  return { scenario: 'pgbench-insert', round, rps, non2xx: result.errors.status, socketErrors: 0, serverLogLines: 0, cpu, warmup: warm, result, flags, notes };
 }
 
 async function main(): Promise<void> {
@@ -226,6 +264,10 @@ async function main(): Promise<void> {
 
   for (let round = 1; round <= rounds; round++) {
     for (const scenario of plan!) {
+      if (scenario === 'pgbench-insert') {
+        runs.push(await measurePgbench(aula.dbUrl, round));
+        continue;
+      }
       const server = scenario.startsWith('hello') ? hello : aula;
       const url = `http://127.0.0.1:${server.info.port}/`;
       const ablated = ablations.get(scenario);
@@ -300,26 +342,30 @@ async function main(): Promise<void> {
     console.log(`mint is ${(mint.ratioToHelloGet * 100).toFixed(1)}% of hello world by rate${byCpu} (target: at least 40%): ${mint.ratioToHelloGet >= 0.4 ? 'met' : 'NOT met'}`);
     if (rows.some((r) => r.noisy)) console.log('Some runs were noisy: the rates and their ratios are unreliable, the CPU per request much less so. Rerun on a quiet machine or with --rounds 3.');
   }
+  const exchange = rows.find((r) => r.scenario === 'exchange');
+  const pgbench = rows.find((r) => r.scenario === 'pgbench-insert');
+  if (exchange && pgbench) {
+    const share = exchange.rps / pgbench.rps;
+    console.log(`exchange is ${(share * 100).toFixed(1)}% of pgbench's single-row insert rate at the same concurrency (target: at least 50%): ${share >= 0.5 ? 'met' : 'NOT met'}`);
+    if (exchange.serverUsPerRequest !== null) {
+      console.log(`exchange costs the member ${exchange.serverUsPerRequest.toFixed(0)} µs of CPU (target: at most 100): ${exchange.serverUsPerRequest <= 100 ? 'met' : 'NOT met'}`);
+    }
+  }
   if (flagged.length) console.log('Runs with errors are not valid measurements.');
 
   const out = opt.out ?? join(here, 'results', `${opt.scenario}-${started.toISOString().replaceAll(':', '-').replace(/\..+/, '')}.json`);
   mkdirSync(join(out, '..'), { recursive: true });
-  writeFileSync(
-    out,
-    JSON.stringify(
-      {
-        scenario: opt.scenario,
-        startedAt: started.toISOString(),
-        machine: { cpus: cpus().length, model: cpus()[0]?.model ?? null, node: process.version, wrk: version, pinned: pin, loadAverageAtStart: loadavg() },
-        options: { duration, warmup, connections, threads, rounds, keys: keyCount, users: userCount, pool: poolSize, dbPool },
-        summary: rows,
-        perRound,
-        runs,
-      },
-      null,
-      2,
-    ) + '\n',
-  );
+  const results = {
+    scenario: opt.scenario,
+    startedAt: started.toISOString(),
+    machine: { cpus: cpus().length, model: cpus()[0]?.model ?? null, node: process.version, wrk: version, pinned: pin, loadAverageAtStart: loadavg() },
+    options: { duration, warmup, connections, threads, rounds, keys: keyCount, users: userCount, pool: poolSize, dbPool },
+    summary: rows,
+    perRound,
+    runs,
+  };
+  writeFileSync(out, JSON.stringify(results, null, 2) + '\n');
+  if (opt.json) process.stdout.write(JSON.stringify(results) + '\n');
   console.log(`results: ${out}`);
   if (opt.profile) console.log(`member CPU profile (written when it exits): ${profileDir}/`);
   process.exitCode = flagged.length ? 1 : 0;

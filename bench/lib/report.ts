@@ -65,7 +65,7 @@ export function summarize(scenarios: string[], runs: Run[], noisyCores: number):
       redisCpu: cpuOf('redis'),
       postgresCpu: cpuOf('postgres'),
       otherCpu: withCpu ? median(rs.map((r) => r.cpu!.other)) : null,
-      serverUsPerRequest: withCpu ? median(rs.map((r) => (r.cpu!.groups.server! * 1e6) / r.rps)) : null,
+      serverUsPerRequest: withCpu && rs.every((r) => r.cpu!.groups.server !== undefined) ? median(rs.map((r) => (r.cpu!.groups.server! * 1e6) / r.rps)) : null,
       flagged: rs.some((r) => r.flags.length > 0),
       noisy: rs.some((r) => (r.cpu?.other ?? 0) > noisyCores),
       ratioToHelloGet: 0,

@@ -5,13 +5,16 @@
  * Besides the real actor kinds it answers asks to `bench:<anything>` with a constant, from the same
  * cluster handler (an echo actor: routing without a transition or a commit), so the routing cost and
  * the cost of a real meeting transition can be told apart. Run with --expose-gc for `memory`.
+ * The join storm (bench/storm.ts) uses two of these members and their `stormSetup` and `stormMeetings`
+ * fixtures.
  */
 import { writeFileSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { startMember } from '../../src/member.ts';
 import { createOrg } from '../../src/services/orgs.ts';
 import type { Scope } from '../../src/scopes.ts';
 import { closeOnSignals } from '../lib/member.ts';
+import { pool } from '../lib/pool.ts';
+import { serveRpc } from '../lib/rpc-serve.ts';
 
 const member = await startMember();
 const { app } = member;
@@ -24,19 +27,6 @@ const shutdown = closeOnSignals(member);
 const gc = (globalThis as { gc?: () => void }).gc;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function pool<T>(n: number, count: number, fn: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = new Array(count);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(n, count) }, async () => {
-      while (next < count) {
-        const i = next++;
-        out[i] = await fn(i);
-      }
-    }),
-  );
-  return out;
-}
 
 const HOST_SCOPES = new Set<Scope>(['meetings:write']);
 
@@ -121,12 +111,55 @@ const commands: Record<string, (args: any) => Promise<unknown>> = {
     writeFileSync(file, out.join('\n') + '\n');
     return { file, meetings: meetings.ids.length, ms: performance.now() - t0 };
   },
-  /** `n` asks one after another; the latency of each in microseconds. */
+  /**
+   * The join storm's fixtures (bench/storm.ts), through the services: an organization on `enterprise`,
+   * `keys` API keys (meetings:write and join-links:write), a teacher per room, `students` students, one
+   * class per room with its students enrolled (student i in class i % rooms), and a student for the
+   * flooding socket.
+   */
+  async stormSetup({ students, rooms, keys }: { students: number; rooms: number; keys: number }) {
+    const t0 = performance.now();
+    const org = await createOrg(sql, clock, { name: 'Bench Storm School', plan: 'enterprise' });
+    const apiKeys = await pool(4, keys, (i) => services.apiKeys.create(sql, { orgId: org.id, name: `storm-${i}`, scopes: ['meetings:write', 'join-links:write'] }));
+    const teacherIds = await pool(8, rooms, async (r) => (await services.users.upsert(sql, org.id, { externalId: `storm-teacher-${r}`, fullName: `Teacher ${r}`, role: 'TEACHER' })).user.id);
+    const classIds = await pool(8, rooms, async (r) => (await services.classes.upsert(sql, org.id, { externalId: `storm-class-${r}`, name: `Class ${r}` })).cls.id);
+    const studentIds = await pool(16, students, async (i) => (await services.users.upsert(sql, org.id, { externalId: `storm-student-${i}`, fullName: `Student ${i}`, role: 'STUDENT' })).user.id);
+    await pool(16, students, (i) => services.enrollments.enroll(sql, org.id, classIds[i % rooms]!, { userId: studentIds[i]! }));
+    const flooder = await services.users.upsert(sql, org.id, { externalId: 'storm-flooder', fullName: 'Flooding Student', role: 'STUDENT' });
+    return { orgId: org.id, keys: apiKeys.map((k) => k.key), teacherIds, classIds, studentIds, flooderId: flooder.user.id, ms: performance.now() - t0 };
+  },
+  /**
+   * One storm's rooms: a live class per class (ENROLLED), those whose index is in `waiting` with a waiting
+   * room, and with `flood` a meeting of its own for the flooding socket (ORG_MEMBERS, no waiting room).
+   */
+  async stormMeetings({ orgId, classIds, teacherIds, waiting, flood, tag }: { orgId: string; classIds: string[]; teacherIds: string[]; waiting: number[]; flood: boolean; tag: string }) {
+    const waitingRoom = new Set(waiting);
+    const scheduledStart = new Date(clock.now() + 60_000).toISOString();
+    const rooms = await pool(8, classIds.length, async (r) => {
+      const m = await services.meetings.create(sql, orgId, {
+        title: `Storm ${tag} class ${r}`,
+        type: 'CLASS',
+        classId: classIds[r]!,
+        hostUserId: teacherIds[r]!,
+        scheduledStart,
+        durationMinutes: 60,
+        access: { mode: 'ENROLLED' },
+        settings: { waitingRoom: waitingRoom.has(r) },
+      });
+      return { id: m.id, slug: m.slug, waitingRoom: waitingRoom.has(r) };
+    });
+    const floodRoom = flood
+      ? await services.meetings.create(sql, orgId, { title: `Storm ${tag} flood`, type: 'MEETING', hostUserId: teacherIds[0]!, scheduledStart, durationMinutes: 60 })
+      : null;
+    return { rooms, flood: floodRoom ? { id: floodRoom.id, slug: floodRoom.slug } : null };
+  },
+  /** `n` asks one after another (an event with a boolean `raise` flips it each time); the latency of each in microseconds. */
   async askLoop({ actorId, event, n }: { actorId: string; event: Record<string, unknown>; n: number }) {
     const us: number[] = new Array(n);
     for (let i = 0; i < n; i++) {
+      const e = typeof event.raise === 'boolean' ? { ...event, raise: i % 2 === 0 } : event;
       const t0 = performance.now();
-      await cluster.ask(actorId, event);
+      await cluster.ask(actorId, e);
       us[i] = Math.round((performance.now() - t0) * 1000);
     }
     return us;
@@ -149,20 +182,4 @@ const commands: Record<string, (args: any) => Promise<unknown>> = {
   },
 };
 
-createInterface({ input: process.stdin })
-  .on('close', () => void shutdown(0))
-  .on('line', (line) => {
-    let msg: { id: number; cmd: string; args?: unknown };
-    try {
-      msg = JSON.parse(line);
-    } catch {
-      return;
-    }
-    const fn = commands[msg.cmd];
-    (fn ? fn(msg.args ?? {}) : Promise.reject(new Error(`unknown command ${msg.cmd}`))).then(
-      (value) => process.stdout.write(`BENCH_REPLY ${JSON.stringify({ id: msg.id, ok: true, value })}\n`),
-      (err: Error) => process.stdout.write(`BENCH_REPLY ${JSON.stringify({ id: msg.id, ok: false, error: err.stack ?? String(err) })}\n`),
-    );
-  });
-
-process.stdout.write(`BENCH_READY ${JSON.stringify({ memberId, port: member.port, url: member.url, pid: process.pid })}\n`);
+serveRpc(commands, { memberId, port: member.port, url: member.url, pid: process.pid }, () => void shutdown(0));

@@ -8,7 +8,12 @@ import type { RoomRole } from '../../src/rooms/access.ts';
 import { CLOSE_CODES, clientMessage, SIGNALING_TYPES, type CloseReason } from '../../src/rooms/protocol.ts';
 import { TokenBucket } from './bucket.ts';
 
-/** Per-socket command budget: a burst for joining a full room (transports, producers, a consumer resume each), then a steady rate. */
+/**
+ * A session's command budget: a burst for joining a full room (transports, producers, a consumer resume
+ * each), then a steady rate. It belongs to the meeting session, not the socket: a new socket of the same
+ * session (a reconnect, a second tab) draws from the same bucket, and opening one costs an actor
+ * command (its JOIN), so reconnecting is no way around the budget.
+ */
 export const COMMAND_BUDGET = {
   capacity: 200,
   perSecond: 50,
@@ -17,16 +22,28 @@ export const COMMAND_BUDGET = {
   /** Refused for rate this many times within `strikeWindowMs`: the socket is closed with 1008. */
   maxStrikes: 100,
   strikeWindowMs: 10_000,
+  /** A session whose socket was closed for flooding may not open another for this long. */
+  barredMs: 10_000,
+  /** A budget no socket has used for this long is forgotten (it has refilled by then). */
+  idleMs: 30_000,
 } as const;
+
+/** One session's budget on this member, shared by its sockets. */
+interface SessionBudget {
+  bucket: TokenBucket;
+  strikes: number;
+  strikeWindowStart: number;
+  barredUntil: number;
+  sockets: number;
+  lastUsed: number;
+}
 
 const DEVICES = new Set<Device>(['web', 'android', 'ios', 'unknown']);
 export const participantIdOf = (sessionId: string) => `par_${sessionId.slice(4)}`;
 
 interface SocketData {
   conn: UwsConnection;
-  bucket: TokenBucket;
-  strikes: number;
-  strikeWindowStart: number;
+  budget: SessionBudget;
 }
 type Socket = uws.WebSocket<SocketData>;
 
@@ -90,9 +107,41 @@ function uwsConnection(identity: ConnectionIdentity): UwsConnection {
  */
 export class MediaGateway {
   readonly #app: App;
+  readonly #budgets = new Map<string, SessionBudget>();
+  #sweptAt = 0;
 
   constructor(app: App) {
     this.#app = app;
+  }
+
+  /** The session's budget, after paying for a new socket; refused while barred or without the tokens for a JOIN. */
+  #budgetForSocket(sessionId: string, now: number): SessionBudget {
+    this.#sweep(now);
+    let budget = this.#budgets.get(sessionId);
+    if (!budget) {
+      budget = { bucket: new TokenBucket(COMMAND_BUDGET.capacity, COMMAND_BUDGET.perSecond, now), strikes: 0, strikeWindowStart: 0, barredUntil: 0, sockets: 0, lastUsed: now };
+      this.#budgets.set(sessionId, budget);
+    }
+    budget.lastUsed = now;
+    const wait = now < budget.barredUntil ? (budget.barredUntil - now) / 1000 : budget.bucket.take(COMMAND_BUDGET.actorCost, now) ? 0 : budget.bucket.waitFor(COMMAND_BUDGET.actorCost);
+    if (wait > 0) {
+      const retryAfterSeconds = Math.max(1, Math.ceil(wait));
+      throw new AppError('command_rate_limited', {
+        message: now < budget.barredUntil ? 'This meeting session flooded its room socket; reconnect after the time given.' : 'Too many connections or commands for this meeting session; retry after the time given.',
+        details: { retryAfterSeconds },
+        headers: { 'Retry-After': String(retryAfterSeconds) },
+      });
+    }
+    return budget;
+  }
+
+  /** Forgets the budgets of sessions with no socket that have been idle long enough to be full again (at most every few seconds). */
+  #sweep(now: number): void {
+    if (now - this.#sweptAt < 5_000) return;
+    this.#sweptAt = now;
+    for (const [id, b] of this.#budgets) {
+      if (b.sockets === 0 && now - b.lastUsed > COMMAND_BUDGET.idleMs && now >= b.barredUntil) this.#budgets.delete(id);
+    }
   }
 
   get connections(): number {
@@ -130,22 +179,25 @@ export class MediaGateway {
       aborted = true;
     });
     this.#authorize(slug, query.get('token') ?? '', query.get('device') ?? 'unknown').then(
-      (conn) => {
+      (data) => {
         if (aborted) return;
-        const data: SocketData = { conn, bucket: new TokenBucket(COMMAND_BUDGET.capacity, COMMAND_BUDGET.perSecond, performance.now()), strikes: 0, strikeWindowStart: 0 };
+        data.budget.sockets++;
         res.cork(() => res.upgrade(data, key, protocol, extensions, context));
       },
       (err) => {
         if (aborted) return;
         const e = toAppError(err);
         res.cork(() => {
-          res.writeStatus(`${e.status} ${e.code}`).writeHeader('Content-Type', 'application/json').end(JSON.stringify(e.toBody(`req_${randomUUID().replaceAll('-', '')}`)));
+          res.writeStatus(`${e.status} ${e.code}`).writeHeader('Content-Type', 'application/json');
+          for (const [k, v] of Object.entries(e.headers)) res.writeHeader(k, v);
+          res.end(JSON.stringify(e.toBody(`req_${randomUUID().replaceAll('-', '')}`)));
         });
       },
     );
   }
 
-  async #authorize(slug: string, token: string, device: string): Promise<UwsConnection> {
+  /** The token, the session's budget (before any database read, so a barred session costs none), then the session as of now. */
+  async #authorize(slug: string, token: string, device: string): Promise<SocketData> {
     const { tokens, clock, sql } = this.#app;
     const now = clock.now();
     const media = tokens.media.read(token);
@@ -153,6 +205,7 @@ export class MediaGateway {
     if (!media && !access) throw new AppError('session_invalid', { message: 'Connect with the mediaToken (or, while waiting, the accessToken) of a meeting session.' });
     const claims = media ?? access!;
     if (claims.e <= now) throw new AppError('session_expired', { message: 'The token has expired; refresh the meeting session.' });
+    const budget = this.#budgetForSocket(claims.s, performance.now());
     const [row] = await sql<{ slug: string; revokedAt: Date | null; revokedReason: string | null; role: RoomRole; queueId: string | null; userStatus: string }[]>`
       select m.slug, s.revoked_at, s.revoked_reason, s.role, s.queue_id, u.status as user_status
       from meeting_sessions s join meetings m on m.id = s.meeting_id join users u on u.id = s.user_id where s.id = ${claims.s}`;
@@ -161,7 +214,7 @@ export class MediaGateway {
     if (row.userStatus !== 'ACTIVE') throw new AppError('user_deactivated');
     if (row.revokedAt) throw new AppError('session_revoked', { details: { reason: row.revokedReason } });
     if (access && !row.queueId) throw new AppError('session_invalid', { message: 'Only a waiting session may connect with its accessToken; use the mediaToken.' });
-    return uwsConnection({
+    const conn = uwsConnection({
       kind: media ? 'room' : 'waiting',
       meetingId: claims.m,
       sessionId: claims.s,
@@ -171,6 +224,7 @@ export class MediaGateway {
       queueId: row.queueId,
       device: DEVICES.has(device as Device) ? (device as Device) : 'unknown',
     });
+    return { conn, budget };
   }
 
   #open(ws: Socket): void {
@@ -199,17 +253,21 @@ export class MediaGateway {
     const type = (raw as { type?: unknown })?.type;
     const cost = typeof type === 'string' && (type === 'ping' || SIGNALING_TYPES.has(type)) ? 1 : COMMAND_BUDGET.actorCost;
     const now = performance.now();
-    if (!data.bucket.take(cost, now)) {
-      if (now - data.strikeWindowStart > COMMAND_BUDGET.strikeWindowMs) {
-        data.strikeWindowStart = now;
-        data.strikes = 0;
+    const budget = data.budget;
+    budget.lastUsed = now;
+    if (!budget.bucket.take(cost, now)) {
+      if (now - budget.strikeWindowStart > COMMAND_BUDGET.strikeWindowMs) {
+        budget.strikeWindowStart = now;
+        budget.strikes = 0;
       }
-      if (++data.strikes > COMMAND_BUDGET.maxStrikes) {
-        this.#app.log.warn({ meetingId: c.meetingId, participantId: c.participantId }, 'room socket closed for flooding commands');
+      if (++budget.strikes > COMMAND_BUDGET.maxStrikes) {
+        budget.barredUntil = now + COMMAND_BUDGET.barredMs;
+        budget.strikes = 0;
+        this.#app.log.warn({ meetingId: c.meetingId, participantId: c.participantId }, 'room socket closed for flooding commands; its session may not reconnect for a while');
         return c.end('abuse');
       }
-      const retryAfterSeconds = Math.ceil(data.bucket.waitFor(cost) * 10) / 10;
-      return c.send(JSON.stringify({ type: 'ack', id, ok: false, error: { code: 'command_rate_limited', message: 'Too many commands on this connection; slow down.', details: { retryAfterSeconds } } }));
+      const retryAfterSeconds = Math.ceil(budget.bucket.waitFor(cost) * 10) / 10;
+      return c.send(JSON.stringify({ type: 'ack', id, ok: false, error: { code: 'command_rate_limited', message: 'Too many commands on this meeting session; slow down.', details: { retryAfterSeconds } } }));
     }
     const parsed = clientMessage.safeParse(raw);
     if (!parsed.success) {
@@ -228,7 +286,9 @@ export class MediaGateway {
   }
 
   #close(ws: Socket): void {
-    const c = ws.getUserData().conn;
+    const { conn: c, budget } = ws.getUserData();
+    budget.sockets--;
+    budget.lastUsed = performance.now();
     c.closed = true;
     c.ws = null;
     this.#app.connections.remove(c);

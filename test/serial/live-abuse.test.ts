@@ -1,4 +1,5 @@
 import t from 'tap';
+import WebSocket from 'ws';
 import { COMMAND_BUDGET } from '../../http/ws/gateway.ts';
 import { isRetryable } from '../../src/errors.ts';
 import { MAILBOX_LIMIT } from '../../src/runtime/host.ts';
@@ -61,6 +62,60 @@ t.test('a socket flooding 1,000 refused commands a second: refused at the edge, 
   t.equal(end.body.data.status, 'ENDED');
   t.ok(endMs < 1000, `the API end answered in ${Math.round(endMs)} ms`);
   t.equal((await host.waitClosed()).code, 4002);
+});
+
+/** An upgrade's refusal: its HTTP status, Retry-After and error code (or 101 when it opened). */
+function upgradeAnswer(url: string): Promise<{ status: number; retryAfter: number | null; code: string | null }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url);
+    ws.on('open', () => {
+      ws.terminate();
+      resolve({ status: 101, retryAfter: null, code: null });
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: Number(res.headers['retry-after'] ?? NaN), code: JSON.parse(body).error?.code ?? null }));
+    });
+    ws.on('error', (err) => (err.message.includes('Unexpected server response') ? undefined : reject(err)));
+  });
+}
+
+t.test('the budget is the session\'s: a flooder barred after its 1008, a reconnect that does not refill it', async (t) => {
+  const m = (await call('POST', '/public/meetings', { title: 'Reconnect', type: 'MEETING', hostUserId: teacher.id, scheduledStart: new Date().toISOString(), durationMinutes: 60 })).body.data;
+  const hs = await session(m.id, teacher.id, 'HOST');
+  const host = await connect(t, hs.mediaUrl, hs.mediaToken);
+  await host.type('joined');
+
+  // Spend the burst on hands (actor commands), close, and come straight back: refused until it refills.
+  const ss = await session(m.id, student.id, 'PARTICIPANT');
+  const url = `${ss.mediaUrl}?token=${encodeURIComponent(ss.mediaToken)}&device=web`;
+  const stu = await connect(t, ss.mediaUrl, ss.mediaToken);
+  await stu.type('joined');
+  const acks = await Promise.all(Array.from({ length: 25 }, (_, i) => stu.command({ type: i % 2 ? 'lower-hand' : 'raise-hand' })));
+  t.ok(acks.some((a) => a.error?.code === 'command_rate_limited'), 'the burst is spent');
+  stu.close();
+  await stu.waitClosed();
+  const again = await upgradeAnswer(url);
+  t.match(again, { status: 429, code: 'command_rate_limited' }, 'a reconnect right away is refused: the budget did not refill');
+  t.equal(again.retryAfter, 1, 'Retry-After: a second (a join costs 10 tokens at 50 a second)');
+  await new Promise((r) => setTimeout(r, again.retryAfter! * 1000));
+  const back = await connect(t, ss.mediaUrl, ss.mediaToken);
+  await back.type('joined');
+  t.pass('after Retry-After it connects');
+
+  // A flooder's socket closed with 1008: its session is barred for COMMAND_BUDGET.barredMs.
+  const flood = setInterval(() => {
+    for (let i = 0; i < 10 && back.ws.readyState === back.ws.OPEN; i++) back.ws.send(JSON.stringify({ type: 'raise-hand', id: `f${i}` }));
+  }, 10);
+  t.teardown(() => clearInterval(flood));
+  t.equal((await back.waitClosed(5000)).code, 1008);
+  clearInterval(flood);
+  const barred = await upgradeAnswer(url);
+  t.match(barred, { status: 429, code: 'command_rate_limited' }, 'the flooder may not come straight back');
+  t.ok(barred.retryAfter! > 1 && barred.retryAfter! <= COMMAND_BUDGET.barredMs / 1000, `Retry-After ${barred.retryAfter} s`);
+  const other = await session(m.id, teacher.id, 'HOST', 'another-device');
+  t.equal((await upgradeAnswer(`${other.mediaUrl}?token=${encodeURIComponent(other.mediaToken)}&device=web`)).status, 101, 'other sessions are not affected');
 });
 
 t.test('one live socket per session: a second socket of the same session replaces the first', async (t) => {
