@@ -16,7 +16,15 @@
  *               its id at the receiver.
  *   cross       the same with a second member in its own process that owns the endpoint's shard: the
  *               events are committed (and fanned out) on this member, the sends happen on the other one
- *               after the wake-up over the Redis bus.
+ *               after the wake-up over the Redis bus. Says whether the lag stayed flat: p99 of each
+ *               second of emission (first third against last third, and its slope), the backlog
+ *               sampled every second, and the backlog when emission stopped.
+ *   cross-sweep the cross setup at rising rates (default 1,000, 1,250, 1,500, 2,000, ...), each step
+ *               after a drained warmup; a step is sustained when the events were emitted at the rate,
+ *               the backlog at its end was under half a second of events, its p99 did not rise from
+ *               the first third of its seconds to the last, and everything arrived within 2 s. Stops at
+ *               the first step that is not; reports the last that was: the highest sustained rate
+ *               with two processes.
  *
  * The receiver (uWebSockets.js, answers 204 once the body is in) and the throughput client are this
  * same file run as child processes (BENCH_WEBHOOKS_ROLE=receiver|client), pinned to cores 0 and 1.
@@ -29,6 +37,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import postgres from 'postgres';
 import { benchArgs } from './lib/args.ts';
 import { REDIS_URL, scratchBackends } from './lib/scratch.ts';
 
@@ -208,16 +217,22 @@ async function clientMain(): Promise<void> {
 
 const USAGE = `npm run bench -- --scenario webhooks [options]
 
-  --parts LIST          throughput,latency,cross (default: all three)
+  --parts LIST          throughput,latency,cross,cross-sweep (default: the first three)
   --concurrency LIST    deliveries in flight in the throughput part            [8,64]
   --duration S          seconds of each throughput run                         [3]
   --rounds N            interleaved throughput rounds (order reversed every other round) [4]
   --rate LIST           events per second in the latency parts; a list runs each in turn [1000]
   --seconds S           seconds of steady emission in the latency parts        [15]
+  --sweep-rates LIST    the steps of cross-sweep, events/s       [1000,1250,1500,2000,2500,3000,4000,5000]
+  --sweep-retries N     a step not sustained while other processes used over a quarter of a core
+                        is run again, up to N times                            [1]
   --warmup S            seconds of unrecorded emission before it (and throughput warmup runs) [2]
   --db-pool N           AULA_DATABASE_POOL of the members                      [10]
   --endpoint-concurrency N  AULA_WEBHOOK_CONCURRENCY of the members            [8, the default]
   --out FILE            JSON results                 [bench/results/webhooks-<time>.json]
+  --json                print the results as one JSON object on stdout (the report goes to stderr)
+  --profile             run member B (cross parts) under --cpu-prof; the profile goes to bench/results/profiles/
+                        (summarize it with: node --import tsx bench/profile.ts FILE)
   --no-pin              do not pin the receiver and the client to cores
 
 Environment: AULA_BENCH_DATABASE_URL (admin URL, a database is created and dropped), AULA_BENCH_REDIS_URL.`;
@@ -232,15 +247,19 @@ async function runnerMain(): Promise<void> {
       rounds: { type: 'string', default: '4' },
       rate: { type: 'string', default: '1000' },
       seconds: { type: 'string', default: '15' },
+      'sweep-rates': { type: 'string', default: '1000,1250,1500,2000,2500,3000,4000,5000' },
+      'sweep-retries': { type: 'string', default: '1' },
       warmup: { type: 'string', default: '2' },
       'db-pool': { type: 'string', default: '10' },
       'endpoint-concurrency': { type: 'string', default: '8' },
       out: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      profile: { type: 'boolean', default: false },
       'no-pin': { type: 'boolean', default: false },
     },
     'webhooks',
   );
-  const PARTS = ['throughput', 'latency', 'cross'];
+  const PARTS = ['throughput', 'latency', 'cross', 'cross-sweep'];
   const parts = new Set(opt.parts.split(',').map((p) => p.trim()));
   for (const p of parts) {
     if (!PARTS.includes(p)) {
@@ -252,6 +271,8 @@ async function runnerMain(): Promise<void> {
   const duration = int('duration', opt.duration, 1);
   const rounds = int('rounds', opt.rounds, 1);
   const rates = opt.rate.split(',').map((r) => int('rate', r.trim(), 1));
+  const sweepRates = opt['sweep-rates'].split(',').map((r) => int('sweep-rates', r.trim(), 1));
+  const sweepRetries = int('sweep-retries', opt['sweep-retries'], 0);
   const seconds = int('seconds', opt.seconds, 1);
   const warmup = int('warmup', opt.warmup, 0);
   const dbPool = int('db-pool', opt['db-pool'], 1);
@@ -276,7 +297,7 @@ async function runnerMain(): Promise<void> {
   process.once('SIGTERM', () => void cleanup().then(() => process.exit(143)));
 
   const results: Record<string, unknown> = {};
-  const say = (s: string) => console.log(s);
+  const say = (s: string) => void (opt.json ? process.stderr : process.stdout).write(s + '\n');
   const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
   const pctl = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
   const median = (v: number[]) => {
@@ -408,9 +429,10 @@ async function runnerMain(): Promise<void> {
     }
 
     // ---- latency: a real member in this process ------------------------------------------------
-    if (parts.has('latency') || parts.has('cross')) {
+    if (parts.has('latency') || parts.has('cross') || parts.has('cross-sweep')) {
       const { loadConfig } = await import('../src/config.ts');
       const { startMember } = await import('../src/member.ts');
+      const { createLogger } = await import('../src/logger.ts');
       const { createOrg } = await import('../src/services/orgs.ts');
       const { emitEvent } = await import('../src/services/outbox.ts');
       const { transaction } = await import('../src/db/tx.ts');
@@ -436,7 +458,9 @@ async function runnerMain(): Promise<void> {
         AULA_WEBHOOK_CONCURRENCY: String(endpointConcurrency),
         WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
       };
-      const member = await startMember({ config: loadConfig(memberEnv) });
+      const memberConfig = loadConfig(memberEnv);
+      // its logs on stderr: with --json, stdout holds only the results
+      const member = await startMember({ config: memberConfig, logger: createLogger(memberConfig, {}, 2) });
       cleanups.push(() => member.close());
       const { app } = member;
       const { sql } = app;
@@ -496,29 +520,63 @@ async function runnerMain(): Promise<void> {
 
       /** How long the latency parts wait, after emission, for every event to arrive; the percentiles leave out what has not (reported as missing). */
       const DRAIN_TIMEOUT_MS = 300_000;
+      // The runner's own connection for watching the backlog, so that sampling it takes nothing from the member's pool.
+      const watch = postgres(dbUrl.toString(), { max: 1, onnotice: () => {} });
+      cleanups.push(() => watch.end({ timeout: 1 }));
       const backlog = async (endpointId: string) =>
-        (await sql<{ undispatched: number; pending: number }[]>`select
+        (await watch<{ undispatched: number; pending: number }[]>`select
           (select count(*)::int from outbox where dispatched_at is null) as undispatched,
           (select count(*)::int from webhook_messages where endpoint_id = ${endpointId} and status = 'PENDING') as pending`)[0]!;
+
+      /** Least-squares slope of ys against xs. */
+      const slope = (xs: number[], ys: number[]): number => {
+        const n = xs.length;
+        if (n < 2) return NaN;
+        const mx = xs.reduce((a, b) => a + b, 0) / n;
+        const my = ys.reduce((a, b) => a + b, 0) / n;
+        let num = 0;
+        let den = 0;
+        for (let i = 0; i < n; i++) {
+          num += (xs[i]! - mx) * (ys[i]! - my);
+          den += (xs[i]! - mx) ** 2;
+        }
+        return den ? num / den : NaN;
+      };
+      /** Whether the lag stayed flat: p99 of the last third of the seconds against the first third (a queue that grows shows as a last third far above the first). */
+      const P99_RISE_FACTOR = 1.5;
+      const P99_RISE_MARGIN_US = 20_000;
 
       const measure = async (label: string, rate: number, orgId: string, endpointId: string, extraPids: Record<string, number> = {}) => {
         if (warmup) {
           say(`  ${label}: warmup, ${warmup} s at ${rate}/s`);
-          const w = await emit(orgId, rate, warmup);
+          await emit(orgId, rate, warmup);
           await waitFor('the warmup to drain', async () => {
             const b = await backlog(endpointId);
             return b.undispatched === 0 && b.pending === 0;
           }, DRAIN_TIMEOUT_MS);
-          void w;
         }
         await receiver.call('record', { on: true });
         const pids = { member: process.pid, receiver: receiver.pid, ...extraPids };
         const cpuBefore = snapshot(pids);
         const started = nowUs();
+        // the backlog once a second while events are emitted: a queue that grows is the direct sign of not keeping up
+        const backlogSamples: { atS: number; undispatched: number; pending: number }[] = [];
+        let sampling = true;
+        const sampler = (async () => {
+          for (let next = 1; sampling; next++) {
+            await sleep(Math.max(0, started / 1000 + next * 1000 - nowUs() / 1000));
+            if (!sampling) break;
+            const atS = (nowUs() - started) / 1e6;
+            const b = await backlog(endpointId);
+            if (sampling) backlogSamples.push({ atS, ...b });
+          }
+        })();
         const { emitted, errors, maxOutstanding } = await emit(orgId, rate, seconds);
         const endedUs = nowUs();
+        sampling = false;
         const cpu = usage(cpuBefore, snapshot(pids));
         const atEnd = await backlog(endpointId);
+        backlogSamples.push({ atS: (endedUs - started) / 1e6, ...atEnd });
         const receivedAtEnd = (await receiver.call<{ recorded: number }>('stats')).recorded;
         let drainedUs: number | null = null;
         try {
@@ -528,11 +586,13 @@ async function runnerMain(): Promise<void> {
           // reported below as missing
         }
         await waitFor('the outcomes to be recorded', async () => (await backlog(endpointId)).pending === 0, 30_000).catch(() => undefined);
+        await sampler;
         const { ids, at } = await receiver.call<{ ids: string[]; at: number[] }>('arrivals');
         await receiver.call('record', { on: false });
         const arrival = new Map(ids.map((id, i) => [id, at[i]!]));
         const lat: number[] = [];
         const perSecond = new Map<number, number[]>();
+        const arrivalsPerSecond = new Array<number>(seconds).fill(0);
         let missing = 0;
         for (const e of emitted) {
           const a = arrival.get(e.id);
@@ -544,6 +604,8 @@ async function runnerMain(): Promise<void> {
           lat.push(l);
           const s = Math.floor((e.schedUs - started) / 1e6);
           (perSecond.get(s) ?? perSecond.set(s, []).get(s)!).push(l);
+          const as = Math.floor((a - started) / 1e6);
+          if (as >= 0 && as < seconds) arrivalsPerSecond[as]!++;
         }
         lat.sort((a, b) => a - b);
         // Deliveries (first arrivals of this window's events) per second while events were being emitted: below the event rate, a backlog grows.
@@ -555,19 +617,44 @@ async function runnerMain(): Promise<void> {
         const statuses = await sql<{ status: string; n: number }[]>`select status, count(*)::int as n from webhook_messages where endpoint_id = ${endpointId} group by status`;
         const attempts = await sql<{ status: string; n: number }[]>`select status, count(*)::int as n from webhook_attempts where endpoint_id = ${endpointId} group by status`;
         const commitSpan = emitted.length > 1 ? (Math.max(...emitted.map((e) => e.commitUs)) - Math.min(...emitted.map((e) => e.commitUs))) / 1e6 : NaN;
+        const p99BySecondUs = [...perSecond.entries()].sort((a, b) => a[0] - b[0]).map(([, v]) => pctl(v.sort((a, b) => a - b), 99));
+        const p50BySecondUs = [...perSecond.entries()].sort((a, b) => a[0] - b[0]).map(([, v]) => pctl(v, 50));
+        // Is the lag flat? The per-second p99s, first third against last third (medians, so one noisy second does not decide), and their slope.
+        const third = Math.max(1, Math.floor(p99BySecondUs.length / 3));
+        const p99FirstThirdUs = median(p99BySecondUs.slice(0, third));
+        const p99LastThirdUs = median(p99BySecondUs.slice(-third));
+        const p99SlopeMsPerS = slope(p99BySecondUs.map((_, i) => i), p99BySecondUs.map((u) => u / 1000));
+        const secondHalf = backlogSamples.filter((b) => b.atS >= seconds / 2);
+        const backlogSlopePerS = slope(secondHalf.map((b) => b.atS), secondHalf.map((b) => b.undispatched + b.pending));
+        const achievedRate = emitted.length / ((endedUs - started) / 1e6);
+        const backlogEnd = atEnd.undispatched + atEnd.pending;
+        const p99NotRising = p99LastThirdUs <= P99_RISE_FACTOR * p99FirstThirdUs + P99_RISE_MARGIN_US;
+        const keptUp = backlogEnd <= rate * 0.5 && drainedUs !== null && drainedUs < 2e6 && missing === 0;
         const res = {
           label,
           targetRate: rate,
           seconds,
           emitted: emitted.length,
           emitErrors: errors,
-          achievedRate: emitted.length / ((endedUs - started) / 1e6),
+          achievedRate,
           deliveredRateDuringEmission: deliveredDuring / ((endedUs - started) / 1e6),
+          firstAttemptsBySecond: arrivalsPerSecond,
           commitRate: emitted.length / commitSpan,
           emitLagUs: { p50: pctl(lag, 50), p99: pctl(lag, 99), max: lag.at(-1) ?? NaN },
           maxOutstandingEmits: maxOutstanding,
           latencyUs: { p50: pctl(lat, 50), p90: pctl(lat, 90), p99: pctl(lat, 99), p999: pctl(lat, 99.9), max: lat.at(-1) ?? NaN, mean: lat.reduce((a, b) => a + b, 0) / lat.length },
-          p99BySecondUs: [...perSecond.entries()].sort((a, b) => a[0] - b[0]).map(([, v]) => pctl(v.sort((a, b) => a - b), 99)),
+          p50BySecondUs,
+          p99BySecondUs,
+          trend: {
+            p99FirstThirdUs,
+            p99LastThirdUs,
+            p99SlopeMsPerS,
+            backlogBySecond: backlogSamples.map((b) => ({ atS: Math.round(b.atS * 10) / 10, events: b.undispatched, messages: b.pending })),
+            backlogSlopePerS,
+            p99NotRising,
+            /** the lag stayed flat: the backlog at the end under half a second of events and p99 not rising */
+            flat: backlogEnd <= rate * 0.5 && p99NotRising,
+          },
           backlogAtEnd: { ...atEnd, notYetReceived: emitted.length - receivedAtEnd },
           drainedAfterUs: drainedUs,
           missing,
@@ -582,16 +669,22 @@ async function runnerMain(): Promise<void> {
             receiverCores: cpu.groups.receiver,
             otherCores: cpu.other,
           },
+          keptUp,
+          /** for the sweep: emitted at the rate (within 3%), kept up, and the lag flat */
+          sustained: achievedRate >= rate * 0.97 && keptUp && p99NotRising,
         };
-        const keptUp = atEnd.undispatched + atEnd.pending <= rate * 0.5 && drainedUs !== null && drainedUs < 2e6 && missing === 0;
         say(
           `  ${label}: ${fmt(res.emitted)} events in ${seconds} s, ${fmt(res.achievedRate)}/s (${errors} emit errors; commit behind schedule p50 ${msOf(res.emitLagUs.p50)}, p99 ${msOf(res.emitLagUs.p99)}, max ${msOf(res.emitLagUs.max)})`,
         );
         say(
           `    commit -> first attempt at the receiver: p50 ${msOf(res.latencyUs.p50)}, p90 ${msOf(res.latencyUs.p90)}, p99 ${msOf(res.latencyUs.p99)}, p99.9 ${msOf(res.latencyUs.p999)}, max ${msOf(res.latencyUs.max)}${missing ? `; ${missing} had NOT ARRIVED after ${DRAIN_TIMEOUT_MS / 1000} s (left out)` : ''}`,
         );
-        say(`    first attempts during emission: ${fmt(res.deliveredRateDuringEmission)}/s`);
+        say(`    first attempts during emission: ${fmt(res.deliveredRateDuringEmission)}/s; by second: ${arrivalsPerSecond.map(fmt).join(' ')}`);
         say(`    p99 by second of emission: ${res.p99BySecondUs.map((u) => (u / 1000).toFixed(1)).join(' ')} ms`);
+        say(
+          `    lag trend: p99 first third ${msOf(p99FirstThirdUs)}, last third ${msOf(p99LastThirdUs)} (${p99NotRising ? 'not rising' : 'RISING'}), slope ${p99SlopeMsPerS.toFixed(1)} ms/s;` +
+            ` backlog by second ${backlogSamples.map((b) => fmt(b.undispatched + b.pending)).join(' ')} (second half: ${backlogSlopePerS >= 0 ? '+' : ''}${backlogSlopePerS.toFixed(0)}/s): ${res.trend.flat ? 'flat' : 'NOT FLAT'}`,
+        );
         say(
           `    at the end of emission: ${atEnd.undispatched} events not fanned out, ${atEnd.pending} messages pending, ${res.backlogAtEnd.notYetReceived} not yet received; all received ${drainedUs === null ? 'NEVER (timed out)' : `${(drainedUs / 1000).toFixed(0)} ms later`}: ${keptUp ? 'kept up' : 'DID NOT KEEP UP'}`,
         );
@@ -603,7 +696,7 @@ async function runnerMain(): Promise<void> {
               `, postgres ${res.cpu.postgresCores!.toFixed(2)}, redis ${res.cpu.redisCores!.toFixed(2)}, receiver ${res.cpu.receiverCores!.toFixed(2)}, other ${res.cpu.otherCores.toFixed(2)}${res.cpu.otherCores > NOISY_CORES ? ' (~ noisy)' : ''}`,
           );
         }
-        return { ...res, keptUp };
+        return res;
       };
 
       if (parts.has('latency')) {
@@ -616,9 +709,14 @@ async function runnerMain(): Promise<void> {
         await sql`update webhook_endpoints set status = 'DISABLED' where id = ${ep}`;
       }
 
-      if (parts.has('cross')) {
+      if (parts.has('cross') || parts.has('cross-sweep')) {
         say(`\ncross: events committed on member A (this process), the endpoint's shard owned by member B (its own process): the wake-up goes over the Redis bus`);
-        const b = await startRpcChild<{ memberId: string; pid: number }>('member-b', join(here, 'servers/cluster-member.ts'), memberEnv, { core: null });
+        const profileDir = join(here, 'results', 'profiles');
+        const b = await startRpcChild<{ memberId: string; pid: number }>('member-b', join(here, 'servers/cluster-member.ts'), memberEnv, {
+          core: null,
+          ...(opt.profile ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', profileDir] } : {}),
+        });
+        if (opt.profile) say(`member B (pid ${b.pid}) runs under --cpu-prof; its profile is written to ${profileDir}/ when it exits`);
         cleanups.push(() => b.stop());
         const ids = [app.cluster.memberId, b.info.memberId];
         const desired = desiredOwners(ids);
@@ -630,8 +728,34 @@ async function runnerMain(): Promise<void> {
           async () => !app.cluster.owned().has(shard) && (await b.call<{ owned: number[] }>('info')).owned.includes(shard),
           60_000,
         );
-        results.cross = [];
-        for (const rate of rates) (results.cross as unknown[]).push(await measure(`A commits, B sends, ${rate}/s`, rate, org.id, ep, { memberB: b.pid }));
+        if (parts.has('cross')) {
+          results.cross = [];
+          for (const rate of rates) (results.cross as unknown[]).push(await measure(`A commits, B sends, ${rate}/s`, rate, org.id, ep, { memberB: b.pid }));
+        }
+        if (parts.has('cross-sweep')) {
+          say(`\ncross-sweep: ${sweepRates.join(', ')} events/s, ${seconds} s each, until a step is not sustained`);
+          type Step = Awaited<ReturnType<typeof measure>> & { noisy: boolean; retried: number };
+          const steps: Step[] = [];
+          const discarded: Step[] = [];
+          for (const rate of sweepRates) {
+            let r: Step;
+            for (let attempt = 0; ; attempt++) {
+              const m = await measure(`sweep, A commits, B sends, ${rate}/s`, rate, org.id, ep, { memberB: b.pid });
+              r = { ...m, noisy: (m.cpu?.otherCores ?? 0) > NOISY_CORES, retried: attempt };
+              say(
+                `    => ${r.sustained ? 'sustained' : `NOT sustained (${[r.achievedRate < rate * 0.97 ? `emitted ${fmt(r.achievedRate)}/s` : '', r.keptUp ? '' : 'did not keep up', r.trend.p99NotRising ? '' : 'p99 rising'].filter(Boolean).join(', ')})`}` +
+                  `${r.noisy ? ` (~ noisy: other processes used ${r.cpu!.otherCores.toFixed(2)} cores)` : ''}`,
+              );
+              if (r.sustained || !r.noisy || attempt >= sweepRetries) break;
+              discarded.push(r);
+              say(`    running the step again (noisy)`);
+            }
+            steps.push(r);
+            if (!r.sustained) break;
+          }
+          const best = steps.filter((s) => s.sustained).at(-1);
+          results.crossSweep = { steps, discarded, highestSustainedRate: best?.targetRate ?? null, firstNotSustained: steps.find((s) => !s.sustained)?.targetRate ?? null };
+        }
         await b.stop();
       }
     }
@@ -646,25 +770,44 @@ async function runnerMain(): Promise<void> {
             ` ${fmt(r.backlogAtEnd.undispatched + r.backlogAtEnd.pending)} | ${r.drainedAfterUs === null ? 'timed out' : msOf(r.drainedAfterUs)} | ${r.keptUp ? 'yes' : '**no**'} |`,
         );
       }
+      say(`\n| part | p99 by second of emission (ms) | p99 first third | p99 last third | slope | backlog by second | CPU: A, B, Postgres, other processes | flat |`);
+      say(`|---|---|---:|---:|---:|---|---|---|`);
+      for (const r of lat) {
+        say(
+          `| ${r.label} | ${(r.p99BySecondUs as number[]).map((u) => (u / 1000).toFixed(0)).join(' ')} | ${msOf(r.trend.p99FirstThirdUs)} | ${msOf(r.trend.p99LastThirdUs)} | ${r.trend.p99SlopeMsPerS.toFixed(1)} ms/s |` +
+            ` ${(r.trend.backlogBySecond as { events: number; messages: number }[]).map((b) => fmt(b.events + b.messages)).join(' ')} |` +
+            ` ${r.cpu ? [r.cpu.memberCores, r.cpu.memberBCores, r.cpu.postgresCores, r.cpu.otherCores].filter((c: number | undefined) => c !== undefined).map((c: number) => c.toFixed(2)).join(', ') : '-'} | ${r.trend.flat ? 'yes' : '**no**'} |`,
+        );
+      }
+    }
+    const sweep = results.crossSweep as { steps: Record<string, any>[]; highestSustainedRate: number | null; firstNotSustained: number | null } | undefined;
+    if (sweep) {
+      say(`\n| cross, events/s | emitted/s | first attempts/s while emitting | p50 | p99 | p99 first → last third | backlog at the end | all arrived after | other processes | sustained |`);
+      say(`|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|`);
+      for (const r of sweep.steps) {
+        say(
+          `| ${fmt(r.targetRate)}${r.noisy ? ' (~)' : ''}${r.retried ? ` (run ${r.retried + 1})` : ''} | ${fmt(r.achievedRate)} | ${fmt(r.deliveredRateDuringEmission)} | ${msOf(r.latencyUs.p50)} | ${msOf(r.latencyUs.p99)} | ${msOf(r.trend.p99FirstThirdUs)} → ${msOf(r.trend.p99LastThirdUs)} |` +
+            ` ${fmt(r.backlogAtEnd.undispatched + r.backlogAtEnd.pending)} | ${r.drainedAfterUs === null ? 'timed out' : msOf(r.drainedAfterUs)} | ${r.cpu ? `${r.cpu.otherCores.toFixed(2)} cores` : '-'} | ${r.sustained ? 'yes' : '**no**'} |`,
+        );
+      }
+      say(
+        `highest sustained rate with two processes: ${sweep.highestSustainedRate === null ? 'none of the steps' : `${fmt(sweep.highestSustainedRate)} events/s`}` +
+          `${sweep.firstNotSustained === null ? ' (every step sustained: raise --sweep-rates)' : `; ${fmt(sweep.firstNotSustained)}/s was not`}`,
+      );
     }
 
     const out = opt.out ?? join(here, 'results', `webhooks-${started.toISOString().replaceAll(':', '-').replace(/\..+/, '')}.json`);
     mkdirSync(join(out, '..'), { recursive: true });
-    writeFileSync(
-      out,
-      JSON.stringify(
-        {
-          scenario: 'webhooks',
-          startedAt: started.toISOString(),
-          machine: { cpus: cpus().length, model: cpus()[0]?.model ?? null, node: process.version, pinned: pin, loadAverageAtStart: loadavg() },
-          options: { parts: [...parts], concurrencies, duration, rounds, rates, seconds, warmup, dbPool, endpointConcurrency },
-          results,
-        },
-        null,
-        2,
-      ) + '\n',
-    );
+    const doc = {
+      scenario: 'webhooks',
+      startedAt: started.toISOString(),
+      machine: { cpus: cpus().length, model: cpus()[0]?.model ?? null, node: process.version, pinned: pin, loadAverageAtStart: loadavg() },
+      options: { parts: [...parts], concurrencies, duration, rounds, rates, sweepRates, seconds, warmup, dbPool, endpointConcurrency },
+      results,
+    };
+    writeFileSync(out, JSON.stringify(doc, null, 2) + '\n');
     say(`\nresults: ${out}`);
+    if (opt.json) process.stdout.write(JSON.stringify(doc) + '\n');
   } finally {
     await cleanup();
   }

@@ -246,7 +246,7 @@ export class Sessions {
       needs: accessListRow(meeting, user, claims.r),
       createdAt: iso(now),
       refreshUntil: iso(now + REFRESH_WINDOW_MS),
-    });
+    }).catch(() => null); // the statement failed: this exchange does the work alone
     if (session) return { session, meeting, user };
     // A cached row may be stale: the next exchange reads it again.
     this.#users.forgetCached(user);

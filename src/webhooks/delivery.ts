@@ -2,15 +2,18 @@
  * Webhook delivery, end to end: outbox rows fanned out to the endpoints that want them, then sent by
  * the member that owns each endpoint's actor, retried on the spec's schedule, every attempt logged.
  *
- * - Fan-out: any member claims a batch of undispatched outbox rows (`for update skip locked`) and, in
- *   the same transaction, writes one `webhook_messages` row per matching ACTIVE endpoint (a SKIPPED
- *   log row for a DISABLED one, so it can be redelivered) and marks the events dispatched. It runs
+ * - Fan-out: any member reads a batch of undispatched outbox rows and the endpoints of their
+ *   organizations, then in one statement marks the events dispatched (only those still undispatched:
+ *   of two members fanning out the same events, one writes) and writes one `webhook_messages` row per
+ *   matching ACTIVE endpoint (a SKIPPED log row for a DISABLED one, so it can be redelivered). It runs
  *   as soon as this process commits an event, and on a poll for events other processes committed.
  *   Organizations whose plan lacks webhooks get nothing, except background events.
  * - Sending: a message row carries the shard of its endpoint's actor (`webhook:<id>`); only the
- *   member owning that shard claims it, in a transaction that checks the shard's epoch, and records
- *   the outcome in one fenced transaction (a former owner records nothing). At most
- *   `concurrency` sends per endpoint and `maxInFlight` per member are in flight.
+ *   member owning that shard claims it, in a statement that checks the shard's epoch, and records
+ *   the outcome in one fenced statement (a former owner records nothing). At most `concurrency`
+ *   sends per endpoint and `maxInFlight` per member are in flight. A claim takes up to `concurrency`
+ *   more per endpoint than it has free slots: those wait in this member, and a slot that frees starts
+ *   the next at once instead of waiting for a claim.
  * - At-least-once: a message is PENDING until an outcome is recorded. A member that dies mid-send
  *   leaves it claimed; the next owner releases the claims of the shard it acquires and sends again,
  *   with the same event id.
@@ -23,16 +26,17 @@
 import { iso, type Clock } from '../clock.ts';
 import type { Bus } from '../cluster/bus.ts';
 import { shardOf, type Cluster } from '../cluster/cluster.ts';
-import { assertEpoch, FencedError, lockEpochs } from '../cluster/fencing.ts';
+import { assertEpoch, FencedError } from '../cluster/fencing.ts';
 import type { Sealer } from '../crypto.ts';
+import { Batcher } from '../db/batch.ts';
 import type { Sql, Tx } from '../db/index.ts';
 import { transaction } from '../db/tx.ts';
 import { newId } from '../ids.ts';
 import type { Logger } from '../logger.ts';
 import { planHas, type PlanName } from '../plans.ts';
 import { onOutboxCommit } from '../services/outbox.ts';
-import { attemptRow, insertAttempt, liveSecrets, sendAttempt, webhookActor, type AttemptInput } from './envelope.ts';
-import { closeAgent, vettedAgent, type DeliveryResult } from './sender.ts';
+import { attemptRow, liveSecrets, sendAttempt, webhookActor, type AttemptInput } from './envelope.ts';
+import { closeAgent, DELIVERY_TIMEOUT_MS, vettedAgent, type DeliveryResult } from './sender.ts';
 import type { Agent } from 'undici';
 
 /** Delays before attempts 2..8 (spec, receiver rule 4). */
@@ -43,7 +47,24 @@ export const RETRY_JITTER = 0.1;
 export const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
 /** How long a claimed message is left alone by this member's own polls; a new owner releases claims at once. */
 export const CLAIM_LEASE_MS = 60_000;
+/**
+ * A claimed message still waiting in this member this long after its claim is not sent: its attempt
+ * (up to the 10 s deadline) could outlast the claim. Its claim is released and it is claimed again.
+ */
+const CLAIM_SEND_BY_MS = CLAIM_LEASE_MS - DELIVERY_TIMEOUT_MS - 10_000;
 const FANOUT_BATCH = 500;
+/**
+ * How long an outcome waits for others to share its statement. The endpoint's slot is free already
+ * (the message stays claimed until then), so this delays nothing a receiver sees; at a thousand sends
+ * a second it makes one statement (and one commit) of about twenty outcomes instead of one or two.
+ */
+const OUTCOME_LINGER_MS = 20;
+/**
+ * The shortest time between the starts of two fan-out passes. Every commit of an event kicks one; at a
+ * thousand events a second, passes back to back took two events each (and woke the senders as often).
+ * A pass after a quiet spell starts at once.
+ */
+const FANOUT_INTERVAL_MS = 4;
 /** An endpoint's kept-alive connections are closed after this long without a send. */
 const AGENT_IDLE_MS = 30_000;
 const WAKE_CHANNEL = 'webhooks.wake';
@@ -82,49 +103,67 @@ export interface WebhookDeliveryOptions {
 
 interface Outcome {
   m: Claimed;
-  epoch: number;
   startedAt: number;
   result: DeliveryResult;
 }
 
 /**
- * Collects items and hands them to `flush` in batches: what arrives while a flush runs goes in the next
- * one (at most `max` at a time). `add` settles when its item's batch has been flushed (or rejects with
- * that flush's error).
+ * Passes that never overlap: `kick` runs `pass` soon; kicks while a pass runs (or waits to run) make
+ * one more pass after it, not one each. A kicked pass starts no sooner than `minIntervalMs` after the
+ * start of the one before, so that under a steady stream of kicks each pass takes what came meanwhile
+ * (a kick after a quiet spell runs at once).
  */
-class Batcher<T> {
-  readonly #flush: (batch: T[]) => Promise<void>;
-  readonly #max: number;
-  #queue: { item: T; done: (err?: unknown) => void }[] = [];
-  #running = false;
+class Passes {
+  readonly #pass: () => Promise<unknown>;
+  readonly #onError: (err: unknown) => void;
+  readonly #minIntervalMs: number;
+  #chain: Promise<void> = Promise.resolve();
+  #queued = false;
+  #lastStart = -Infinity;
 
-  constructor(flush: (batch: T[]) => Promise<void>, max: number) {
-    this.#flush = flush;
-    this.#max = max;
+  constructor(pass: () => Promise<unknown>, onError: (err: unknown) => void, minIntervalMs = 0) {
+    this.#pass = pass;
+    this.#onError = onError;
+    this.#minIntervalMs = minIntervalMs;
   }
 
-  add(item: T): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.#queue.push({ item, done: (err) => (err === undefined ? resolve() : reject(err)) });
-      if (!this.#running) void this.#drain();
-    });
+  kick(): void {
+    if (this.#queued) return;
+    this.#queued = true;
+    void this.run(async () => {
+      const wait = this.#lastStart + this.#minIntervalMs - performance.now();
+      if (wait >= 1) await new Promise((r) => setTimeout(r, wait));
+      this.#queued = false;
+      this.#lastStart = performance.now();
+      return this.#pass();
+    }).catch(this.#onError);
   }
 
-  async #drain(): Promise<void> {
-    this.#running = true;
-    try {
-      while (this.#queue.length) {
-        const batch = this.#queue.splice(0, this.#max);
-        try {
-          await this.#flush(batch.map((b) => b.item));
-          for (const b of batch) b.done();
-        } catch (err) {
-          for (const b of batch) b.done(err ?? new Error('flush failed'));
-        }
-      }
-    } finally {
-      this.#running = false;
-    }
+  /** Runs `fn` once every earlier pass has finished. */
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#chain.then(fn, fn);
+    this.#chain = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  /** Settles when every pass started so far has. */
+  idle(): Promise<void> {
+    return this.#chain;
+  }
+}
+
+/** Logs a pass still running after 10 s: every wake-up of this member waits behind it. */
+async function timed<T>(log: Logger, what: string, fn: () => Promise<T>): Promise<T> {
+  const began = performance.now();
+  const slow = setTimeout(() => log.warn({ pass: what, ms: Math.round(performance.now() - began) }, 'a webhook delivery pass is taking long'), 10_000);
+  slow.unref();
+  try {
+    return await fn();
+  } finally {
+    clearTimeout(slow);
   }
 }
 
@@ -134,6 +173,7 @@ interface Claimed {
   eventId: string;
   attempts: number;
   shard: number;
+  claimedUntil: Date;
   url: string;
   endpointStatus: 'ACTIVE' | 'DISABLED';
   failingSince: Date | null;
@@ -144,35 +184,60 @@ interface Claimed {
   type: string;
   data: unknown;
   eventCreatedAt: Date;
+  /** The shard's epoch the claim was made under: the send and its outcome are fenced by it. */
+  epoch: number;
+  /** performance.now() at the claim. */
+  claimedAt: number;
 }
+
+const snakeCase = (row: Record<string, unknown>) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v]));
 
 export class WebhookDelivery {
   readonly #o: WebhookDeliveryOptions;
   readonly #random: () => number;
-  /** Sends in flight per endpoint. */
+  /** HTTP attempts in flight per endpoint. */
   readonly #busy = new Map<string, number>();
+  /** Claimed messages waiting for a free slot of their endpoint, oldest due first. */
+  readonly #queued = new Map<string, Claimed[]>();
+  #queuedTotal = 0;
+  /** Endpoints that had a free slot but found this member's `maxInFlight` taken, in the order they asked. */
+  readonly #waiting = new Set<string>();
+  /** Endpoints (and their shard) whose last claim took all it was allowed: there may be more due. */
+  readonly #more = new Map<string, number>();
+  /** The last claim stopped at the member's limit: the shards it walked may have more due. */
+  #roomFull = false;
   /** Sends not yet recorded (tests wait for them). */
   readonly #sends = new Set<Promise<void>>();
   /** HTTP attempts in flight in this member. */
   #http = 0;
-  readonly #recorder = new Batcher<Outcome>((batch) => this.#recordBatch(batch), 128);
+  /** Attempts started (claimed messages that left the queue), for `tick`. */
+  #started = 0;
+  readonly #recorder = new Batcher<Outcome>((batch) => this.#recordBatch(batch), { concurrency: 1, maxItems: 128, lingerMs: OUTCOME_LINGER_MS });
   #timer: NodeJS.Timeout | null = null;
   #unlisten: (() => void) | null = null;
-  #chain: Promise<void> = Promise.resolve();
+  /** Fan-out and claims run as two series of passes: a fan-out never waits behind a claim, nor a claim behind a fan-out. */
+  readonly #fanOuts: Passes;
+  readonly #claims: Passes;
   /** One vetted agent per endpoint, so its connections are kept alive between attempts. */
   readonly #agents = new Map<string, { agent: Agent; url: string; lastUsed: number }>();
-  #wantFanOut = false;
   /** Owned shards where something may have become sendable since the last claim. */
   readonly #dirty = new Set<number>();
   #dirtyAll = false;
-  #wantClaim = false;
-  /** Whether the last fan-out made messages for shards this member owns. */
-  #fannedOutHere = false;
   #stopped = false;
 
   constructor(opts: WebhookDeliveryOptions) {
     this.#o = opts;
     this.#random = opts.random ?? Math.random;
+    const failed = (err: unknown) => this.#o.log.warn({ err }, 'webhook delivery pass failed');
+    this.#fanOuts = new Passes(
+      () =>
+        timed(this.#o.log, 'fanOut', async () => {
+          while ((await this.fanOut()) === FANOUT_BATCH && !this.#stopped);
+        }),
+      failed,
+      FANOUT_INTERVAL_MS,
+    );
+    this.#claims = new Passes(() => timed(this.#o.log, 'claim', () => this.#claimAndSend()), failed);
   }
 
   /** Polls every `pollMs`, and runs at once when this process commits events or another member wakes an owned shard. */
@@ -221,21 +286,26 @@ export class WebhookDelivery {
   #closeIdleAgents(idleMs: number): void {
     const cutoff = performance.now() - idleMs;
     for (const [id, a] of this.#agents) {
-      if (a.lastUsed < cutoff && !this.#busy.has(id)) {
+      if (a.lastUsed < cutoff && !this.#busy.has(id) && !this.#queued.has(id)) {
         this.#agents.delete(id);
         void closeAgent(a.agent);
       }
     }
   }
 
-  /** Stops claiming; waits (up to `graceMs`) for sends in flight to record their outcome. */
+  /** Stops claiming; releases the claims of messages not yet started; waits (up to `graceMs`) for sends in flight to record their outcome. */
   async stop(graceMs = 2000): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = null;
     this.#unlisten?.();
     this.#unlisten = null;
-    await this.#chain;
+    await Promise.all([this.#fanOuts.idle(), this.#claims.idle()]);
+    const waiting = [...this.#queued.values()].flat();
+    this.#queued.clear();
+    this.#waiting.clear();
+    this.#queuedTotal = 0;
+    await this.#release(waiting);
     let t: NodeJS.Timeout | undefined;
     await Promise.race([Promise.allSettled([...this.#sends]), new Promise((r) => (t = setTimeout(r, graceMs).unref()))]);
     clearTimeout(t);
@@ -248,131 +318,99 @@ export class WebhookDelivery {
   }
 
   /**
-   * Runs a pass soon: passes never overlap; kicks during a pass make one more pass after it. `fanOut`:
-   * events were committed; `claim`: something may have become sendable (a slot freed, a wake-up).
+   * Runs a pass soon. `fanOut`: events were committed; `claim`: something may have become sendable
+   * on these shards (a wake-up, an acquired shard); `both`, with 'all': the poll.
    */
   kick(what: 'fanOut' | 'claim' | 'both', shards: readonly number[] | 'all' = []): void {
     if (this.#stopped) return;
+    if (what !== 'claim') this.#fanOuts.kick();
+    if (what === 'fanOut') return;
     if (shards === 'all') this.#dirtyAll = true;
     else for (const s of shards) this.#dirty.add(s);
-    const queued = this.#wantFanOut || this.#wantClaim;
-    if (what !== 'claim') this.#wantFanOut = true;
-    if (what !== 'fanOut') this.#wantClaim = true;
-    if (queued) return;
-    void this.#exclusive(async () => {
-      const fan = this.#wantFanOut;
-      let claim = this.#wantClaim;
-      this.#wantFanOut = this.#wantClaim = false;
-      // every wake-up of this member waits behind a pass: one that takes long is worth a line
-      const began = performance.now();
-      const slow = setTimeout(() => this.#o.log.warn({ fanOut: fan, claim, ms: Math.round(performance.now() - began) }, 'a webhook delivery pass is taking long'), 10_000);
-      slow.unref();
-      try {
-        await this.#passBody(fan, claim);
-      } finally {
-        clearTimeout(slow);
-      }
-    }).catch((err) => this.#o.log.warn({ err }, 'webhook delivery pass failed'));
-  }
-
-  /** One pass: fan out (when events were committed), then claim (when something may be sendable, or the fan-out made work here). */
-  async #passBody(fan: boolean, claim: boolean): Promise<void> {
-    if (fan) {
-      let n: number;
-      do {
-        n = await this.fanOut();
-        if (this.#fannedOutHere) claim = true;
-      } while (n === FANOUT_BATCH);
-    }
-    if (claim) await this.#claimAndSend();
-  }
-
-  /** Runs `fn` once every earlier pass has finished (claims from two passes at once could race). */
-  #exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.#chain.then(fn, fn);
-    this.#chain = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    return run;
+    this.#claims.kick();
   }
 
   /**
    * For tests on an injected clock: fans out every event, then sends everything due and waits for the
-   * outcomes, until nothing is due. Returns the number of attempts it started.
+   * outcomes, until nothing is due. Returns the number of attempts started meanwhile.
    */
   async tick(): Promise<number> {
-    let attempts = 0;
+    const before = this.#started;
     for (;;) {
-      const n = await this.#exclusive(async () => {
+      await this.#fanOuts.run(async () => {
         while ((await this.fanOut()) > 0);
+      });
+      const n = await this.#claims.run(() => {
         this.#dirtyAll = true;
         return this.#claimAndSend();
       });
-      await Promise.allSettled([...this.#sends]);
-      attempts += n;
-      if (n === 0 && this.#sends.size === 0) return attempts;
+      while (this.#sends.size) await Promise.allSettled([...this.#sends]);
+      await this.#claims.idle();
+      if (n === 0 && this.#sends.size === 0 && this.#queuedTotal === 0) return this.#started - before;
     }
   }
 
-  /** Fans out one batch of undispatched events; returns how many events it took. */
+  /** Fans out one batch of undispatched events; returns how many events it read. */
   async fanOut(): Promise<number> {
-    this.#fannedOutHere = false;
+    const { sql } = this.#o;
+    const rows = await sql<
+      { id: string; orgId: string; type: string; background: boolean; endpointId: string | null; events: string[] | null; status: 'ACTIVE' | 'DISABLED' | null; plan: PlanName | null }[]
+    >`select ev.id, ev.org_id, ev.type, ev.background, e.id as endpoint_id, e.events, e.status, o.plan
+      from (select id, org_id, type, background from outbox where dispatched_at is null order by id limit ${FANOUT_BATCH}) ev
+      left join webhook_endpoints e on e.org_id = ev.org_id
+      left join organizations o on o.id = e.org_id`;
+    if (!rows.length) return 0;
     const now = this.#o.clock.now();
-    const wake = new Set<number>();
-    const n = await transaction(this.#o.sql, async (tx) => {
-      const events = await tx<{ id: string; orgId: string; type: string; background: boolean }[]>`
-        select id, org_id, type, background from outbox where dispatched_at is null order by id limit ${FANOUT_BATCH} for update skip locked`;
-      if (!events.length) return 0;
-      const orgIds = [...new Set(events.map((e) => e.orgId))];
-      const endpoints = await tx<{ id: string; orgId: string; events: string[]; status: 'ACTIVE' | 'DISABLED'; plan: PlanName }[]>`
-        select e.id, e.org_id, e.events, e.status, o.plan from webhook_endpoints e join organizations o on o.id = e.org_id
-        where e.org_id in ${tx(orgIds)}`;
-      const byOrg = new Map<string, (typeof endpoints)[number][]>();
-      for (const e of endpoints) {
-        const list = byOrg.get(e.orgId);
-        if (list) list.push(e);
-        else byOrg.set(e.orgId, [e]);
+    const eventIds = new Set<string>();
+    const messages = { id: [] as string[], endpointId: [] as string[], orgId: [] as string[], eventId: [] as string[], shard: [] as number[] };
+    const skipped: Record<string, unknown>[] = [];
+    for (const r of rows) {
+      eventIds.add(r.id);
+      if (r.endpointId === null || r.type === 'webhook.test') continue;
+      if (!r.events!.includes('*') && !r.events!.includes(r.type)) continue;
+      if (!r.background && !planHas(r.plan!, 'webhooks')) continue;
+      if (r.status === 'ACTIVE') {
+        messages.id.push(newId('whm', now));
+        messages.endpointId.push(r.endpointId);
+        messages.orgId.push(r.orgId);
+        messages.eventId.push(r.id);
+        messages.shard.push(shardOf(webhookActor(r.endpointId)));
+      } else {
+        skipped.push(snakeCase(attemptRow({ endpointId: r.endpointId, orgId: r.orgId, messageId: null, eventId: r.id, eventType: r.type, attempt: 0, trigger: 'EVENT', at: now, result: 'SKIPPED' })));
       }
-      const messages: Record<string, unknown>[] = [];
-      for (const ev of events) {
-        if (ev.type === 'webhook.test') continue;
-        for (const ep of byOrg.get(ev.orgId) ?? []) {
-          if (!ep.events.includes('*') && !ep.events.includes(ev.type)) continue;
-          if (!ev.background && !planHas(ep.plan, 'webhooks')) continue;
-          if (ep.status === 'ACTIVE') {
-            const shard = shardOf(webhookActor(ep.id));
-            wake.add(shard);
-            messages.push({
-              id: newId('whm', now),
-              endpointId: ep.id,
-              orgId: ep.orgId,
-              eventId: ev.id,
-              shard,
-              status: 'PENDING',
-              attempts: 0,
-              nextAttemptAt: iso(now),
-              createdAt: iso(now),
-              updatedAt: iso(now),
-            });
-          } else {
-            await insertAttempt(tx, { endpointId: ep.id, orgId: ep.orgId, messageId: null, eventId: ev.id, eventType: ev.type, attempt: 0, trigger: 'EVENT', at: now, result: 'SKIPPED' });
-          }
-        }
-      }
-      if (messages.length) await tx`insert into webhook_messages ${tx(messages as never)} on conflict (endpoint_id, event_id) do nothing`;
-      await tx`update outbox set dispatched_at = ${iso(now)} where id in ${tx(events.map((e) => e.id))}`;
-      return events.length;
-    });
-    if (wake.size) this.#wake(wake);
-    return n;
+    }
+    const at = iso(now);
+    // Only the events still undispatched when the update reaches them: a member fanning out the same
+    // events at the same time waits here for the other's commit, then writes nothing for them.
+    // It commits without waiting for the WAL flush: the events themselves are durable, and a fan-out
+    // lost to a crash of the database is made again from them (the same event ids; a receiver may get
+    // an event twice, as at-least-once allows). Whatever reads its messages commits after it, so an
+    // outcome that was flushed was flushed with the fan-out before it.
+    const [written] = await sql<{ shards: number[] }[]>`
+      with done as (
+        update outbox set dispatched_at = ${at} where id = any(${[...eventIds]}::text[]) and dispatched_at is null returning id
+      ), messages as (
+        insert into webhook_messages (id, endpoint_id, org_id, event_id, shard, status, attempts, next_attempt_at, created_at, updated_at)
+        select m.id, m.endpoint_id, m.org_id, m.event_id, m.shard, 'PENDING', 0, ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz
+        from unnest(${messages.id}::text[], ${messages.endpointId}::text[], ${messages.orgId}::text[], ${messages.eventId}::text[], ${messages.shard}::int[])
+          as m(id, endpoint_id, org_id, event_id, shard)
+        where m.event_id in (select id from done)
+        on conflict (endpoint_id, event_id) do nothing
+        returning shard
+      ), skipped as (
+        insert into webhook_attempts select a.* from jsonb_populate_recordset(null::webhook_attempts, ${sql.json(skipped as never)}::jsonb) a
+        where a.event_id in (select id from done)
+      )
+      select coalesce(array_agg(distinct shard), '{}') as shards, set_config('synchronous_commit', 'off', true) from messages`;
+    if (written!.shards.length) this.#wake(written!.shards);
+    return eventIds.size;
   }
 
-  #wake(shards: Set<number>): void {
+  #wake(shards: number[]): void {
     const owned = this.#o.cluster.owned();
-    const elsewhere = [...shards].filter((s) => !owned.has(s));
-    this.#fannedOutHere = elsewhere.length < shards.size;
-    for (const s of shards) if (owned.has(s)) this.#dirty.add(s);
+    const elsewhere = shards.filter((s) => !owned.has(s));
+    const here = shards.filter((s) => owned.has(s));
+    if (here.length) this.kick('claim', here);
     if (elsewhere.length) this.#o.bus.publish(WAKE_CHANNEL, { shards: elsewhere }).catch(() => undefined);
   }
 
@@ -382,81 +420,184 @@ export class WebhookDelivery {
       where shard = ${shard} and status = 'PENDING' and claimed_until is not null`;
   }
 
-  /** Claims what is due on the owned shards (within the concurrency bounds) and starts sending it; returns how many. */
+  /** Best effort: gives back claims this member took and will not send (a claim of someone else's since is left alone). */
+  async #release(ms: Claimed[]): Promise<void> {
+    if (!ms.length) return;
+    await this.#o.sql`update webhook_messages m set claimed_until = null
+      from unnest(${ms.map((m) => m.id)}::text[], ${ms.map((m) => iso(m.claimedUntil.getTime()))}::timestamptz[]) as v(id, claimed_until)
+      where m.id = v.id and m.status = 'PENDING' and m.claimed_until = v.claimed_until`.catch((err) =>
+      this.#o.log.debug({ err, count: ms.length }, 'webhook claims not released; they lapse on their own'),
+    );
+  }
+
+  /** What this member holds for an endpoint: sends in flight and claimed messages waiting. */
+  #held(endpointId: string): number {
+    return (this.#busy.get(endpointId) ?? 0) + (this.#queued.get(endpointId)?.length ?? 0);
+  }
+
+  /**
+   * Claims what is due on the dirty owned shards and starts sending it; returns how many it claimed.
+   * Each endpoint gets at most twice its concurrency held in this member (in flight and waiting), the
+   * member at most twice `maxInFlight`.
+   */
   async #claimAndSend(): Promise<number> {
     if (this.#stopped) return 0;
     const owned = this.#o.cluster.owned();
-    const room = this.#o.maxInFlight - this.#http;
+    this.#dropStale(owned);
+    const room = 2 * this.#o.maxInFlight - this.#http - this.#queuedTotal;
     if (!owned.size || room <= 0) return 0;
     // Only the shards where something may have become sendable (the poll looks at all of them).
     const scan = this.#dirtyAll ? [...owned.keys()] : [...this.#dirty].filter((s) => owned.has(s));
     this.#dirtyAll = false;
     this.#dirty.clear();
+    this.#roomFull = false;
     if (!scan.length) return 0;
-    const now = this.#o.clock.now();
-    const busyIds = [...this.#busy.keys()];
-    const busyCounts = busyIds.map((id) => this.#busy.get(id)!);
-    const claimed = await transaction(this.#o.sql, async (tx) => {
-      // Fenced claim: only shards whose epoch is still ours; `for share` holds off a takeover until we commit.
-      const epochs = await lockEpochs(tx, scan);
-      const mine = [...epochs].filter(([shard, epoch]) => epoch === owned.get(shard)).map(([shard]) => shard);
-      if (!mine.length) return [];
-      // no JIT for the claim: its plan is small, but the loose scan's row estimates are high
-      await tx`select set_config('jit', 'off', true)`;
-      return tx<Claimed[]>`
-        with pick as (
-          select d.id, d.next_attempt_at from unnest(${mine}::int[]) as s(shard)
-          -- the endpoints of this shard that have pending messages, one index probe each
-          cross join lateral (
-            with recursive eps(endpoint_id) as (
-              (select endpoint_id from webhook_messages where status = 'PENDING' and shard = s.shard order by endpoint_id limit 1)
-              union all
-              select (select m.endpoint_id from webhook_messages m
-                      where m.status = 'PENDING' and m.shard = s.shard and m.endpoint_id > eps.endpoint_id order by m.endpoint_id limit 1)
-              from eps where eps.endpoint_id is not null
-            )
-            select endpoint_id from eps where endpoint_id is not null
-          ) e
-          left join unnest(${busyIds}::text[], ${busyCounts}::int[]) as b(endpoint_id, n) on b.endpoint_id = e.endpoint_id
-          -- and of each, the oldest due messages, as many as its free slots
-          cross join lateral (
-            select m.id, m.next_attempt_at from webhook_messages m
-            where m.shard = s.shard and m.endpoint_id = e.endpoint_id and m.status = 'PENDING' and m.next_attempt_at <= ${iso(now)}
-              and (m.claimed_until is null or m.claimed_until <= ${iso(now)})
-            order by m.next_attempt_at, m.id
-            limit greatest(${this.#o.concurrency} - coalesce(b.n, 0), 0)
-          ) d
-          order by d.next_attempt_at, d.id limit ${room}
-        ), claimed as (
-          update webhook_messages m set claimed_until = ${iso(now + CLAIM_LEASE_MS)} from pick where m.id = pick.id
-          returning m.id, m.endpoint_id, m.event_id, m.attempts, m.shard
-        )
-        select c.id, c.endpoint_id, c.event_id, c.attempts, c.shard, e.url, e.status as endpoint_status, e.failing_since,
-          e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at,
-          o.org_id, o.type, o.data, o.created_at as event_created_at
-        from claimed c join webhook_endpoints e on e.id = c.endpoint_id join outbox o on o.id = c.event_id`;
-    });
-    for (const m of claimed) {
-      this.#busy.set(m.endpointId, (this.#busy.get(m.endpointId) ?? 0) + 1);
+    const cap = 2 * this.#o.concurrency;
+    const heldIds = [...new Set([...this.#busy.keys(), ...this.#queued.keys()])];
+    const heldCounts = heldIds.map((id) => this.#held(id));
+    const now = iso(this.#o.clock.now());
+    const claimedUntil = iso(this.#o.clock.now() + CLAIM_LEASE_MS);
+    // One statement, fenced: only shards whose epoch is still ours, each row held `for share` until
+    // the claim commits (a takeover's epoch bump, and its release of claims, wait for it). A claim
+    // only keeps this member's own passes off the message, so losing one to a crash loses nothing:
+    // it commits without waiting for the WAL flush.
+    const claimed = await this.#o.sql<Omit<Claimed, 'epoch' | 'claimedAt'>[]>`
+      with fence as (
+        select s.id as shard, set_config('synchronous_commit', 'off', true)
+        from shards s join unnest(${scan}::int[], ${scan.map((s) => owned.get(s)!)}::bigint[]) as o(shard, epoch) on o.shard = s.id
+        where s.epoch = o.epoch
+        for share of s
+      ), due as (
+        select e.endpoint_id, d.id, d.next_attempt_at, coalesce(b.n, 0) as held from fence f
+        -- the endpoints of this shard that have pending messages, one index probe each
+        cross join lateral (
+          with recursive eps(endpoint_id) as (
+            (select endpoint_id from webhook_messages where status = 'PENDING' and shard = f.shard order by endpoint_id limit 1)
+            union all
+            select (select m.endpoint_id from webhook_messages m
+                    where m.status = 'PENDING' and m.shard = f.shard and m.endpoint_id > eps.endpoint_id order by m.endpoint_id limit 1)
+            from eps where eps.endpoint_id is not null
+          )
+          select endpoint_id from eps where endpoint_id is not null
+        ) e
+        left join unnest(${heldIds}::text[], ${heldCounts}::int[]) as b(endpoint_id, n) on b.endpoint_id = e.endpoint_id
+        -- and of each, the oldest due messages not claimed (a constant limit, in the index's order, so the
+        -- planner's estimate stays small; what the endpoint may still take is applied below)
+        cross join lateral (
+          select m.id, m.next_attempt_at from webhook_messages m
+          where m.shard = f.shard and m.endpoint_id = e.endpoint_id and m.status = 'PENDING' and m.next_attempt_at <= ${now}
+            and (m.claimed_until is null or m.claimed_until <= ${now})
+          order by m.next_attempt_at
+          limit ${cap}
+        ) d
+        where coalesce(b.n, 0) < ${cap}
+      ), pick as (
+        select id from (select id, next_attempt_at, held, row_number() over (partition by endpoint_id order by next_attempt_at, id) as rn from due) r
+        where rn <= ${cap} - held
+        order by next_attempt_at, id limit ${room}
+      ), claimed as (
+        update webhook_messages m set claimed_until = ${claimedUntil}
+        where m.id = any(array(select id from pick)) and m.status = 'PENDING'
+        returning m.id, m.endpoint_id, m.event_id, m.attempts, m.shard, m.next_attempt_at, m.claimed_until
+      )
+      select c.id, c.endpoint_id, c.event_id, c.attempts, c.shard, c.claimed_until, e.url, e.status as endpoint_status, e.failing_since,
+        e.secret_sealed, e.previous_secret_sealed, e.previous_secret_expires_at,
+        o.org_id, o.type, o.data, o.created_at as event_created_at
+      from claimed c join webhook_endpoints e on e.id = c.endpoint_id join outbox o on o.id = c.event_id
+      order by c.next_attempt_at, c.id`;
+    const at = performance.now();
+    const taken = new Map<string, { n: number; shard: number }>();
+    for (const row of claimed) {
+      const m: Claimed = { ...row, epoch: owned.get(row.shard)!, claimedAt: at };
+      const q = this.#queued.get(m.endpointId);
+      if (q) q.push(m);
+      else this.#queued.set(m.endpointId, [m]);
+      this.#queuedTotal++;
+      const t = taken.get(m.endpointId);
+      if (t) t.n++;
+      else taken.set(m.endpointId, { n: 1, shard: m.shard });
+    }
+    // An endpoint that took all it was allowed may have more due; one that took less has nothing more
+    // (one that was allowed nothing is as it was).
+    const scanned = new Set(scan);
+    const heldBefore = new Map(heldIds.map((id, i) => [id, heldCounts[i]!]));
+    for (const [id, shard] of this.#more) if (scanned.has(shard) && !taken.has(id) && (heldBefore.get(id) ?? 0) < cap) this.#more.delete(id);
+    for (const [id, { n, shard }] of taken) {
+      if (n >= cap - (heldBefore.get(id) ?? 0)) this.#more.set(id, shard);
+      else this.#more.delete(id);
+    }
+    // took all the member could: there may be more on these shards
+    if (claimed.length >= room) {
+      this.#roomFull = true;
+      for (const s of scan) this.#dirty.add(s);
+    }
+    for (const id of taken.keys()) this.#startSends(id);
+    return claimed.length;
+  }
+
+  /** Forgets waiting messages whose shard this member no longer holds at the epoch of their claim: their new owner sends them. */
+  #dropStale(owned: ReadonlyMap<number, number>): void {
+    for (const [id, q] of this.#queued) {
+      const keep = q.filter((m) => owned.get(m.shard) === m.epoch);
+      if (keep.length === q.length) continue;
+      this.#queuedTotal -= q.length - keep.length;
+      if (keep.length) this.#queued.set(id, keep);
+      else this.#queued.delete(id);
+    }
+  }
+
+  /** Starts the endpoint's waiting messages while it has free slots and the member has room. */
+  #startSends(endpointId: string): void {
+    const q = this.#queued.get(endpointId);
+    if (!q) return;
+    const owned = this.#o.cluster.owned();
+    const late: Claimed[] = [];
+    while (q.length && (this.#busy.get(endpointId) ?? 0) < this.#o.concurrency) {
+      if (this.#http >= this.#o.maxInFlight) {
+        this.#waiting.add(endpointId);
+        break;
+      }
+      const m = q.shift()!;
+      this.#queuedTotal--;
+      if (owned.get(m.shard) !== m.epoch) continue; // the shard moved on: its new owner sends it
+      if (performance.now() - m.claimedAt > CLAIM_SEND_BY_MS) {
+        late.push(m);
+        continue;
+      }
+      this.#busy.set(endpointId, (this.#busy.get(endpointId) ?? 0) + 1);
       this.#http++;
-      const p: Promise<void> = this.#send(m, () => {
-        // the receiver's slot is free once its answer is in; the outcome is recorded after, in a batch
-        const left = (this.#busy.get(m.endpointId) ?? 1) - 1;
-        if (left > 0) this.#busy.set(m.endpointId, left);
-        else this.#busy.delete(m.endpointId);
-        this.#http--;
-        this.kick('claim', [m.shard]);
-      }).finally(() => this.#sends.delete(p));
+      this.#started++;
+      const p: Promise<void> = this.#send(m, () => this.#answered(m)).finally(() => this.#sends.delete(p));
       this.#sends.add(p);
     }
-    // took all it could: there may be more on these shards
-    if (claimed.length === room) for (const s of scan) this.#dirty.add(s);
-    return claimed.length;
+    if (!q.length) this.#queued.delete(endpointId);
+    if (late.length) {
+      this.#o.log.warn({ endpointId, count: late.length }, 'claimed webhook messages waited too long in this member; their claims are released and they are claimed again');
+      void this.#release(late).then(() => this.kick('claim', [...new Set(late.map((m) => m.shard))]));
+    }
+  }
+
+  /** An HTTP attempt is over: its slot goes to the endpoint's next waiting message, or to an endpoint waiting for the member's room. */
+  #answered(m: Claimed): void {
+    const left = (this.#busy.get(m.endpointId) ?? 1) - 1;
+    if (left > 0) this.#busy.set(m.endpointId, left);
+    else this.#busy.delete(m.endpointId);
+    this.#http--;
+    if (this.#stopped) return;
+    this.#startSends(m.endpointId);
+    for (const id of this.#waiting) {
+      if (this.#http >= this.#o.maxInFlight) break;
+      this.#waiting.delete(id);
+      this.#startSends(id);
+    }
+    // claim more before the endpoint runs dry: when half of what it may hold is left
+    if (this.#more.has(m.endpointId) && this.#held(m.endpointId) <= this.#o.concurrency) this.kick('claim', [m.shard]);
+    else if (this.#roomFull && this.#http + this.#queuedTotal <= this.#o.maxInFlight) this.kick('claim');
   }
 
   /** Sends one claimed message; `answered` runs once the HTTP attempt is over (whatever happens). The promise settles once its outcome is recorded. */
   async #send(m: Claimed, answered: () => void): Promise<void> {
-    const { clock, log, cluster } = this.#o;
+    const { clock, log } = this.#o;
     let freed = false;
     const free = () => {
       if (!freed) {
@@ -465,11 +606,9 @@ export class WebhookDelivery {
       }
     };
     try {
-      const epoch = cluster.owned().get(m.shard);
-      if (epoch === undefined) return; // the shard moved on: its new owner sends it
       if (m.endpointStatus !== 'ACTIVE') {
         free();
-        await this.#fenced(m.shard, epoch, (tx) => tx`update webhook_messages set status = 'CANCELLED', claimed_until = null, updated_at = ${iso(clock.now())}
+        await this.#fenced(m.shard, m.epoch, (tx) => tx`update webhook_messages set status = 'CANCELLED', claimed_until = null, updated_at = ${iso(clock.now())}
           where id = ${m.id} and status = 'PENDING'`);
         return;
       }
@@ -485,7 +624,7 @@ export class WebhookDelivery {
         agent: this.#agentFor(m.endpointId, m.url),
       });
       free();
-      await this.#recorder.add({ m, epoch, startedAt, result });
+      await this.#recorder.add({ m, startedAt, result });
     } catch (err) {
       if (err instanceof FencedError) log.debug({ messageId: m.id, shard: m.shard }, 'webhook outcome not recorded: the shard moved on (its new owner sends again)');
       else log.warn({ err, messageId: m.id, endpointId: m.endpointId }, 'webhook send failed to complete; retried when its claim lapses');
@@ -495,11 +634,13 @@ export class WebhookDelivery {
   }
 
   /**
-   * Records a batch of outcomes in one transaction: the shards' epochs are checked first (outcomes of
-   * shards this member no longer holds are dropped: their new owner sends again), then the log rows and
-   * the messages' new states. Then the endpoint actors hear what changes them.
+   * Records a batch of outcomes in one statement: the shards' epochs are checked first, each shard's
+   * row held `for share` until the statement commits (outcomes of shards this member no longer holds
+   * at the claim's epoch are dropped: their new owner sends again), then the log rows and the
+   * messages' new states. Then the endpoint actors hear what changes them.
    */
   async #recordBatch(batch: Outcome[]): Promise<void> {
+    const { sql } = this.#o;
     const now = this.#o.clock.now();
     const rows = batch.map((o) => {
       const attempts = o.m.attempts + 1;
@@ -508,40 +649,48 @@ export class WebhookDelivery {
       const next = delay === null ? null : now + delay;
       return { o, attempts, gone, next, status: o.result.ok ? 'SUCCEEDED' : next === null ? 'FAILED' : 'PENDING' };
     });
-    const recorded = await transaction(this.#o.sql, async (tx) => {
-      const shards = [...new Set(batch.map((o) => o.m.shard))];
-      const current = await lockEpochs(tx, shards);
-      const mine = rows.filter((r) => current.get(r.o.m.shard) === r.o.epoch);
-      if (mine.length < rows.length) {
-        this.#o.log.debug({ dropped: rows.length - mine.length }, 'webhook outcomes not recorded: their shards moved on (the new owners send again)');
-      }
-      if (!mine.length) return [];
-      await tx`insert into webhook_attempts ${tx(
-        mine.map((r) =>
-          attemptRow({
-            endpointId: r.o.m.endpointId,
-            orgId: r.o.m.orgId,
-            messageId: r.o.m.id,
-            eventId: r.o.m.eventId,
-            eventType: r.o.m.type,
-            attempt: r.attempts,
-            trigger: 'EVENT',
-            at: r.o.startedAt,
-            result: r.o.result,
-            nextAttemptAt: r.next,
-          }),
-        ) as never,
-      )}`;
-      await tx`update webhook_messages m set attempts = v.attempts, status = v.status, claimed_until = null, updated_at = ${iso(now)},
-          next_attempt_at = coalesce(v.next, m.next_attempt_at)
-        from unnest(${mine.map((r) => r.o.m.id)}::text[], ${mine.map((r) => r.attempts)}::int[], ${mine.map((r) => r.status)}::text[],
-          ${mine.map((r) => (r.next === null ? null : iso(r.next)))}::timestamptz[]) as v(id, attempts, status, next)
-        where m.id = v.id and m.status = 'PENDING'`;
-      return mine;
-    });
+    const log = rows.map((r) =>
+      snakeCase(
+        attemptRow({
+          endpointId: r.o.m.endpointId,
+          orgId: r.o.m.orgId,
+          messageId: r.o.m.id,
+          eventId: r.o.m.eventId,
+          eventType: r.o.m.type,
+          attempt: r.attempts,
+          trigger: 'EVENT',
+          at: r.o.startedAt,
+          result: r.o.result,
+          nextAttemptAt: r.next,
+        }),
+      ),
+    );
+    const shards = [...new Set(rows.map((r) => r.o.m.shard))];
+    const kept = await sql<{ id: string }[]>`
+      with fence as (
+        select id, epoch from shards where id = any(${shards}::int[]) for share
+      ), mine as (
+        select v.* from unnest(${rows.map((r) => r.o.m.id)}::text[], ${rows.map((r) => r.o.m.shard)}::int[], ${rows.map((r) => r.o.m.epoch)}::bigint[],
+            ${rows.map((r) => r.attempts)}::int[], ${rows.map((r) => r.status)}::text[], ${rows.map((r) => (r.next === null ? null : iso(r.next)))}::timestamptz[])
+          as v(id, shard, epoch, attempts, status, next)
+        join fence f on f.id = v.shard and f.epoch = v.epoch
+      ), logged as (
+        insert into webhook_attempts select a.* from jsonb_populate_recordset(null::webhook_attempts, ${sql.json(log as never)}::jsonb) a
+        where a.message_id in (select id from mine)
+      ), updated as (
+        update webhook_messages m set attempts = mine.attempts, status = mine.status, claimed_until = null, updated_at = ${iso(now)},
+            next_attempt_at = coalesce(mine.next, m.next_attempt_at)
+        from mine where m.id = any(array(select id from mine)) and m.id = mine.id and m.status = 'PENDING'
+      )
+      select id from mine`;
+    const recordedIds = new Set(kept.map((k) => k.id));
+    if (recordedIds.size < rows.length) {
+      this.#o.log.debug({ dropped: rows.length - recordedIds.size }, 'webhook outcomes not recorded: their shards moved on (the new owners send again)');
+    }
     // Tell each endpoint's actor only what changes its state (its row says whether it is failing).
     const told = new Set<string>();
-    for (const r of recorded) {
+    for (const r of rows) {
+      if (!recordedIds.has(r.o.m.id)) continue;
       const { m, result } = r.o;
       const failing = m.failingSince !== null;
       const event =
@@ -556,6 +705,8 @@ export class WebhookDelivery {
         this.#o.log.warn({ err, endpointId: m.endpointId, event: event.type }, 'the endpoint actor did not hear a delivery outcome; the next outcome tells it'),
       );
     }
+    // these messages may be due again (a retry) or their shards may have room: nothing to do here, the
+    // poll and the next wake-ups find them
   }
 
   #fenced<T>(shard: number, epoch: number, fn: (tx: Tx) => Promise<T>): Promise<T> {

@@ -31,7 +31,10 @@ export interface DeliveryResult {
   /** The response status, when one was received. */
   status?: number;
   durationMs: number;
-  /** The first 1024 bytes of the response body, decoded as UTF-8 (a cut character becomes U+FFFD). */
+  /**
+   * The first 1024 bytes of the response body, decoded as UTF-8 (a cut character becomes U+FFFD, and
+   * so does a NUL, which Postgres text cannot hold).
+   */
   responseBody: string;
   error?: { kind: DeliveryErrorKind; message: string };
   /** From `Retry-After` (seconds, or an HTTP date) on a 429 or 503; whole seconds from now, at least 0. */
@@ -192,7 +195,7 @@ export async function deliver(opts: DeliverOptions): Promise<DeliveryResult> {
   let status: number | undefined;
   const chunks: Buffer[] = [];
   let size = 0;
-  const bodyText = () => Buffer.concat(chunks, size).subarray(0, RESPONSE_BODY_LIMIT).toString('utf8');
+  const bodyText = () => Buffer.concat(chunks, size).subarray(0, RESPONSE_BODY_LIMIT).toString('utf8').replaceAll('\0', '\ufffd');
   try {
     const res = await request(target.url, {
       method: 'POST',

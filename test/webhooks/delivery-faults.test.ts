@@ -2,6 +2,7 @@
 // Postgres, real Redis and a real receiver: kill -9 of the member in the middle of a send, and a Redis
 // restart in the middle of a stream of events. At-least-once: every event arrives, with its id.
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
@@ -101,7 +102,9 @@ t.test('kill -9 of the member in the middle of a send: the survivor sends the ev
   await receiver.waitFor(1, 10_000);
   t.equal(receiver.received[0]!.body.data.userId, user.id, 'the owner is sending the event (the receiver holds the request)');
   const killedAt = performance.now();
+  const gone = once(sender.member.proc, 'exit');
   sender.member.proc.kill('SIGKILL');
+  await gone;
   receiver.answer = () => ({ status: 200, body: 'ok' });
   await receiver.waitFor(2, 20_000).catch(async (err) => {
     // what the database says happened to the message, for the failure report
