@@ -117,7 +117,6 @@ export class AppError extends Error {
   }
 }
 
-export const isRetryable = (code: ErrorCode): boolean => 'retryable' in errorCatalog[code];
 
 /** Any thrown value as an AppError; unknown failures become internal_error with the cause kept for the log. */
 export function toAppError(err: unknown): AppError {

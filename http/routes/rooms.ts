@@ -1,12 +1,12 @@
+import { WAITING_STATUSES } from '../../actors/waiting-room/waiting-room.schemas.ts';
 import { z } from 'zod';
 import { externalId, idParam } from '../../src/services/common.ts';
 import { ROOM_ROLES } from '../../src/services/join-links.ts';
 import { route } from '../route.ts';
 
 const tag = 'Waiting room';
-const WAITING = ['WAITING', 'ADMITTED', 'DENIED', 'EXPIRED', 'LEFT'] as const;
 const slugParams = z.object({ slug: z.string().max(64) });
-const waitingStatus = z.object({ queueId: z.string(), status: z.enum(WAITING), requestedAt: z.string(), admittedAt: z.string().nullable() });
+const waitingStatus = z.object({ queueId: z.string(), status: z.enum(WAITING_STATUSES), requestedAt: z.string(), admittedAt: z.string().nullable() });
 
 export const roomRoutes = [
   route(

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { WAITING_STATUSES } from '../../actors/waiting-room/waiting-room.schemas.ts';
+import type { WaitingStatus } from '../../actors/waiting-room/waiting-room.types.ts';
 import { iso, type Clock } from '../clock.ts';
 import type postgres from 'postgres';
 import { Batcher } from '../db/batch.ts';
@@ -35,7 +37,7 @@ export const meetingSession = z.object({
   mediaToken: z.string().nullable(),
   mediaUrl: z.string(),
   role: z.enum(ROOM_ROLES),
-  waitingRoom: z.object({ queueId: z.string(), status: z.enum(['WAITING', 'ADMITTED', 'DENIED', 'EXPIRED', 'LEFT']) }).nullable(),
+  waitingRoom: z.object({ queueId: z.string(), status: z.enum(WAITING_STATUSES) }).nullable(),
   meeting: z.object({
     id: z.string(),
     kind: z.enum(['MEETING', 'CLASS']),
@@ -79,7 +81,7 @@ interface SessionRow {
 
 interface WaitingView {
   queueId: string;
-  status: 'WAITING' | 'ADMITTED' | 'DENIED' | 'EXPIRED' | 'LEFT';
+  status: WaitingStatus;
 }
 
 interface Resolved {

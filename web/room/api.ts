@@ -5,6 +5,7 @@
 
 import type { MeetingSession } from '../../src/services/sessions.ts';
 import type { RoomRole } from '../../src/rooms/access.ts';
+import type { WaitingStatus } from '../../actors/waiting-room/waiting-room.types.ts';
 
 export type { RoomRole };
 /** The exchange's and the refresh's answer: the server's one definition, types only (nothing of the server is bundled). */
@@ -40,7 +41,7 @@ async function call<T>(method: string, path: string, opts: { body?: unknown; bea
 export const exchange = (token: string, deviceId: string) => call<Session>('POST', '/join-tokens/exchange', { body: { token, deviceId } });
 export const refresh = (accessToken: string) => call<Session>('POST', '/join-tokens/refresh', { bearer: accessToken });
 export const waitingStatus = (s: Session) =>
-  call<{ status: 'WAITING' | 'ADMITTED' | 'DENIED' | 'EXPIRED' | 'LEFT' }>('GET', `/meetings/${s.meeting.slug}/waiting-room/status/${s.waitingRoom!.queueId}`, { bearer: s.accessToken });
+  call<{ status: WaitingStatus }>('GET', `/meetings/${s.meeting.slug}/waiting-room/status/${s.waitingRoom!.queueId}`, { bearer: s.accessToken });
 export const roomToken = (s: Session, deviceId: string) =>
   call<{ mediaToken: string; mediaUrl: string }>('POST', `/meetings/${s.meeting.slug}/token`, { bearer: s.accessToken, body: { queueId: s.waitingRoom!.queueId, deviceId } });
 
