@@ -10,12 +10,11 @@ import type { Logger } from '../src/logger.ts';
 import type { ApiPrincipal } from '../src/services/api-keys.ts';
 import type { AdminPrincipal } from '../src/services/members.ts';
 import type { SessionPrincipal } from '../src/services/sessions.ts';
-import { AppError, toAppError } from '../src/errors.ts';
+import { AppError, toAppError, validationError } from '../src/errors.ts';
 import { hasScope } from '../src/scopes.ts';
 import type { RateLimitResult } from '../src/cluster/rate-limit.ts';
 import { CredentialGuard } from './credential-guard.ts';
 import { fullPath, type Ctx, type Reply, type RequestInfo, type Route } from './route.ts';
-import { validationError } from './validation.ts';
 
 export interface HttpServer {
   port: number;

@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import { databaseUnreachable } from './db/failures.ts';
 /**
  * The one error catalog. Every failure the service reports, over HTTP or the media gateway,
@@ -123,4 +124,15 @@ export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   if (databaseUnreachable(err)) return new AppError('service_unavailable', { message: 'The database is not reachable right now; retry shortly.', details: { failing: ['database'] }, cause: err });
   return new AppError('internal_error', { cause: err });
+}
+
+/** A zod failure as `validation_failed`, naming every offending field. */
+export function validationError(error: z.ZodError, where: 'path' | 'query' | 'body' | 'item'): AppError {
+  const fields = error.issues.slice(0, 50).map((i) => ({
+    field: i.path.length ? i.path.map(String).join('.') : '(root)',
+    in: where,
+    code: i.code,
+    message: i.message,
+  }));
+  return new AppError('validation_failed', { details: { fields } });
 }

@@ -1,13 +1,9 @@
 import { z } from 'zod';
-import type { ENDED_REASONS, MeetingStatus } from '../../src/services/meetings.ts';
+import { ENDED_REASONS, MEETING_STATUSES, USER_ROLES } from '../../src/domain.ts';
 import { ROOM_ROLES } from '../../src/rooms/access.ts';
-import type { UserRole } from '../../src/services/users.ts';
 
 // Local copies keep this module free of the services' runtime imports; `satisfies` keeps them in step.
-export const MEETING_STATUSES = ['SCHEDULED', 'LIVE', 'ENDED', 'CANCELLED'] as const satisfies readonly MeetingStatus[];
-export const MEETING_ENDED_REASONS = ['HOST_ENDED', 'ROOM_FINISHED', 'PLAN_LIMIT', 'API', 'TIMEOUT'] as const satisfies typeof ENDED_REASONS;
 export { ROOM_ROLES };
-export const USER_ROLES = ['TEACHER', 'STUDENT', 'ADMIN'] as const satisfies readonly UserRole[];
 export const DEVICES = ['web', 'android', 'ios', 'unknown'] as const;
 
 export const id = z.string().min(1).max(255);
@@ -53,7 +49,7 @@ export const meetingInput = z.object({
   status: z.enum(MEETING_STATUSES),
   startedAt: isoTime.nullable().optional(),
   endedAt: isoTime.nullable().optional(),
-  endedReason: z.enum(MEETING_ENDED_REASONS).nullable().optional(),
+  endedReason: z.enum(ENDED_REASONS).nullable().optional(),
   /** When the schedule was last set (the row's updatedAt): a meeting scheduled in the past still gets its grace from then. */
   notBefore: isoTime.optional(),
 });

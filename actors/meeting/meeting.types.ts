@@ -1,11 +1,11 @@
 import type { z } from 'zod';
 import type { DisconnectEffect, OutboxEffect, Refusal, ReplyEffect, SendEffect, TimerCancelEffect, TimerSetEffect } from '../effects.ts';
-import type { DEVICES, MEETING_ENDED_REASONS, MEETING_STATUSES, mediaCandidate, meetingEvent, meetingInput, ROOM_ROLES, roomSettings, roomUser } from './meeting.schemas.ts';
+import type { EndedReason, MeetingStatus } from '../../src/domain.ts';
+import type { DEVICES, mediaCandidate, meetingEvent, meetingInput, ROOM_ROLES, roomSettings, roomUser } from './meeting.schemas.ts';
 
 export type MeetingInput = z.infer<typeof meetingInput>;
 export type MeetingEvent = z.infer<typeof meetingEvent>;
-export type MeetingStatus = (typeof MEETING_STATUSES)[number];
-export type EndedReason = (typeof MEETING_ENDED_REASONS)[number];
+export type { EndedReason, MeetingStatus };
 export type RoomRole = (typeof ROOM_ROLES)[number];
 export type Device = (typeof DEVICES)[number];
 export type RoomUser = z.infer<typeof roomUser>;

@@ -3,7 +3,7 @@ import type { MeetingEvent, MeetingReplies } from '../../actors/meeting/meeting.
 import { waitingRoomEvent } from '../../actors/waiting-room/waiting-room.schemas.ts';
 import type { WaitingRoomEvent, WaitingRoomReplies } from '../../actors/waiting-room/waiting-room.types.ts';
 import type { Cluster } from '../cluster/cluster.ts';
-import { meetingActor, waitingRoomActor } from '../runtime/kinds.ts';
+import { meetingActor, waitingRoomActor } from '../runtime/actor-ids.ts';
 import { typedActorClient, type TypedActorClient } from './actor-client.ts';
 
 export type MeetingClient = TypedActorClient<MeetingEvent, MeetingReplies>;

@@ -1,21 +1,42 @@
-import { createActor, type AnyActor } from 'xstate';
+import type { z } from 'zod';
+import { createActor, type AnyActor, type AnyStateMachine } from 'xstate';
 import type { DisconnectEffect, SendEffect } from '../../actors/effects.ts';
-import { validationError } from '../../http/validation.ts';
 import { iso, type Clock } from '../clock.ts';
 import type { ActorMessage } from '../cluster/cluster.ts';
 import { assertEpoch } from '../cluster/fencing.ts';
 import { ActorUnavailableError } from '../cluster/cluster.ts';
-import type { Sql } from '../db/index.ts';
+import type { Db, Sql } from '../db/index.ts';
 import { transaction } from '../db/tx.ts';
 import { retryableDbError } from '../db/failures.ts';
-import { AppError } from '../errors.ts';
+import { AppError, validationError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 import { emitEvent, type EventType } from '../services/outbox.ts';
-import type { ActorKind } from './kinds.ts';
 
 export type RoomEffect = SendEffect | DisconnectEffect;
 
 /** What a kind's own effects may need to know about this member. */
+/** What the host needs to know about one kind of actor. Actor ids are `<kind>:<entityId>`. */
+export interface ActorKind {
+  kind: string;
+  version: number;
+  machine: AnyStateMachine;
+  events: z.ZodType;
+  /** Input for a fresh actor from the database, or null when the entity does not exist. */
+  input(db: Db, entityId: string): Promise<Record<string, unknown> | null>;
+  /** The organization whose outbox receives this actor's events. */
+  orgOf(context: Record<string, unknown>): string;
+  /** Sent to a fresh actor before anything else. */
+  init?: (at: number) => Record<string, unknown>;
+  /** Writes the actor's state back to its domain row, in the snapshot's transaction. */
+  project?(tx: Db, entityId: string, context: Record<string, unknown>, at: number): Promise<void>;
+  /** Carries out a kind's own effects (anything but outbox, timers, sends, disconnects and the reply) in the transition's transaction. */
+  effect?(tx: Db, entityId: string, context: Record<string, unknown>, effect: { type: string; [k: string]: unknown }, at: number, env: EffectEnv): Promise<void>;
+  /** Events for other actors once a transition has committed (e.g. the waiting room hears the meeting ended). */
+  followUps?(entityId: string, before: Record<string, unknown>, after: Record<string, unknown>): { actorId: string; event: Record<string, unknown> }[];
+  /** Bus messages to every member once a transition has committed (e.g. drop cached copies of a row the projection changed). */
+  notices?(entityId: string, before: Record<string, unknown>, after: Record<string, unknown>): { channel: string; message: Record<string, unknown> }[];
+}
+
 export interface EffectEnv {
   /** The public base URL (for addresses written into emails), once the member listens. */
   baseUrl(): string | undefined;

@@ -6,11 +6,12 @@ import type { MeetingContext } from '../../actors/meeting/meeting.types.ts';
 import { WAITING_ROOM_MACHINE_VERSION, waitingRoomMachine } from '../../actors/waiting-room/waiting-room.machine.ts';
 import { waitingRoomEvent } from '../../actors/waiting-room/waiting-room.schemas.ts';
 import type { Db } from '../db/index.ts';
-import type { EffectEnv } from './host.ts';
+import type { ActorKind } from './host.ts';
 import { PLANS, type PlanName } from '../plans.ts';
 import type { MeetingRow } from '../services/meetings.ts';
 import { toMeetingRecord } from '../services/meetings.ts';
 import { iso } from '../clock.ts';
+import { waitingRoomActor } from './actor-ids.ts';
 import { WEBHOOK_ENDPOINT_MACHINE_VERSION, webhookEndpointMachine } from '../../actors/webhook-endpoint/webhook-endpoint.machine.ts';
 import { webhookEndpointEvent } from '../../actors/webhook-endpoint/webhook-endpoint.schemas.ts';
 import type { WebhookEndpointContext, WebhookEndpointInput } from '../../actors/webhook-endpoint/webhook-endpoint.types.ts';
@@ -18,28 +19,6 @@ import { notifyEndpointDisabled } from '../notifications/notify.ts';
 import { MAINTENANCE_MACHINE_VERSION, maintenanceMachine } from '../../actors/maintenance/maintenance.machine.ts';
 import { maintenanceEvent } from '../../actors/maintenance/maintenance.schemas.ts';
 import { purgeExpired } from '../services/retention.ts';
-
-/** What the host needs to know about one kind of actor. Actor ids are `<kind>:<entityId>`. */
-export interface ActorKind {
-  kind: string;
-  version: number;
-  machine: AnyStateMachine;
-  events: z.ZodType;
-  /** Input for a fresh actor from the database, or null when the entity does not exist. */
-  input(db: Db, entityId: string): Promise<Record<string, unknown> | null>;
-  /** The organization whose outbox receives this actor's events. */
-  orgOf(context: Record<string, unknown>): string;
-  /** Sent to a fresh actor before anything else. */
-  init?: (at: number) => Record<string, unknown>;
-  /** Writes the actor's state back to its domain row, in the snapshot's transaction. */
-  project?(tx: Db, entityId: string, context: Record<string, unknown>, at: number): Promise<void>;
-  /** Carries out a kind's own effects (anything but outbox, timers, sends, disconnects and the reply) in the transition's transaction. */
-  effect?(tx: Db, entityId: string, context: Record<string, unknown>, effect: { type: string; [k: string]: unknown }, at: number, env: EffectEnv): Promise<void>;
-  /** Events for other actors once a transition has committed (e.g. the waiting room hears the meeting ended). */
-  followUps?(entityId: string, before: Record<string, unknown>, after: Record<string, unknown>): { actorId: string; event: Record<string, unknown> }[];
-  /** Bus messages to every member once a transition has committed (e.g. drop cached copies of a row the projection changed). */
-  notices?(entityId: string, before: Record<string, unknown>, after: Record<string, unknown>): { channel: string; message: Record<string, unknown> }[];
-}
 
 async function meetingRow(db: Db, meetingId: string): Promise<(MeetingRow & { plan: PlanName }) | null> {
   const [row] = await db<(MeetingRow & { plan: PlanName })[]>`select m.*, c.external_id as external_class_id, c.course_id, o.plan
@@ -203,5 +182,3 @@ export const maintenanceKind: ActorKind = {
 export const ACTOR_KINDS: ActorKind[] = [meetingKind, waitingRoomKind, webhookKind, maintenanceKind];
 export const RETENTION_ACTOR = 'maintenance:retention';
 
-export const meetingActor = (meetingId: string) => `meeting:${meetingId}`;
-export const waitingRoomActor = (meetingId: string) => `waiting-room:${meetingId}`;

@@ -7,7 +7,8 @@ import { newId } from '../ids.ts';
 import type { ClassRow, Classes } from './classes.ts';
 import { decodeCursor, encodeCursor, externalId, pageQuery, ts } from './common.ts';
 import { emitEvent } from './outbox.ts';
-import { USER_ROLES, type UserRole, type UserRow, type Users } from './users.ts';
+import { USER_ROLES, type UserRole } from '../domain.ts';
+import type { UserRow, Users } from './users.ts';
 
 export const ENROLLMENT_STATUSES = ['ACTIVE', 'REMOVED'] as const;
 export type EnrollmentStatus = (typeof ENROLLMENT_STATUSES)[number];

@@ -5,16 +5,21 @@ import { sha256 } from '../crypto.ts';
 import type { Db, Sql } from '../db/index.ts';
 import { transaction } from '../db/tx.ts';
 import { AppError, toAppError, type ErrorCode } from '../errors.ts';
-import type { Reply } from '../../http/route.ts';
 
 /** Replays are kept 24 hours; a request that died mid-flight frees its key after 60 seconds. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
 export const IDEMPOTENCY_LOCK_MS = 60_000;
 const KEY = /^[\x20-\x7e]{1,255}$/;
 
-interface Stored {
+/** A response to keep and replay: its status and headers, and whatever else the caller's response holds (stored as JSON). */
+export interface Replayable {
+  status?: number;
+  headers?: Record<string, string>;
+}
+
+interface Stored<R> {
   status: number;
-  reply?: Reply;
+  reply?: R;
   error?: { code: string; message: string; details: Record<string, unknown> };
 }
 
@@ -40,11 +45,11 @@ export class Idempotency {
    * returns; those operations are idempotent by nature (cancel, end), so a crash in between only
    * repeats a no-op.
    */
-  async run(
+  async run<R extends Replayable>(
     req: { scope: string; key: string; method: string; path: string; body: unknown },
-    handler: (db: Db) => Promise<Reply> | Reply,
+    handler: (db: Db) => Promise<R> | R,
     mode: 'transaction' | 'after' = 'transaction',
-  ): Promise<Reply> {
+  ): Promise<R> {
     if (!KEY.test(req.key)) throw new AppError('idempotency_key_invalid');
     const hash = sha256(`${req.method} ${req.path}\n${JSON.stringify(req.body)}`);
     const now = this.#clock.now();
@@ -57,7 +62,7 @@ export class Idempotency {
       where idempotency_keys.expires_at <= ${iso(now)}
         or (idempotency_keys.state = 'IN_PROGRESS' and idempotency_keys.locked_until <= ${iso(now)})
       returning key`;
-    if (!mine) return this.#existing(req.scope, req.key, hash);
+    if (!mine) return this.#existing<R>(req.scope, req.key, hash);
 
     try {
       if (mode === 'after') {
@@ -75,7 +80,7 @@ export class Idempotency {
       if (e.status >= 500 || e.code === 'validation_failed' || e.code === 'rate_limited') {
         await this.#sql`delete from idempotency_keys where scope = ${req.scope} and key = ${req.key} and state = 'IN_PROGRESS'`;
       } else {
-        await this.#finish(this.#sql, req.scope, req.key, {
+        await this.#finish<R>(this.#sql, req.scope, req.key, {
           status: e.status,
           error: { code: e.code, message: e.message, details: e.details },
         });
@@ -84,18 +89,18 @@ export class Idempotency {
     }
   }
 
-  async #finish(db: Db, scope: string, key: string, stored: Stored): Promise<void> {
+  async #finish<R>(db: Db, scope: string, key: string, stored: Stored<R>): Promise<void> {
     await db`update idempotency_keys set state = 'DONE', response_status = ${stored.status},
       response_body = ${this.#sealer.sealJson(stored)} where scope = ${scope} and key = ${key}`;
   }
 
-  async #existing(scope: string, key: string, hash: Buffer): Promise<Reply> {
+  async #existing<R extends Replayable>(scope: string, key: string, hash: Buffer): Promise<R> {
     const [row] = await this.#sql<{ requestHash: Buffer; state: string; responseBody: Buffer | null }[]>`
       select request_hash, state, response_body from idempotency_keys where scope = ${scope} and key = ${key}`;
     if (!row) throw new AppError('idempotency_in_progress');
     if (!row.requestHash.equals(hash)) throw new AppError('idempotency_key_reused');
     if (row.state === 'IN_PROGRESS' || !row.responseBody) throw new AppError('idempotency_in_progress');
-    const stored = this.#sealer.openJson<Stored>(row.responseBody);
+    const stored = this.#sealer.openJson<Stored<R>>(row.responseBody);
     if (!stored) throw new AppError('internal_error', { message: 'A stored idempotent response could not be read.' });
     if (stored.error) {
       throw new AppError(stored.error.code as ErrorCode, { message: stored.error.message, details: stored.error.details, headers: { 'Idempotent-Replayed': 'true' } });

@@ -6,7 +6,8 @@ import { AppError } from '../errors.ts';
 import { decodeCursor, encodeCursor, externalId, pageQuery } from './common.ts';
 import { memberUser } from './enrollments.ts';
 import type { Meetings } from './meetings.ts';
-import type { UserRole, UserRow, Users } from './users.ts';
+import type { UserRole } from '../domain.ts';
+import type { UserRow, Users } from './users.ts';
 
 export const MAX_INVITES_PER_REQUEST = 1000;
 

@@ -4,10 +4,9 @@ import { iso, type Clock } from '../clock.ts';
 import type { Bus } from '../cluster/bus.ts';
 import type { Db, Sql } from '../db/index.ts';
 import { afterCommit, savepoint, transaction } from '../db/tx.ts';
-import { AppError, toAppError } from '../errors.ts';
+import { AppError, toAppError, validationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Logger } from '../logger.ts';
-import { validationError } from '../../http/validation.ts';
 import { userInput, type Users } from './users.ts';
 
 export const BULK_MAX_USERS = 1000;

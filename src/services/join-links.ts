@@ -7,7 +7,8 @@ import { externalId, httpsUrl } from './common.ts';
 import type { MeetingRow, Meetings } from './meetings.ts';
 import { RoomAccess } from '../rooms/access.ts';
 import { ROOM_ROLES, type RoomRole, type Tokens } from './tokens.ts';
-import type { UserRole, UserRow, Users } from './users.ts';
+import type { UserRole } from '../domain.ts';
+import type { UserRow, Users } from './users.ts';
 
 export { ROOM_ROLES };
 export const DEFAULT_EXPIRY_SECONDS = 300;

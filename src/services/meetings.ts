@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ENDED_REASONS, MEETING_STATUSES, type EndedReason, type MeetingStatus } from '../domain.ts';
 import { TtlCache } from '../cache.ts';
 import { iso, type Clock } from '../clock.ts';
 import type { Bus } from '../cluster/bus.ts';
@@ -12,10 +13,7 @@ import type { Users } from './users.ts';
 import type { Classes } from './classes.ts';
 import type { RoomClients } from '../rooms/clients.ts';
 
-export const MEETING_STATUSES = ['SCHEDULED', 'LIVE', 'ENDED', 'CANCELLED'] as const;
-export type MeetingStatus = (typeof MEETING_STATUSES)[number];
 export const ACCESS_MODES = ['ORG_MEMBERS', 'ENROLLED', 'INVITED'] as const;
-export const ENDED_REASONS = ['HOST_ENDED', 'ROOM_FINISHED', 'PLAN_LIMIT', 'API', 'TIMEOUT'] as const;
 
 export const meetingSettings = z.strictObject({
   waitingRoom: z.boolean().optional().describe('People wait until a host admits them. Default false.'),
@@ -120,7 +118,7 @@ export interface MeetingRow {
   status: MeetingStatus;
   startedAt: Date | null;
   endedAt: Date | null;
-  endedReason: (typeof ENDED_REASONS)[number] | null;
+  endedReason: EndedReason | null;
   cancelledAt: Date | null;
   createdAt: Date;
   updatedAt: Date;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { USER_ROLES, type UserRole } from '../domain.ts';
 import { TtlCache } from '../cache.ts';
 import { iso, type Clock } from '../clock.ts';
 import type { Bus } from '../cluster/bus.ts';
@@ -9,8 +10,6 @@ import { newId } from '../ids.ts';
 import { decodeCursor, encodeCursor, externalId, pageQuery, ts } from './common.ts';
 import { emitEvent } from './outbox.ts';
 
-export const USER_ROLES = ['TEACHER', 'STUDENT', 'ADMIN'] as const;
-export type UserRole = (typeof USER_ROLES)[number];
 
 export const userInput = z.strictObject({
   externalId: externalId.describe('Your own id for the user; sending it again updates the user.'),
