@@ -101,7 +101,10 @@ export interface RosterEntry {
   connected: boolean;
 }
 
-/** data of meeting.created/updated/started/ended/cancelled, as `meetingEventData` in src/services/meetings.ts. */
+/** What the meeting actor knows of its meeting: the identity part of its context and of meeting.* events. */
+export type MeetingFacts = MeetingContext['meeting'];
+
+/** data of meeting.created/updated/started/ended/cancelled: built by `meetingData` (meeting.views.ts) alone. */
 export interface MeetingEventData {
   meetingId: string;
   externalMeetingId: string | null;

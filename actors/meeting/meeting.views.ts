@@ -55,8 +55,8 @@ export function initialMeetingContext(input: MeetingInput): MeetingContext {
   };
 }
 
-/** data of meeting.* events; same keys and rules as `meetingEventData` in src/services/meetings.ts. */
-export function meetingData(c: MeetingContext): MeetingEventData {
+/** data of meeting.* events, from the actor's context or (src/services/meetings.ts) from the meeting's row. */
+export function meetingData(c: Pick<MeetingContext, 'meeting' | 'status' | 'startedAt' | 'endedAt' | 'endedReason'>): MeetingEventData {
   const m = c.meeting;
   return {
     meetingId: m.meetingId,

@@ -9,7 +9,7 @@ import type { Db } from '../db/index.ts';
 import type { ActorKind } from './host.ts';
 import { PLANS, type PlanName } from '../plans.ts';
 import type { MeetingRow } from '../services/meetings.ts';
-import { toMeetingRecord } from '../services/meetings.ts';
+import { meetingFacts, toMeetingRecord } from '../services/meetings.ts';
 import { iso } from '../clock.ts';
 import { waitingRoomActor } from './actor-ids.ts';
 import { WEBHOOK_ENDPOINT_MACHINE_VERSION, webhookEndpointMachine } from '../../actors/webhook-endpoint/webhook-endpoint.machine.ts';
@@ -36,20 +36,7 @@ export const meetingKind: ActorKind = {
     if (!m) return null;
     const r = toMeetingRecord(m);
     return {
-      meetingId: m.id,
-      orgId: m.orgId,
-      externalMeetingId: m.externalId,
-      kind: m.kind,
-      title: m.title,
-      type: r.type,
-      slug: m.slug,
-      hostUserId: m.hostUserId,
-      classId: m.classId,
-      externalClassId: m.externalClassId,
-      courseId: m.courseId,
-      batchId: m.batchId,
-      scheduledStart: r.scheduledStart,
-      scheduledEnd: r.scheduledEnd,
+      ...meetingFacts(m),
       settings: m.settings,
       planMaxMinutes: PLANS[m.plan].maxMeetingMinutes,
       status: m.status,

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { meetingData } from '../../actors/meeting/meeting.views.ts';
+import type { MeetingEventData, MeetingFacts } from '../../actors/meeting/meeting.types.ts';
 import { ENDED_REASONS, MEETING_STATUSES, type EndedReason, type MeetingStatus } from '../domain.ts';
 import { TtlCache } from '../cache.ts';
 import { iso, type Clock } from '../clock.ts';
@@ -156,29 +158,36 @@ export const toMeetingRecord = (m: MeetingRow): MeetingRecord => ({
   updatedAt: m.updatedAt.toISOString(),
 });
 
-/** The data of meeting.* events. */
-export function meetingEventData(m: MeetingRow) {
+/** What the meeting actor knows of its meeting (its input; the identity part of meeting.* events), from the row. */
+export function meetingFacts(m: MeetingRow): MeetingFacts {
   const r = toMeetingRecord(m);
   return {
-    meetingId: r.id,
-    externalMeetingId: r.externalId,
-    kind: r.kind,
-    title: r.title,
+    meetingId: m.id,
+    orgId: m.orgId,
+    externalMeetingId: m.externalId,
+    kind: m.kind,
+    title: m.title,
     type: r.type,
-    status: r.status,
-    slug: r.slug,
-    hostUserId: r.hostUserId,
-    classId: r.classId,
-    externalClassId: r.externalClassId,
-    courseId: r.courseId,
-    batchId: r.batchId,
+    slug: m.slug,
+    hostUserId: m.hostUserId,
+    classId: m.classId,
+    externalClassId: m.externalClassId,
+    courseId: m.courseId,
+    batchId: m.batchId,
     scheduledStart: r.scheduledStart,
     scheduledEnd: r.scheduledEnd,
-    startedAt: r.startedAt,
-    endedAt: r.endedAt,
-    durationSeconds: r.durationSeconds,
-    ...(r.status === 'ENDED' ? { endedReason: r.endedReason } : {}),
   };
+}
+
+/** The data of meeting.* events, by the same rule the meeting actor uses (`meetingData`). */
+export function meetingEventData(m: MeetingRow): MeetingEventData {
+  return meetingData({
+    meeting: meetingFacts(m),
+    status: m.status,
+    startedAt: m.startedAt?.getTime() ?? null,
+    endedAt: m.endedAt?.getTime() ?? null,
+    endedReason: m.endedReason,
+  });
 }
 
 const defaults = (kind: 'MEETING' | 'CLASS', s: z.infer<typeof meetingSettings> = {}): MeetingSettings => ({

@@ -24,7 +24,7 @@ export async function emitEvent(
   db: Db,
   orgId: string,
   type: EventType,
-  data: Record<string, unknown>,
+  data: object,
   at: number,
   opts: { background?: boolean } = {},
 ): Promise<string> {
