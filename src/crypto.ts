@@ -1,5 +1,5 @@
 import * as nodeCrypto from 'node:crypto';
-import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomFillSync, timingSafeEqual, type Cipher } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomFillSync, timingSafeEqual } from 'node:crypto';
 
 /** One-shot `crypto.hash` (Node 20.12+) is several times cheaper than a Hash object for short inputs. */
 const oneShot = (nodeCrypto as { hash?: (alg: string, data: string | Buffer, enc: string) => string | Buffer }).hash;
@@ -133,109 +133,30 @@ export class Sealer {
   }
 }
 
-const STREAM_VERSION = 2;
-const KEYSTREAM_BYTES = 4096;
-const TAG_BYTES = 16;
-const HMAC_BLOCK = 64;
-
 /**
- * Sealed boxes for tokens minted on a hot path: AES-256-CTR, then HMAC-SHA256 over the version, IV
- * and ciphertext (encrypt-then-MAC, as Tink's AES-CTR-HMAC AEAD), tag truncated to 128 bits, with
- * independent encryption and MAC keys derived from one. Same guarantees as `Sealer` (confidential,
- * unforgeable), without its per-box costs: an AES-GCM box needs a `Cipheriv` object, four output
- * buffers and an OpenSSL context each time, which measured about 6 µs of a mint's 23 in the server.
- *
- * - Keystream comes from one AES-256-CTR context per 4 KiB (a fresh random 128-bit IV each time),
- *   handed out in whole 16-byte blocks and never twice; a box carries the counter block it starts at.
- * - The HMAC is RFC 2104 made of two one-shot `crypto.hash` calls over preallocated ipad/opad blocks,
- *   so sealing allocates nothing but the output string.
- * - Opening verifies the tag (constant time) before decrypting, with Node's `createHmac` and
- *   `createDecipheriv`: opening is not on the hot path.
- *
- * Box: version (2), IV (16), ciphertext, tag (16). `seal` returns it as base64url.
+ * Opens the AES-256-CTR + HMAC-SHA256 boxes (encrypt-then-MAC; version 2, IV 16, ciphertext, tag 16)
+ * that sealed join tokens from 2026-11-22 to 2026-11-24, so links handed out then keep working until
+ * they expire (a join token lives at most 24 hours): this class can go after 2026-11-26. Opening
+ * verifies the tag in constant time before decrypting, with Node's own HMAC and AES-CTR.
  */
-export class StreamSealer {
-  static readonly VERSION = STREAM_VERSION;
+export class StreamBoxOpener {
+  static readonly VERSION = 2;
   readonly #encKey: Buffer;
   readonly #macKey: Buffer;
-  /** [ipad][box being sealed][tag]: the inner hash runs over the first two, base64url over the last two */
-  #scratch = Buffer.allocUnsafeSlow(HMAC_BLOCK + 1 + 16 + 1024 + TAG_BYTES);
-  /** [opad][inner hash] */
-  readonly #outer = Buffer.allocUnsafeSlow(HMAC_BLOCK + 32);
-  readonly #ipad = Buffer.alloc(HMAC_BLOCK, 0x36);
-  #keystream = Buffer.alloc(0);
-  #ksOffset = 0;
-  readonly #ksIv = Buffer.alloc(16);
 
   constructor(key: Buffer, purpose: string) {
-    if (key.length !== 32) throw new Error('StreamSealer needs a 32-byte key');
     this.#encKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `aula:${purpose}:ctr`, 32));
     this.#macKey = Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `aula:${purpose}:hmac`, 32));
-    this.#outer.fill(0x5c, 0, HMAC_BLOCK);
-    for (let i = 0; i < 32; i++) {
-      this.#ipad[i]! ^= this.#macKey[i]!;
-      this.#outer[i]! ^= this.#macKey[i]!;
-    }
-    this.#ipad.copy(this.#scratch, 0);
   }
 
-  /** Seals bytes, or a string as UTF-8; returns the box as base64url. */
-  seal(plain: Buffer | string): string {
-    const data = typeof plain === 'string' ? Buffer.from(plain, 'utf8') : plain;
-    const n = data.length;
-    const boxLen = 1 + 16 + n;
-    if (HMAC_BLOCK + boxLen + TAG_BYTES > this.#scratch.length) {
-      this.#scratch = Buffer.allocUnsafeSlow(HMAC_BLOCK + boxLen + TAG_BYTES);
-      this.#ipad.copy(this.#scratch, 0);
-    }
-    const b = this.#scratch;
-    const at = HMAC_BLOCK;
-    b[at] = STREAM_VERSION;
-    const ks = this.#takeKeystream(n, b, at + 1);
-    for (let i = 0; i < n; i++) b[at + 17 + i] = data[i]! ^ ks[i]!;
-    // HMAC(k, m) = H((k ^ opad) || H((k ^ ipad) || m)); the ipad block sits just before the box
-    const inner = nodeCrypto.hash('sha256', b.subarray(0, at + boxLen), 'binary');
-    this.#outer.write(inner, HMAC_BLOCK, 32, 'latin1');
-    const tag = nodeCrypto.hash('sha256', this.#outer, 'binary');
-    b.write(tag, at + boxLen, TAG_BYTES, 'latin1');
-    return b.toString('base64url', at, at + boxLen + TAG_BYTES);
-  }
-
-  /** The plaintext and the box's IV (unique per seal, as base64url), or null unless sealed by this key and purpose. */
+  /** The plaintext and the box's IV (as base64url), or null unless sealed by this key and purpose. */
   open(box: Buffer): { plain: Buffer; iv: string } | null {
-    if (box.length < 1 + 16 + TAG_BYTES || box[0] !== STREAM_VERSION) return null;
-    const end = box.length - TAG_BYTES;
-    const tag = createHmac('sha256', this.#macKey).update(box.subarray(0, end)).digest().subarray(0, TAG_BYTES);
+    if (box.length < 1 + 16 + 16 || box[0] !== StreamBoxOpener.VERSION) return null;
+    const end = box.length - 16;
+    const tag = createHmac('sha256', this.#macKey).update(box.subarray(0, end)).digest().subarray(0, 16);
     if (!timingSafeEqual(tag, box.subarray(end))) return null;
     const iv = box.subarray(1, 17);
     const plain = createDecipheriv('aes-256-ctr', this.#encKey, iv).update(box.subarray(17, end));
     return { plain, iv: iv.toString('base64url') };
-  }
-
-  /** `n` bytes of keystream, whole blocks never handed out before; writes the IV of the first block at `ivAt`. */
-  #takeKeystream(n: number, out: Buffer, ivAt: number): Buffer {
-    const blocks = Math.ceil(n / 16);
-    if (blocks * 16 > KEYSTREAM_BYTES) {
-      // a box longer than the pool (a long redirect URL): a context of its own
-      fillRandom(out, ivAt, 16);
-      return createCipheriv('aes-256-ctr', this.#encKey, out.subarray(ivAt, ivAt + 16)).update(Buffer.alloc(blocks * 16));
-    }
-    if (this.#ksOffset + blocks * 16 > this.#keystream.length) {
-      fillRandom(this.#ksIv, 0, 16);
-      const c: Cipher = createCipheriv('aes-256-ctr', this.#encKey, this.#ksIv);
-      this.#keystream = c.update(Buffer.alloc(KEYSTREAM_BYTES));
-      this.#ksOffset = 0;
-    }
-    // the counter block at this offset: the context's IV plus the block index, as a 128-bit big-endian sum
-    this.#ksIv.copy(out, ivAt);
-    let carry = this.#ksOffset / 16;
-    for (let i = ivAt + 15; i >= ivAt && carry > 0; i--) {
-      const sum = out[i]! + carry;
-      out[i] = sum & 0xff;
-      carry = sum >>> 8;
-    }
-    const ks = this.#keystream.subarray(this.#ksOffset, this.#ksOffset + blocks * 16);
-    this.#ksOffset += blocks * 16;
-    return ks;
   }
 }

@@ -83,7 +83,7 @@ export class JoinLinks {
   }
 
   /**
-   * Mints a link: cached reads and one seal (AES-CTR and HMAC, src/crypto.ts), no write. With the meeting and the user cached
+   * Mints a link: cached reads and one seal (AES-256-GCM, src/crypto.ts), no write. With the meeting and the user cached
    * (a join storm) it returns the link itself, not a promise.
    */
   mint(db: Db, orgId: string, scopes: ReadonlySet<Scope>, meetingId: string, input: JoinLinkInput, baseUrl: string): JoinLinkRecord | Promise<JoinLinkRecord> {

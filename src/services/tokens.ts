@@ -1,4 +1,4 @@
-import { deriveKey, Sealer, StreamSealer } from '../crypto.ts';
+import { deriveKey, Sealer, StreamBoxOpener } from '../crypto.ts';
 import { ulidFromBytes, ulidToBytes } from '../ids.ts';
 
 import { ROOM_ROLES, type RoomRole } from '../rooms/access.ts';
@@ -7,7 +7,7 @@ export { ROOM_ROLES, type RoomRole };
 
 /** What a join token carries; sealed, so it is opaque, unforgeable and needs no storage to mint. */
 export interface JoinClaims {
-  /** token id: the sealed box's random 128-bit IV; a single-use token is spent by recording it */
+  /** token id: the sealed box's random nonce; a single-use token is spent by recording it */
   j: string;
   o: string;
   m: string;
@@ -61,9 +61,9 @@ function parseJson<C>(plain: Buffer): C | null {
 }
 
 /**
- * Join tokens are minted on the hot path of a join storm and travel in URLs, so their claims are
- * packed in binary (63 bytes sealed into a 131-character token, where JSON in AES-GCM made 290), and
- * the token id is the box's IV: random, 128 bits, unique per seal, and covered by the tag.
+ * Join tokens travel in URLs (three times in a mint's response), so their claims are packed in binary:
+ * 63 bytes sealed into a 126-character token, where JSON made 290. The token id is the box's nonce:
+ * random, 96 bits, unique per seal, and covered by the tag.
  *
  *   0      format (2)
  *   1..49  org, meeting, user: each ULID as 16 bytes
@@ -71,18 +71,14 @@ function parseJson<C>(plain: Buffer): C | null {
  *   50     flags: 1 single-use, 2 display name follows, 4 redirect URL follows
  *   51..63 issued at, expires at: milliseconds as 48-bit unsigned integers
  *   then   display name, redirect URL when flagged: 16-bit length and UTF-8
- *
- * Tokens minted before this format (JSON claims, with the id inside) still open until they expire.
  */
 const JOIN_FORMAT = 2;
 const JOIN_FIXED = 63;
-let joinScratch = Buffer.allocUnsafeSlow(1024);
 
 const joinCodec: ClaimsCodec<JoinClaims, Omit<JoinClaims, 'j'>> = {
   encode(c) {
     const size = JOIN_FIXED + (c.n === null ? 0 : 2 + Buffer.byteLength(c.n)) + (c.d === null ? 0 : 2 + Buffer.byteLength(c.d));
-    if (size > joinScratch.length) joinScratch = Buffer.allocUnsafeSlow(size);
-    const b = joinScratch; // sealed (copied) before the next encode
+    const b = Buffer.allocUnsafe(size);
     b[0] = JOIN_FORMAT;
     if (!ulidToBytes(c.o, 4, b, 1) || !ulidToBytes(c.m, 4, b, 17) || !ulidToBytes(c.u, 4, b, 33)) {
       throw new Error('join claims need service ids (org_, mtg_, usr_ and a ULID)');
@@ -101,7 +97,6 @@ const joinCodec: ClaimsCodec<JoinClaims, Omit<JoinClaims, 'j'>> = {
     return b.subarray(0, at);
   },
   decode(p, id) {
-    if (p[0] === 0x7b) return parseJson<JoinClaims>(p); // '{': a JSON token from before format 2
     if (p.length < JOIN_FIXED || p[0] !== JOIN_FORMAT || p[49]! >= ROOM_ROLES.length) return null;
     const flags = p[50]!;
     let at = JOIN_FIXED;
@@ -136,7 +131,7 @@ interface TokenBox {
   open(box: Buffer): { plain: Buffer; id: string } | null;
 }
 
-/** AES-256-GCM boxes: session and media tokens, and join tokens minted before the stream format. */
+/** AES-256-GCM boxes (`Sealer`): every token kind. */
 function gcmBox(sealer: Sealer): TokenBox {
   return {
     seal: (plain) => sealer.seal(plain).toString('base64url'),
@@ -147,14 +142,14 @@ function gcmBox(sealer: Sealer): TokenBox {
   };
 }
 
-/** Join tokens: AES-CTR + HMAC boxes (`StreamSealer`, cheap to seal); GCM boxes of older tokens still open. */
+/** Join tokens: GCM boxes; the AES-CTR + HMAC boxes of join tokens minted before 2026-11-24 still open until they expire. */
 function joinBox(key: Buffer, purpose: string): TokenBox {
-  const stream = new StreamSealer(key, purpose);
-  const legacy = gcmBox(new Sealer(key, purpose));
+  const gcm = gcmBox(new Sealer(key, purpose));
+  const stream = new StreamBoxOpener(key, purpose);
   return {
-    seal: (plain) => stream.seal(plain),
+    seal: gcm.seal,
     open: (box) => {
-      if (box[0] !== StreamSealer.VERSION) return legacy.open(box);
+      if (box[0] !== StreamBoxOpener.VERSION) return gcm.open(box);
       const opened = stream.open(box);
       return opened && { plain: opened.plain, id: opened.iv };
     },
