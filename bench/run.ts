@@ -339,7 +339,7 @@ async function main(): Promise<void> {
   const mint = rows.find((r) => r.scenario === 'mint');
   if (mint) {
     const byCpu = mint.cpuRatioToHelloGet === null ? '' : `, ${(mint.cpuRatioToHelloGet * 100).toFixed(1)}% by CPU per request`;
-    console.log(`mint is ${(mint.ratioToHelloGet * 100).toFixed(1)}% of hello world by rate${byCpu} (target: at least 40%): ${mint.ratioToHelloGet >= 0.4 ? 'met' : 'NOT met'}`);
+    console.log(`mint is ${(mint.ratioToHelloGet * 100).toFixed(1)}% of hello world by rate${byCpu} (guard: at least 25%): ${mint.ratioToHelloGet >= 0.25 ? 'met' : 'NOT met'}`);
     if (rows.some((r) => r.noisy)) console.log('Some runs were noisy: the rates and their ratios are unreliable, the CPU per request much less so. Rerun on a quiet machine or with --rounds 3.');
   }
   const exchange = rows.find((r) => r.scenario === 'exchange');
