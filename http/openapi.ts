@@ -29,6 +29,12 @@ const COMMON: Record<string, readonly ErrorCode[]> = {
   admin: ['admin_session_missing', 'auth_malformed', 'admin_session_invalid', 'admin_session_expired', 'admin_session_revoked', 'csrf_failed', 'org_mismatch', 'rate_limited', 'validation_failed', 'invalid_json', 'unsupported_media_type', 'payload_too_large'],
 };
 
+/** Every route may answer these: a fault of ours (500), or the database or Redis unreachable for a moment (503, with Retry-After). */
+const SERVER_ERRORS: readonly ErrorCode[] = ['internal_error', 'service_unavailable'];
+
+/** Statuses whose responses say when to try again. */
+const RETRY_AFTER = new Set([429, 503]);
+
 const SECURITY: Record<Route['spec']['auth'], Json[]> = {
   none: [],
   apiKey: [{ apiKey: [] }, { adminSession: [] }],
@@ -36,7 +42,10 @@ const SECURITY: Record<Route['spec']['auth'], Json[]> = {
   admin: [{ adminSession: [] }, { adminCookie: [] }],
 };
 
-/** The OpenAPI 3.1 document, generated from the same route table and zod schemas that serve the API. */
+/**
+ * The OpenAPI 3.1 document, generated from the same route table and zod schemas that serve the API.
+ * `serverUrl` is the server's base URL (no path: the paths are whole, `/api/v1/...` and the pages).
+ */
 export function buildOpenApi(routes: Route[], serverUrl: string): Json {
   const paths: Record<string, Json> = {};
   for (const { spec } of routes) {
@@ -57,12 +66,20 @@ export function buildOpenApi(routes: Route[], serverUrl: string): Json {
     const success = spec.list
       ? { type: 'object', required: ['data', 'nextCursor'], properties: { data, nextCursor: { type: ['string', 'null'] } } }
       : { type: 'object', required: ['data'], properties: { data } };
-    const codes = [...new Set([...(spec.errors ?? []), ...(COMMON[spec.auth] ?? [])])];
+    // a raw route answers its own media types: a page, a script, or (the document itself) JSON as it is
+    const content = spec.raw
+      ? Object.fromEntries(spec.raw.map((type) => [type, { schema: type === 'application/json' ? data : { type: 'string' } }]))
+      : { 'application/json': { schema: success } };
+    const codes = [...new Set([...(spec.errors ?? []), ...(COMMON[spec.auth] ?? []), ...SERVER_ERRORS])];
     const byStatus = new Map<number, ErrorCode[]>();
     for (const c of codes) byStatus.set(errorCatalog[c].status, [...(byStatus.get(errorCatalog[c].status) ?? []), c]);
-    const responses: Json = { [status]: { description: 'Success', content: { 'application/json': { schema: success } } } };
+    const responses: Json = { [status]: { description: 'Success', content } };
     for (const [s, cs] of [...byStatus].sort((a, b) => a[0] - b[0])) {
-      responses[String(s)] = { description: cs.map((c) => `\`${c}\``).join(', '), content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+      responses[String(s)] = {
+        description: cs.map((c) => `\`${c}\``).join(', '),
+        ...(RETRY_AFTER.has(s) ? { headers: { 'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer' } } } } : {}),
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+      };
     }
     const op: Json = {
       operationId: `${spec.method}${path.replace(/[{}]/g, '').replace(/[^a-zA-Z0-9]+(.)/g, (_, c: string) => c.toUpperCase())}`,

@@ -39,8 +39,8 @@ export interface RouteSpec {
   list?: boolean;
   errors?: readonly ErrorCode[];
   maxBodyBytes?: number;
-  /** Raw (non-JSON) responses such as the OpenAPI document itself. */
-  raw?: boolean;
+  /** Answered as they are (not in the `{ data }` envelope), with these media types: pages, scripts, the OpenAPI document. */
+  raw?: readonly string[];
   /** How an Idempotency-Key is honoured: in the handler's transaction (default), or after a handler that asks actors. */
   idempotency?: 'transaction' | 'after';
 }

@@ -30,7 +30,7 @@ const PAGE_HEADERS = { 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-st
 const slugParams = z.object({ slug: z.string().max(64) });
 
 export const pageRoutes = [
-  route({ method: 'get', path: '/join/:slug', root: true, tag: 'Pages', auth: 'none', summary: 'Full-page join (token in the #jt fragment).', raw: true, params: slugParams }, async ({ app }) => {
+  route({ method: 'get', path: '/join/:slug', root: true, tag: 'Pages', auth: 'none', summary: 'Full-page join (token in the #jt fragment).', raw: ['text/html'], params: slugParams }, async ({ app }) => {
     const a = await assets();
     return {
       data: null,
@@ -38,7 +38,7 @@ export const pageRoutes = [
       headers: { ...PAGE_HEADERS, 'Content-Security-Policy': `${pageCsp(app)}; frame-ancestors 'none'` },
     };
   }),
-  route({ method: 'get', path: '/embed/:slug', root: true, tag: 'Pages', auth: 'none', summary: 'Iframe join (token in the jt query parameter); only the organization\'s allowed origins may frame it.', raw: true, params: slugParams }, async ({ app, db, params }) => {
+  route({ method: 'get', path: '/embed/:slug', root: true, tag: 'Pages', auth: 'none', summary: 'Iframe join (token in the jt query parameter); only the organization\'s allowed origins may frame it.', raw: ['text/html'], params: slugParams }, async ({ app, db, params }) => {
     const [a, allowedOrigins] = await Promise.all([assets(), app.services.orgOrigins.forSlug(db, params.slug)]);
     return {
       data: null,
@@ -47,7 +47,7 @@ export const pageRoutes = [
     };
   }),
   route(
-    { method: 'get', path: '/sdk/svc-embed.js', root: true, tag: 'Pages', auth: 'none', summary: 'The embedding SDK: the global `Svc` (docs/sdk.md).', raw: true },
+    { method: 'get', path: '/sdk/svc-embed.js', root: true, tag: 'Pages', auth: 'none', summary: 'The embedding SDK: the global `Svc` (docs/sdk.md).', raw: ['text/javascript'] },
     async ({ req }) => {
       const sdk = (await assets()).sdk;
       const { body, headers } = negotiate(sdk, req.headers['accept-encoding']);
@@ -59,7 +59,7 @@ export const pageRoutes = [
     },
   ),
   route(
-    { method: 'get', path: '/assets/:file', root: true, tag: 'Pages', auth: 'none', summary: 'The room application\'s scripts and styles, named by content hash.', raw: true, params: z.object({ file: z.string().max(80) }) },
+    { method: 'get', path: '/assets/:file', root: true, tag: 'Pages', auth: 'none', summary: 'The room application\'s scripts and styles, named by content hash.', raw: ['text/javascript', 'text/css'], params: z.object({ file: z.string().max(80) }) },
     async ({ req }) => {
       const asset = (await assets()).byPath.get(req.path);
       if (!asset) throw new AppError('not_found', { message: 'No such asset; the page that asked for it is older than this server.' });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { App } from '../../src/app.ts';
 import { buildOpenApi } from '../openapi.ts';
 import { route, type Route } from '../route.ts';
 import { authRoutes } from './auth.ts';
@@ -16,10 +17,15 @@ import { webhookRoutes } from './webhooks.ts';
 
 const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...joinRoutes, ...roomRoutes, ...authRoutes, ...orgRoutes, ...notificationRoutes, ...webhookRoutes, ...pageRoutes];
 
-let doc: string | null = null;
+/** The document of each server (its own base URL in `servers`), made on first request. */
+const docs = new WeakMap<App, string>();
 const openApiRoute = route(
-  { method: 'get', path: '/openapi.json', tag: 'Operations', auth: 'none', summary: 'This OpenAPI 3.1 document.', raw: true, response: z.object({}).loose() },
-  ({ app }) => ({ data: null, raw: { contentType: 'application/json', body: (doc ??= JSON.stringify(buildOpenApi(routes, `${app.baseUrl}/api/v1`))) } }),
+  { method: 'get', path: '/openapi.json', tag: 'Operations', auth: 'none', summary: 'This OpenAPI 3.1 document.', raw: ['application/json'], response: z.object({}).loose() },
+  ({ app }) => {
+    let doc = docs.get(app);
+    if (doc === undefined) docs.set(app, (doc = JSON.stringify(buildOpenApi(routes, app.baseUrl))));
+    return { data: null, raw: { contentType: 'application/json', body: doc } };
+  },
 );
 
 /** Every route the HTTP server serves, in one table that also generates the OpenAPI document. */
