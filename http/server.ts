@@ -62,7 +62,7 @@ export function startHttp(
     const register = { get: server.get, post: server.post, patch: server.patch, delete: server.del }[r.spec.method].bind(server);
     const hasBody = BODY_METHODS.has(r.spec.method);
     const method = r.spec.method.toUpperCase();
-    register(path, (res: uws.HttpResponse, req: uws.HttpRequest) => {
+    const serve = (res: uws.HttpResponse, req: uws.HttpRequest) => {
       // Everything read from `req` is read here: uWS frees it when this callback returns.
       const info = readRequest(app, res, req, method);
       let raw = NO_PARAMS;
@@ -83,7 +83,10 @@ export function startHttp(
         if (method === 'GET') void handle(app, guard, r, res, info, raw, paramNames, body, tooLarge, max);
         else setImmediate(() => info.aborted || void handle(app, guard, r, res, info, raw, paramNames, body, tooLarge, max));
       });
-    });
+    };
+    register(path, serve);
+    // the same route with a trailing slash (`/api/v1/public/users/`), as clients and proxies often write it
+    register(`${path}/`, serve);
   }
 
   server.any('/*', (res, req) => {

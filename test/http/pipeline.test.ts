@@ -22,6 +22,19 @@ t.test('unknown routes and wrong methods get the error envelope', async (t) => {
   t.equal(res.headers.get('allow'), 'POST, GET');
 });
 
+t.test('a trailing slash reaches the same route', async (t) => {
+  const created = await api(member, 'POST', '/public/users/', { key: tenant.key, body: { externalId: 'slash-1', fullName: 'Sla Sh', role: 'STUDENT' } });
+  t.equal(created.status, 201);
+  const read = await api(member, 'GET', `/public/users/${created.body.data.id}/`, { key: tenant.key });
+  t.equal(read.status, 200);
+  t.equal(read.body.data.externalId, 'slash-1');
+  const list = await api(member, 'GET', '/public/users/?limit=1', { key: tenant.key });
+  t.equal(list.status, 200);
+  t.equal(list.body.data.length, 1);
+  assertError(t, await api(member, 'GET', '/api/v1/nowhere/'), 404, 'route_not_found');
+  assertError(t, await api(member, 'DELETE', '/public/users/', { key: tenant.key }), 405, 'method_not_allowed');
+});
+
 t.test('request ids are echoed or generated', async (t) => {
   const given = await api(member, 'GET', '/healthz', { headers: { 'x-request-id': 'client-abc.1' } });
   t.equal(given.headers.get('x-request-id'), 'client-abc.1');
