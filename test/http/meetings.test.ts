@@ -54,7 +54,7 @@ t.test('POST /public/meetings creates a CLASS with settings, access and a chosen
   });
   t.equal(r.status, 201);
   t.match(r.body.data, {
-    kind: 'CLASS', type: 'CLASSROOM', slug: 'math-7a-monday', classId: cls.body.data.id, externalClassId: 'math-7a', courseId: 'course-9', batchId: 'b-2',
+    kind: 'CLASS', type: 'CLASS', slug: 'math-7a-monday', classId: cls.body.data.id, externalClassId: 'math-7a', courseId: 'course-9', batchId: 'b-2',
     settings: { waitingRoom: true, muteOnEntry: true, recordAutomatically: true, lectureMode: false, allowStudentScreenShare: false }, access: { mode: 'ENROLLED' },
   });
   assertError(t, await create({ ...base, slug: 'math-7a-monday' }), 409, 'slug_taken');

@@ -1986,8 +1986,11 @@ export interface operations {
                             slug: string;
                             /** @enum {string} */
                             kind: "MEETING" | "CLASS";
-                            /** @enum {string} */
-                            type: "MEETING" | "CLASSROOM";
+                            /**
+                             * @description As created: MEETING, or CLASS for a class session (the same as `kind`).
+                             * @enum {string}
+                             */
+                            type: "MEETING" | "CLASS";
                             title: string;
                             /** @enum {string} */
                             status: "SCHEDULED" | "LIVE" | "ENDED" | "CANCELLED";
@@ -2168,8 +2171,11 @@ export interface operations {
                             slug: string;
                             /** @enum {string} */
                             kind: "MEETING" | "CLASS";
-                            /** @enum {string} */
-                            type: "MEETING" | "CLASSROOM";
+                            /**
+                             * @description As created: MEETING, or CLASS for a class session (the same as `kind`).
+                             * @enum {string}
+                             */
+                            type: "MEETING" | "CLASS";
                             title: string;
                             /** @enum {string} */
                             status: "SCHEDULED" | "LIVE" | "ENDED" | "CANCELLED";
@@ -2323,8 +2329,11 @@ export interface operations {
                             slug: string;
                             /** @enum {string} */
                             kind: "MEETING" | "CLASS";
-                            /** @enum {string} */
-                            type: "MEETING" | "CLASSROOM";
+                            /**
+                             * @description As created: MEETING, or CLASS for a class session (the same as `kind`).
+                             * @enum {string}
+                             */
+                            type: "MEETING" | "CLASS";
                             title: string;
                             /** @enum {string} */
                             status: "SCHEDULED" | "LIVE" | "ENDED" | "CANCELLED";
@@ -2499,8 +2508,11 @@ export interface operations {
                             slug: string;
                             /** @enum {string} */
                             kind: "MEETING" | "CLASS";
-                            /** @enum {string} */
-                            type: "MEETING" | "CLASSROOM";
+                            /**
+                             * @description As created: MEETING, or CLASS for a class session (the same as `kind`).
+                             * @enum {string}
+                             */
+                            type: "MEETING" | "CLASS";
                             title: string;
                             /** @enum {string} */
                             status: "SCHEDULED" | "LIVE" | "ENDED" | "CANCELLED";
@@ -2657,8 +2669,11 @@ export interface operations {
                             slug: string;
                             /** @enum {string} */
                             kind: "MEETING" | "CLASS";
-                            /** @enum {string} */
-                            type: "MEETING" | "CLASSROOM";
+                            /**
+                             * @description As created: MEETING, or CLASS for a class session (the same as `kind`).
+                             * @enum {string}
+                             */
+                            type: "MEETING" | "CLASS";
                             title: string;
                             /** @enum {string} */
                             status: "SCHEDULED" | "LIVE" | "ENDED" | "CANCELLED";
@@ -2815,8 +2830,11 @@ export interface operations {
                             slug: string;
                             /** @enum {string} */
                             kind: "MEETING" | "CLASS";
-                            /** @enum {string} */
-                            type: "MEETING" | "CLASSROOM";
+                            /**
+                             * @description As created: MEETING, or CLASS for a class session (the same as `kind`).
+                             * @enum {string}
+                             */
+                            type: "MEETING" | "CLASS";
                             title: string;
                             /** @enum {string} */
                             status: "SCHEDULED" | "LIVE" | "ENDED" | "CANCELLED";
