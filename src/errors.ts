@@ -136,3 +136,8 @@ export function validationError(error: z.ZodError, where: 'path' | 'query' | 'bo
   }));
   return new AppError('validation_failed', { details: { fields } });
 }
+
+/** `validation_failed` for one body field a rule refused after the schema passed (a past start, a plan's cap). */
+export function invalidField(field: string, message: string, extra: Record<string, unknown> = {}): AppError {
+  return new AppError('validation_failed', { message, details: { fields: [{ field, in: 'body', code: 'custom', message, ...extra }] } });
+}

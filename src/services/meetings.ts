@@ -7,14 +7,17 @@ import { iso, type Clock } from '../clock.ts';
 import type { Bus } from '../cluster/bus.ts';
 import type { Db } from '../db/index.ts';
 import { afterCommit, inTx } from '../db/tx.ts';
-import { AppError } from '../errors.ts';
+import { AppError, invalidField } from '../errors.ts';
+import { PLANS, type PlanName } from '../plans.ts';
 import { newId, newSlug } from '../ids.ts';
 import { decodeCursor, encodeCursor, externalId, isoDate, pageQuery, ts } from './common.ts';
 import { emitEvent, type EventType } from './outbox.ts';
-import type { Users } from './users.ts';
+import type { UserRow, Users } from './users.ts';
 import type { Classes } from './classes.ts';
 import type { RoomClients } from '../rooms/clients.ts';
 
+/** How far in the past a meeting may be scheduled (a start of "now" sent a little late still goes through). */
+export const SCHEDULE_GRACE_MS = 5 * 60_000;
 export const ACCESS_MODES = ['ORG_MEMBERS', 'ENROLLED', 'INVITED'] as const;
 
 export const meetingSettings = z.strictObject({
@@ -230,10 +233,29 @@ export class Meetings {
     await emitEvent(db, m.orgId, type, meetingEventData(m), this.#clock.now());
   }
 
+  /**
+   * The rules a schedule must keep beyond its schema: a start no more than SCHEDULE_GRACE_MS in the
+   * past (on the server's clock), a duration within the organization's plan, a host who is not a STUDENT.
+   */
+  async #checkSchedule(db: Db, orgId: string, s: { scheduledStart?: string | Date; durationMinutes?: number; host?: UserRow }): Promise<void> {
+    if (s.scheduledStart !== undefined && new Date(s.scheduledStart).getTime() < this.#clock.now() - SCHEDULE_GRACE_MS) {
+      throw invalidField('scheduledStart', `scheduledStart may not be more than ${SCHEDULE_GRACE_MS / 60_000} minutes in the past.`);
+    }
+    if (s.durationMinutes !== undefined) {
+      const [org] = await db<{ plan: PlanName }[]>`select plan from organizations where id = ${orgId}`;
+      const cap = PLANS[org!.plan].maxMeetingMinutes;
+      if (s.durationMinutes > cap) {
+        throw invalidField('durationMinutes', `durationMinutes may be at most ${cap} on the ${org!.plan} plan.`, { limit: cap, plan: org!.plan });
+      }
+    }
+    if (s.host?.role === 'STUDENT') throw invalidField('hostUserId', 'A STUDENT cannot host a meeting.', { userId: s.host.id, role: s.host.role });
+  }
+
   create(pool: Db, orgId: string, input: MeetingCreate): Promise<MeetingRow> {
     return inTx(pool, async (db) => {
       const host = await this.#users.get(db, orgId, input.hostUserId);
       if (host.status !== 'ACTIVE') throw new AppError('user_deactivated', { message: 'The host user is deactivated.', details: { hostUserId: host.id } });
+      await this.#checkSchedule(db, orgId, { scheduledStart: input.scheduledStart, durationMinutes: input.durationMinutes, host });
       const cls = input.classId ? await this.#classes.get(db, orgId, input.classId) : null;
       if (input.externalId) {
         const [dupe] = await db<{ id: string }[]>`select id from meetings where org_id = ${orgId} and external_id = ${input.externalId}`;
@@ -324,6 +346,11 @@ export class Meetings {
       }
       const host = patch.hostUserId ? await this.#users.get(db, orgId, patch.hostUserId) : null;
       if (host && host.status !== 'ACTIVE') throw new AppError('user_deactivated', { message: 'The host user is deactivated.' });
+      await this.#checkSchedule(db, orgId, {
+        ...(patch.scheduledStart !== undefined ? { scheduledStart: patch.scheduledStart } : {}),
+        ...(patch.durationMinutes !== undefined ? { durationMinutes: patch.durationMinutes } : {}),
+        ...(host ? { host } : {}),
+      });
       const next = {
         title: patch.title ?? m.title,
         hostUserId: host?.id ?? m.hostUserId,

@@ -11,9 +11,10 @@ const clock = new ManualClock(Date.parse('2026-11-24T09:00:00Z'));
 const member = await startTestMember(t, { redis: false, clock });
 const tenant = await createTenant(member);
 const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
+await call('POST', '/public/users', { externalId: 'h1', fullName: 'Hal Host', role: 'TEACHER' });
 await call('POST', '/public/users', { externalId: 'b1', fullName: 'Bea Browser', role: 'STUDENT' });
 await call('POST', '/public/users', { externalId: 'b2', fullName: 'Ben Gone', role: 'STUDENT' });
-const m = (await call('POST', '/public/meetings', { title: 'Biology 101', type: 'MEETING', hostUserId: 'b1', scheduledStart: '2026-11-24T10:00:00Z', durationMinutes: 50, settings: { waitingRoom: true } })).body.data;
+const m = (await call('POST', '/public/meetings', { title: 'Biology 101', type: 'MEETING', hostUserId: 'h1', scheduledStart: '2026-11-24T10:00:00Z', durationMinutes: 50, settings: { waitingRoom: true } })).body.data;
 const browser = await launchBrowser(t);
 
 const heading = (p: Page) => p.textContent('#title');

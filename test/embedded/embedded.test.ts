@@ -31,7 +31,7 @@ t.test('the embedded default runs the whole join flow and keeps its data across 
   const second = await aula(['org', 'create', '--name', 'Second', '--plan', 'free'], env);
   t.equal(second.code, 0, `the CLI works while it runs: the server runs the command (${second.stderr})`);
   t.equal((await call(member.url, 'POST', '/public/users', { externalId: 'e1', fullName: 'Em', role: 'TEACHER' })).status, 201);
-  const m = await call(member.url, 'POST', '/public/meetings', { externalId: 'em', title: 'Embedded class', type: 'MEETING', hostUserId: 'e1', scheduledStart: '2026-09-01T08:00:00Z', durationMinutes: 30 });
+  const m = await call(member.url, 'POST', '/public/meetings', { externalId: 'em', title: 'Embedded class', type: 'MEETING', hostUserId: 'e1', scheduledStart: '2030-09-01T08:00:00Z', durationMinutes: 30 });
   t.equal(m.status, 201);
   const concurrent = await Promise.all(Array.from({ length: 20 }, (_, i) => call(member.url, 'POST', '/public/users', { externalId: `c${i}`, fullName: `C ${i}`, role: 'STUDENT' })));
   t.ok(concurrent.every((r) => r.status === 201), 'concurrent writes on the one embedded connection');

@@ -10,7 +10,7 @@ const tenant = await createTenant(member);
 const key = tenant.key;
 const sql = member.app.sql;
 await api(member, 'POST', '/public/users', { key, body: { externalId: 'host', fullName: 'Host', role: 'TEACHER' } });
-const body = (title: string) => ({ title, type: 'MEETING', hostUserId: 'host', scheduledStart: '2026-04-02T09:00:00Z', durationMinutes: 30 });
+const body = (title: string) => ({ title, type: 'MEETING', hostUserId: 'host', scheduledStart: '2026-06-02T09:00:00Z', durationMinutes: 30 });
 const post = (path: string, b: unknown, idem: string, k = key) => api(member, 'POST', path, { key: k, body: b, headers: { 'idempotency-key': idem } });
 const countMeetings = async (title: string) => (await sql`select id from meetings where title = ${title}`).length;
 

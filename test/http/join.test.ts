@@ -20,7 +20,7 @@ async function meeting(extra: Record<string, unknown> = {}, org = tenant) {
   const host = await user(`host-${Math.random().toString(36).slice(2)}`, 'TEACHER', org);
   const r = await api(member, 'POST', '/public/meetings', {
     key: org.key,
-    body: { title: 'Algebra', type: 'MEETING', hostUserId: host.id, scheduledStart: '2026-03-02T09:00:00Z', durationMinutes: 60, ...extra },
+    body: { title: 'Algebra', type: 'MEETING', hostUserId: host.id, scheduledStart: new Date(clock.now() + 3_600_000).toISOString(), durationMinutes: 60, ...extra },
   });
   if (r.status !== 201) throw new Error(JSON.stringify(r.body));
   return r.body.data as { id: string; slug: string; externalId: string | null };

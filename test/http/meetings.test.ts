@@ -10,7 +10,7 @@ const sql = member.app.sql;
 
 const host = (await api(member, 'POST', '/public/users', { key, body: { externalId: 'teach-1', fullName: 'Tess', role: 'TEACHER' } })).body.data;
 const cls = await api(member, 'POST', '/public/classes', { key, body: { externalId: 'math-7a', name: 'Math 7A', section: 'A', academicYear: '2026/27', courseId: 'course-9' } });
-const base = { title: 'Fractions', type: 'MEETING', hostUserId: 'teach-1', scheduledStart: '2026-05-04T09:00:00Z', durationMinutes: 45 };
+const base = { title: 'Fractions', type: 'MEETING', hostUserId: 'teach-1', scheduledStart: '2030-05-04T09:00:00Z', durationMinutes: 45 };
 const create = (body: Record<string, unknown>) => api(member, 'POST', '/public/meetings', { key, body });
 
 t.test('POST /public/classes upserts a class and emits class.created / class.updated', async (t) => {
@@ -33,7 +33,7 @@ t.test('POST /public/meetings creates a MEETING with defaults and emits meeting.
   const m = r.body.data;
   t.match(m, {
     externalId: 'ext-m1', kind: 'MEETING', type: 'MEETING', title: 'Fractions', status: 'SCHEDULED', hostUserId: host.id,
-    classId: null, scheduledStart: '2026-05-04T09:00:00.000Z', scheduledEnd: '2026-05-04T09:45:00.000Z', durationMinutes: 45,
+    classId: null, scheduledStart: '2030-05-04T09:00:00.000Z', scheduledEnd: '2030-05-04T09:45:00.000Z', durationMinutes: 45,
     settings: { waitingRoom: false, muteOnEntry: false, recordAutomatically: false, lectureMode: false, allowStudentScreenShare: true },
     access: { mode: 'ORG_MEMBERS' }, startedAt: null, endedAt: null, durationSeconds: null, endedReason: null,
   });
@@ -60,6 +60,33 @@ t.test('POST /public/meetings creates a CLASS with settings, access and a chosen
   assertError(t, await create({ ...base, slug: 'math-7a-monday' }), 409, 'slug_taken');
 });
 
+t.test('a schedule keeps its rules: not in the past beyond five minutes, within the plan, a host who is not a student', async (t) => {
+  const field = async (res: Awaited<ReturnType<typeof create>>, name: string) => {
+    const d = assertError(t, res, 400, 'validation_failed');
+    t.same(d.fields.map((f: { field: string }) => f.field), [name]);
+    return d.fields[0];
+  };
+  const ago = (minutes: number) => new Date(Date.now() - minutes * 60_000).toISOString();
+  t.match(await field(await create({ ...base, scheduledStart: ago(6) }), 'scheduledStart'), { message: /5 minutes in the past/ });
+  t.equal((await create({ ...base, scheduledStart: ago(4) })).status, 201, 'a start of "now" sent a little late still goes through');
+
+  const free = await createTenant(member, 'free');
+  await api(member, 'POST', '/public/users', { key: free.key, body: { externalId: 'teach-1', fullName: 'Tess', role: 'TEACHER' } });
+  const onFree = (body: Record<string, unknown>) => api(member, 'POST', '/public/meetings', { key: free.key, body: { ...base, ...body } });
+  t.match(await field(await onFree({ durationMinutes: 41 }), 'durationMinutes'), { limit: 40, plan: 'free', message: 'durationMinutes may be at most 40 on the free plan.' });
+  const forty = await onFree({ durationMinutes: 40 });
+  t.equal(forty.status, 201, 'the cap itself is allowed');
+  await field(await api(member, 'PATCH', `/public/meetings/${forty.body.data.id}`, { key: free.key, body: { durationMinutes: 60 } }), 'durationMinutes');
+  t.equal((await create({ ...base, durationMinutes: 600 })).status, 201, 'pro allows 720');
+
+  const student = (await api(member, 'POST', '/public/users', { key, body: { externalId: 'stu-host', fullName: 'Stu', role: 'STUDENT' } })).body.data;
+  t.match(await field(await create({ ...base, hostUserId: 'stu-host' }), 'hostUserId'), { userId: student.id, role: 'STUDENT' });
+  const m = (await create(base)).body.data;
+  await field(await api(member, 'PATCH', `/public/meetings/${m.id}`, { key, body: { hostUserId: 'stu-host' } }), 'hostUserId');
+  await field(await api(member, 'PATCH', `/public/meetings/${m.id}`, { key, body: { scheduledStart: ago(60) } }), 'scheduledStart');
+  t.match((await api(member, 'GET', `/public/meetings/${m.id}`, { key })).body.data, { hostUserId: host.id, scheduledStart: '2030-05-04T09:00:00.000Z' }, 'refused changes are not stored');
+});
+
 t.test('meeting creation refusals', async (t) => {
   const fields = async (body: Record<string, unknown>) =>
     assertError(t, await create(body), 400, 'validation_failed').fields.map((f: { field: string }) => f.field);
@@ -80,7 +107,7 @@ t.test('GET /public/meetings lists by scheduled start with filters and cursors',
   const other = await createTenant(member);
   const oh = await api(member, 'POST', '/public/users', { key: other.key, body: { externalId: 'h', fullName: 'H', role: 'TEACHER' } });
   for (let d = 1; d <= 6; d++) {
-    const r = await api(member, 'POST', '/public/meetings', { key: other.key, body: { ...base, hostUserId: oh.body.data.id, externalId: `day-${d}`, scheduledStart: `2026-06-0${d}T10:00:00Z` } });
+    const r = await api(member, 'POST', '/public/meetings', { key: other.key, body: { ...base, hostUserId: oh.body.data.id, externalId: `day-${d}`, scheduledStart: `2030-06-0${d}T10:00:00Z` } });
     t.equal(r.status, 201);
   }
   const seen: string[] = [];
@@ -91,7 +118,7 @@ t.test('GET /public/meetings lists by scheduled start with filters and cursors',
     cursor = page.body.nextCursor;
   } while (cursor);
   t.same(seen, ['day-1', 'day-2', 'day-3', 'day-4', 'day-5', 'day-6']);
-  const range = await api(member, 'GET', '/public/meetings?from=2026-06-02T00:00:00Z&to=2026-06-04T00:00:00Z', { key: other.key });
+  const range = await api(member, 'GET', '/public/meetings?from=2030-06-02T00:00:00Z&to=2030-06-04T00:00:00Z', { key: other.key });
   t.same(range.body.data.map((m: { externalId: string }) => m.externalId), ['day-2', 'day-3']);
   t.same((await api(member, 'GET', '/public/meetings?externalId=day-5', { key: other.key })).body.data.map((m: any) => m.externalId), ['day-5']);
   await api(member, 'POST', '/public/meetings/day-6/cancel', { key: other.key });
@@ -106,7 +133,7 @@ t.test('PATCH /public/meetings/:id updates and emits meeting.updated only on cha
   const m = (await create({ ...base, externalId: 'patch-me' })).body.data;
   const r = await api(member, 'PATCH', '/public/meetings/patch-me', { key, body: { title: 'Fractions II', settings: { lectureMode: true }, durationMinutes: 90 } });
   t.equal(r.status, 200);
-  t.match(r.body.data, { title: 'Fractions II', durationMinutes: 90, scheduledEnd: '2026-05-04T10:30:00.000Z', settings: { lectureMode: true, waitingRoom: false, allowStudentScreenShare: true } });
+  t.match(r.body.data, { title: 'Fractions II', durationMinutes: 90, scheduledEnd: '2030-05-04T10:30:00.000Z', settings: { lectureMode: true, waitingRoom: false, allowStudentScreenShare: true } });
   await api(member, 'PATCH', '/public/meetings/patch-me', { key, body: { title: 'Fractions II' } });
   const evs = await sql`select data from outbox where type = 'meeting.updated' and data->>'meetingId' = ${m.id}`;
   t.equal(evs.length, 1, 'a no-op patch emits nothing');
@@ -130,7 +157,7 @@ t.test('cancel and end follow the state table', async (t) => {
   const host = await goLive(t, member, key, live.id, live.hostUserId);
   t.equal((await api(member, 'GET', `/public/meetings/${live.id}`, { key })).body.data.status, 'LIVE', 'the first join starts it');
   assertError(t, await api(member, 'POST', `/public/meetings/${live.id}/cancel`, { key }), 409, 'invalid_state');
-  assertError(t, await api(member, 'PATCH', `/public/meetings/${live.id}`, { key, body: { scheduledStart: '2026-07-01T00:00:00Z' } }), 409, 'invalid_state');
+  assertError(t, await api(member, 'PATCH', `/public/meetings/${live.id}`, { key, body: { scheduledStart: '2030-07-01T00:00:00Z' } }), 409, 'invalid_state');
   t.equal((await api(member, 'PATCH', `/public/meetings/${live.id}`, { key, body: { title: 'Live retitle' } })).status, 200);
   const e = await api(member, 'POST', `/public/meetings/${live.id}/end`, { key });
   t.match(e.body.data, { status: 'ENDED', endedReason: 'HOST_ENDED' });

@@ -38,7 +38,7 @@ t.test('responses match their documented schemas', async (t) => {
   const { userRecord } = await import('../../src/services/users.ts');
   const u = await api(member, 'POST', '/public/users', { key: tenant.key, body: { externalId: 'o1', fullName: 'O', role: 'TEACHER' } });
   t.ok(userRecord.safeParse(u.body.data).success);
-  const m = await api(member, 'POST', '/public/meetings', { key: tenant.key, body: { title: 'T', type: 'MEETING', hostUserId: 'o1', scheduledStart: '2026-10-01T10:00:00Z', durationMinutes: 5 } });
+  const m = await api(member, 'POST', '/public/meetings', { key: tenant.key, body: { title: 'T', type: 'MEETING', hostUserId: 'o1', scheduledStart: '2030-10-01T10:00:00Z', durationMinutes: 5 } });
   t.ok(meetingRecord.strict().safeParse(m.body.data).success, 'meeting record');
   const l = await api(member, 'POST', `/public/meetings/${m.body.data.id}/join-links`, { key: tenant.key, body: { userId: 'o1' } });
   t.ok(joinLinkRecord.strict().safeParse(l.body.data).success, 'join link');

@@ -5,8 +5,8 @@ import { api, createTenant, startTestMember } from '../helpers/member.ts';
 
 const member = await startTestMember(t, { redis: false });
 const tenant = await createTenant(member);
-await api(member, 'POST', '/public/users', { key: tenant.key, body: { externalId: 'p1', fullName: 'Pat', role: 'STUDENT' } });
-const m = (await api(member, 'POST', '/public/meetings', { key: tenant.key, body: { title: 'Page', type: 'MEETING', hostUserId: 'p1', scheduledStart: '2026-10-01T10:00:00Z', durationMinutes: 5 } })).body.data;
+await api(member, 'POST', '/public/users', { key: tenant.key, body: { externalId: 'p1', fullName: 'Pat', role: 'TEACHER' } });
+const m = (await api(member, 'POST', '/public/meetings', { key: tenant.key, body: { title: 'Page', type: 'MEETING', hostUserId: 'p1', scheduledStart: '2030-10-01T10:00:00Z', durationMinutes: 5 } })).body.data;
 
 t.test('GET /join/:slug and /embed/:slug serve the join page without spending the link', async (t) => {
   const link = (await api(member, 'POST', `/public/meetings/${m.id}/join-links`, { key: tenant.key, body: { userId: 'p1' } })).body.data;

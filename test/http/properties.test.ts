@@ -22,9 +22,9 @@ const call = (method: string, path: string, body?: unknown) => api(member, metho
 const teacher = (await call('POST', '/public/users', { externalId: 'p-t', fullName: 'Prop Teacher', role: 'TEACHER' })).body.data;
 const student = (await call('POST', '/public/users', { externalId: 'p-s', fullName: 'Prop Student', role: 'STUDENT' })).body.data;
 const klass = (await call('POST', '/public/classes', { externalId: 'p-c', name: 'Prop Class' })).body.data;
-const meeting = (await call('POST', '/public/meetings', { title: 'Prop', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2026-11-24T10:00:00Z', durationMinutes: 30, settings: { waitingRoom: true } })).body.data;
+const meeting = (await call('POST', '/public/meetings', { title: 'Prop', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2030-11-24T10:00:00Z', durationMinutes: 30, settings: { waitingRoom: true } })).body.data;
 // cancel and end are tried on a meeting of their own, so the one above stays open for the other routes
-const doomed = (await call('POST', '/public/meetings', { title: 'Doomed', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2026-11-24T10:00:00Z', durationMinutes: 30 })).body.data;
+const doomed = (await call('POST', '/public/meetings', { title: 'Doomed', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2030-11-24T10:00:00Z', durationMinutes: 30 })).body.data;
 const link = (await call('POST', `/public/meetings/${meeting.id}/join-links`, { userId: student.id })).body.data;
 const session = (await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: 'prop-device' } })).body.data;
 const PASSWORD = 'property tests sign in here';

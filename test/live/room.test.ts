@@ -13,7 +13,7 @@ async function setup(plan: 'free' | 'pro' = 'pro', settings: Record<string, unkn
   const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
   const teacher = (await call('POST', '/public/users', { externalId: 'teacher', fullName: 'Tina Teacher', role: 'TEACHER' })).body.data;
   const student = (await call('POST', '/public/users', { externalId: 'student', fullName: 'Sam Student', role: 'STUDENT', email: 'sam@school.test' })).body.data;
-  const meeting = (await call('POST', '/public/meetings', { title: 'Physics', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2026-09-07T08:00:00Z', durationMinutes: 90, settings })).body.data;
+  const meeting = (await call('POST', '/public/meetings', { title: 'Physics', type: 'MEETING', hostUserId: teacher.id, scheduledStart: new Date(clock.now()).toISOString(), durationMinutes: plan === 'free' ? 40 : 90, settings })).body.data;
   const session = async (userId: string, role = 'PARTICIPANT', deviceId = `dev-${userId}-${Math.random()}`) => {
     const link = (await call('POST', `/public/meetings/${meeting.id}/join-links`, { userId, role })).body.data;
     const r = await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId } });

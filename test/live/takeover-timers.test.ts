@@ -20,7 +20,7 @@ t.test('a plan-cap timer armed on one member fires on the member that takes over
   // a meeting whose actor lives on member a
   let meeting: any;
   for (let i = 0; i < 50; i++) {
-    const m = (await api(a, 'POST', '/public/meetings', { key, body: { title: `M${i}`, type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2026-10-05T10:00:00Z', durationMinutes: 60 } })).body.data;
+    const m = (await api(a, 'POST', '/public/meetings', { key, body: { title: `M${i}`, type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2026-10-05T10:00:00Z', durationMinutes: 40 } })).body.data;
     if (a.app.cluster.owned().has(shardOf(`meeting:${m.id}`))) {
       meeting = m;
       break;

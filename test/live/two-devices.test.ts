@@ -9,7 +9,7 @@ const tenant = await createTenant(member);
 const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
 const teacher = (await call('POST', '/public/users', { externalId: 'td-t', fullName: 'Tess Host', role: 'TEACHER' })).body.data;
 const student = (await call('POST', '/public/users', { externalId: 'td-s', fullName: 'Sol Student', role: 'STUDENT' })).body.data;
-const m = (await call('POST', '/public/meetings', { title: 'Two devices', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2026-11-24T09:00:00Z', durationMinutes: 60 })).body.data;
+const m = (await call('POST', '/public/meetings', { title: 'Two devices', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2030-11-24T09:00:00Z', durationMinutes: 60 })).body.data;
 
 async function enter(userId: string, deviceId: string, role = 'PARTICIPANT') {
   const link = (await call('POST', `/public/meetings/${m.id}/join-links`, { userId, role })).body.data;

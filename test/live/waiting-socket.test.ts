@@ -9,7 +9,7 @@ const tenant = await createTenant(member);
 const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
 const teacher = (await call('POST', '/public/users', { externalId: 'w-t', fullName: 'Wes Teacher', role: 'TEACHER' })).body.data;
 const student = (await call('POST', '/public/users', { externalId: 'w-s', fullName: 'Wyn Student', role: 'STUDENT' })).body.data;
-const m = (await call('POST', '/public/meetings', { title: 'Late sockets', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2026-11-24T09:00:00Z', durationMinutes: 60, settings: { waitingRoom: true } })).body.data;
+const m = (await call('POST', '/public/meetings', { title: 'Late sockets', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2030-11-24T09:00:00Z', durationMinutes: 60, settings: { waitingRoom: true } })).body.data;
 await goLive(t, member, tenant.key, m.id, teacher.id);
 
 async function waitingSession() {
