@@ -12,7 +12,7 @@ export type SendTarget = { participantId: string } | { all: true } | { role: 'ho
 
 export interface OutboxEffect<TType extends string = string, TData = Record<string, unknown>> {
   type: 'outbox';
-  /** A catalog type (src/services/outbox.ts EVENT_TYPES). */
+  /** A catalog type (src/outbox.ts EVENT_TYPES). */
   eventType: TType;
   /** The webhook `data`, exactly as the spec shapes it. */
   data: TData;

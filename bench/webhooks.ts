@@ -11,7 +11,7 @@
  *               process.cpuUsage().
  *   latency     a real member in this process (Postgres, Redis), an organization on `pro` and one
  *               endpoint pointing at the receiver; events emitted at a steady rate (default 1,000/s),
- *               each in its own transaction (`transaction` + `emitEvent`, so the after-commit wake-up
+ *               each in its own transaction (`transaction` + `outbox.emit`, so the after-commit wake-up
  *               fires as in production); per event, the time from its commit to the first request for
  *               its id at the receiver.
  *   cross       the same with a second member in its own process that owns the endpoint's shard: the
@@ -434,7 +434,6 @@ async function runnerMain(): Promise<void> {
       const { startMember } = await import('../src/member.ts');
       const { createLogger } = await import('../src/logger.ts');
       const { createOrg } = await import('../src/services/orgs.ts');
-      const { emitEvent } = await import('../src/services/outbox.ts');
       const { transaction } = await import('../src/db/tx.ts');
       const { newId } = await import('../src/ids.ts');
       const { iso } = await import('../src/clock.ts');
@@ -503,7 +502,7 @@ async function runnerMain(): Promise<void> {
             const schedUs = t0 + n * stepUs;
             const i = n++;
             const p: Promise<void> = transaction(sql, (tx) =>
-              emitEvent(tx, orgId, 'participant.joined', { meetingId: 'mtg_01jd0000000000000000000000', userId: `usr_${String(i).padStart(26, '0')}`, role: 'STUDENT' }, app.clock.now()),
+              app.outbox.emit(tx, orgId, 'participant.joined', { meetingId: 'mtg_01jd0000000000000000000000', userId: `usr_${String(i).padStart(26, '0')}`, role: 'STUDENT' }, app.clock.now()),
             ).then(
               (id) => void emitted.push({ id, schedUs, commitUs: nowUs() }),
               () => void errors++,

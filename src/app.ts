@@ -11,6 +11,7 @@ import type { WorkerPool } from '../media/workers.ts';
 import type { ActorHost } from './runtime/host.ts';
 import type { DurableTimers } from './runtime/timers.ts';
 import type { WebhookDelivery } from './webhooks/delivery.ts';
+import type { Outbox } from './outbox.ts';
 import type { RateLimits } from './cluster/rate-limit.ts';
 import type { Config } from './config.ts';
 import type { Database, Sql } from './db/index.ts';
@@ -55,6 +56,8 @@ export interface App {
   timers: DurableTimers;
   /** Fans events out to webhook endpoints and sends them (src/webhooks/delivery.ts). */
   delivery: WebhookDelivery;
+  /** Where events are written, in the transaction of the change they report. */
+  outbox: Outbox;
   tokens: Tokens;
   /** Sends email_outbox rows (AULA_SMTP_URL). */
   mailer: Mailer;

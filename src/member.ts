@@ -27,10 +27,11 @@ import { Tokens } from './services/tokens.ts';
 import { Users } from './services/users.ts';
 import { startHttp } from '../http/server.ts';
 import { MediaGateway } from '../http/ws/gateway.ts';
-import type { Cluster } from './cluster/cluster.ts';
+import type { ActorHandler, Cluster } from './cluster/cluster.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
 import { RedisCluster } from './cluster/redis-cluster.ts';
 import { ActorHost } from './runtime/host.ts';
+import { Outbox } from './outbox.ts';
 import { ACTOR_KINDS, RETENTION_ACTOR } from './runtime/kinds.ts';
 import { DurableTimers } from './runtime/timers.ts';
 import { Connections } from './cluster/connections.ts';
@@ -49,6 +50,8 @@ export interface MemberOptions {
   overrides?: Partial<Config>;
   clock?: Clock;
   logger?: Logger;
+  /** Wraps the actor host's handler of cluster messages (the cluster benchmark answers its echo actor there). */
+  wrapHandler?: (host: ActorHandler) => ActorHandler;
 }
 
 export interface Member {
@@ -89,10 +92,20 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     ? new RedisCluster({ redis, sql, prefix: config.AULA_REDIS_PREFIX, log })
     : new LocalCluster({ sql, log });
   let publicBaseUrl: string | undefined;
-  const host = new ActorHost({ sql, clock, log, kinds: ACTOR_KINDS, env: { baseUrl: () => publicBaseUrl } });
-  cluster.setHandler(host.handle);
-  host.setSender((actorId, event) => cluster.send(actorId, event));
-  host.setPublisher((channel, message) => bus.publish(channel, message));
+  // The rooms service is made below, with what it needs; the host hands it room effects from then on.
+  let roomService: Rooms | null = null;
+  const outbox = new Outbox();
+  const host = new ActorHost({
+    sql,
+    clock,
+    log,
+    outbox,
+    kinds: ACTOR_KINDS,
+    env: { baseUrl: () => publicBaseUrl },
+    sink: { deliver: (actorId, effects) => roomService?.deliver(actorId, effects) },
+    send: (actorId, event) => cluster.send(actorId, event),
+    publish: (channel, message) => bus.publish(channel, message),
+  });
   cluster.on('releasing', (shard) => host.dropShard(shard));
   cluster.on('lost', (shard) => host.dropShard(shard));
   const timers = new DurableTimers(sql, clock, cluster, log);
@@ -102,6 +115,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     cluster,
     bus,
     log,
+    outbox,
     sealer: tokens.data,
     allowPrivate: allowPrivateTargets(config),
     concurrency: config.AULA_WEBHOOK_CONCURRENCY,
@@ -110,15 +124,14 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
 
   const rateLimits = new RateLimits(redis, config.AULA_REDIS_PREFIX, clock);
   const apiKeys = new ApiKeys(sql, clock, bus);
-  const users = new Users(clock, bus);
-  const classes = new Classes(clock);
+  const users = new Users(clock, bus, outbox);
+  const classes = new Classes(clock, outbox);
   const clients = roomClients(cluster);
-  const meetings = new Meetings(clock, bus, users, classes, clients);
-  const sessions = new Sessions(clock, tokens, meetings, users, clients);
+  const meetings = new Meetings(clock, bus, outbox, users, classes, clients);
+  const sessions = new Sessions(clock, tokens, meetings, users, clients, () => app.baseUrl);
   const connections = new Connections({ redis, prefix: config.AULA_REDIS_PREFIX, memberId: cluster.memberId, log });
   const pool = await startWorkers(config, log);
   const mediaLoad = new MediaLoad({ redis, prefix: config.AULA_REDIS_PREFIX, memberId: cluster.memberId, pool, log });
-  let roomService: Rooms | null = null;
   const mediaHost = pool
     ? new MediaHost({
         memberId: cluster.memberId,
@@ -150,6 +163,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     host,
     timers,
     delivery,
+    outbox,
     tokens,
     mailer: new Mailer(sql, clock, log, config),
     baseUrl: '',
@@ -158,7 +172,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       users,
       classes,
       meetings,
-      enrollments: new Enrollments(clock, users, classes),
+      enrollments: new Enrollments(clock, outbox, users, classes),
       invitations: new Invitations(clock, users, meetings),
       joinLinks: new JoinLinks(clock, tokens, users, meetings),
       sessions,
@@ -173,8 +187,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
   // Every bus subscription is made before the subscriber connection is awaited, so none misses a message.
   const gateway = new MediaGateway(app);
   if (bus instanceof RedisBus) await bus.ready();
-  host.setSink(roomService);
-  await cluster.start();
+  await cluster.start(opts.wrapHandler ? opts.wrapHandler(host.handle) : host.handle);
   await mediaLoad.start();
   timers.start();
   app.mailer.start(MAIL_POLL_MS);
@@ -183,7 +196,6 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
   const http = await startHttp(app, routes, { host: config.AULA_HOST, port: config.AULA_PORT, extend: (server) => gateway.register(server) });
   app.baseUrl = resolveBaseUrl(config, http.port);
   publicBaseUrl = app.baseUrl;
-  sessions.setBaseUrl(app.baseUrl);
   app.services.jobs.start(config.AULA_JOB_POLL_MS);
   // Retention (delivery log, events, idempotency records, sessions) is the maintenance actor's hourly
   // durable timer; every member makes sure the actor exists, until one attempt gets through.

@@ -16,11 +16,12 @@ import { closeOnSignals } from '../lib/member.ts';
 import { pool } from '../lib/pool.ts';
 import { serveRpc } from '../lib/rpc-serve.ts';
 
-const member = await startMember();
+const member = await startMember({
+  wrapHandler: (host) => (msg, shard, epoch) => (msg.actorId.startsWith('bench:') ? Promise.resolve({ ok: true, memberId }) : host(msg, shard, epoch)),
+});
 const { app } = member;
 const { cluster, host, sql, services, clock } = app;
 const memberId = cluster.memberId;
-cluster.setHandler((msg, shard, epoch) => (msg.actorId.startsWith('bench:') ? Promise.resolve({ ok: true, memberId }) : host.handle(msg, shard, epoch)));
 
 const shutdown = closeOnSignals(member);
 

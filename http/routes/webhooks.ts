@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { AppError, type ErrorCode } from '../../src/errors.ts';
 import { planHas, type PlanName } from '../../src/plans.ts';
 import { externalId } from '../../src/services/common.ts';
-import { EVENT_TYPES } from '../../src/services/outbox.ts';
+import { EVENT_TYPES } from '../../src/outbox.ts';
 import {
   deliveryDetail,
   deliveryListQuery,

@@ -56,14 +56,15 @@ export interface AskOptions {
  */
 export interface Cluster {
   readonly memberId: string;
-  /** Registers the member and takes the shards that are free and belong to it. */
-  start(): Promise<void>;
+  /**
+   * Registers the member and takes the shards that are free and belong to it. `handler` (the actor
+   * host) is called for messages to actors on shards this member owns; its value is the ask reply.
+   */
+  start(handler: ActorHandler): Promise<void>;
   stop(opts?: StopOptions): Promise<void>;
   /** Shard -> epoch for every shard this member holds now (including one being handed over). */
   owned(): ReadonlyMap<number, number>;
   placement(): Promise<Placement>;
-  /** The host: called for messages to actors on shards this member owns; its value is the ask reply. */
-  setHandler(h: ActorHandler): void;
   /** After the epoch bump: the host may load and run the shard's actors with this epoch. */
   on(event: 'acquired', l: (shard: number, epoch: number) => void): void;
   /** Graceful hand-over: passivate the shard's actors; the lease is given up when every listener resolves. */

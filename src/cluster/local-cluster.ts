@@ -57,8 +57,9 @@ export class LocalCluster implements Cluster {
     this.#events = new ShardEvents((event, shard, err) => this.#log.error({ err, event, shard }, 'shard listener failed'));
   }
 
-  async start(): Promise<void> {
+  async start(handler: ActorHandler): Promise<void> {
     if (this.#running) return;
+    this.#handler = handler;
     this.#running = true;
     for (let shard = 0; shard < SHARD_COUNT; shard++) {
       const epoch = await acquireEpoch(this.#sql, shard, this.memberId);
@@ -92,10 +93,6 @@ export class LocalCluster implements Cluster {
       p.members = [{ id: this.memberId, host: hostname(), pid: process.pid, startedAt: this.#startedAt, lastSeenMsAgo: 0 }];
     }
     return p;
-  }
-
-  setHandler(h: ActorHandler): void {
-    this.#handler = h;
   }
 
   on(event: 'acquired', l: (shard: number, epoch: number) => void): void;

@@ -145,8 +145,9 @@ export class RedisCluster implements Cluster {
 
   // ---- lifecycle -------------------------------------------------------------------------------
 
-  async start(): Promise<void> {
+  async start(handler: ActorHandler): Promise<void> {
     if (this.#state !== 'idle') throw new Error(`cluster member ${this.memberId} was already started`);
+    this.#handler = handler;
     this.#state = 'running';
     try {
       this.#sub.on('message', (channel: string, raw: string) => this.#onMessage(channel, raw));
@@ -221,10 +222,6 @@ export class RedisCluster implements Cluster {
 
   placement(): Promise<Placement> {
     return readPlacement(this.#cmd, this.#sql, this.#prefix);
-  }
-
-  setHandler(h: ActorHandler): void {
-    this.#handler = h;
   }
 
   on(event: 'acquired', l: (shard: number, epoch: number) => void): void;

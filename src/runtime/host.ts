@@ -10,7 +10,7 @@ import { transaction } from '../db/tx.ts';
 import { retryableDbError } from '../db/failures.ts';
 import { AppError, validationError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import { emitEvent, type EventType } from '../services/outbox.ts';
+import type { EventType, Outbox } from '../outbox.ts';
 
 export type RoomEffect = SendEffect | DisconnectEffect;
 
@@ -82,30 +82,35 @@ export class ActorHost {
   /** Events taken into a mailbox, and events refused because it was full (for monitoring). */
   readonly counts = { events: 0, busy: 0 };
   readonly #env: EffectEnv;
-  #sink: EffectSink = { deliver: () => {} };
-  #send: (actorId: string, event: Record<string, unknown>) => Promise<void> = async () => {};
-  #publish: (channel: string, message: Record<string, unknown>) => Promise<void> = async () => {};
+  readonly #outbox: Outbox;
+  readonly #sink: EffectSink;
+  readonly #send: (actorId: string, event: Record<string, unknown>) => Promise<void>;
+  readonly #publish: (channel: string, message: Record<string, unknown>) => Promise<void>;
 
-  constructor(opts: { sql: Sql; clock: Clock; log: Logger; kinds: ActorKind[]; env?: EffectEnv }) {
+  constructor(opts: {
+    sql: Sql;
+    clock: Clock;
+    log: Logger;
+    kinds: ActorKind[];
+    env?: EffectEnv;
+    /** Where the transitions' events are written (in their transaction). */
+    outbox: Outbox;
+    /** Where room effects go once a transition has committed (the rooms service). */
+    sink: EffectSink;
+    /** How follow-up events reach other actors (the cluster's `send`). */
+    send: (actorId: string, event: Record<string, unknown>) => Promise<void>;
+    /** How kinds' notices reach every member (the bus's `publish`). */
+    publish: (channel: string, message: Record<string, unknown>) => Promise<void>;
+  }) {
     this.#sql = opts.sql;
     this.#clock = opts.clock;
     this.#log = opts.log;
     this.#env = opts.env ?? { baseUrl: () => undefined };
+    this.#outbox = opts.outbox;
+    this.#sink = opts.sink;
+    this.#send = opts.send;
+    this.#publish = opts.publish;
     for (const k of opts.kinds) this.#kinds.set(k.kind, k);
-  }
-
-  setSink(sink: EffectSink): void {
-    this.#sink = sink;
-  }
-
-  /** How follow-up events reach other actors (the cluster's `send`). */
-  setSender(send: (actorId: string, event: Record<string, unknown>) => Promise<void>): void {
-    this.#send = send;
-  }
-
-  /** How kinds' notices reach every member (the bus's `publish`). */
-  setPublisher(publish: (channel: string, message: Record<string, unknown>) => Promise<void>): void {
-    this.#publish = publish;
   }
 
   /** The cluster's handler: messages for actors on shards this member owns. */
@@ -250,7 +255,7 @@ export class ActorHost {
             shard = excluded.shard, updated_at = excluded.updated_at`;
         if (event.type === 'TIMER') await tx`delete from actor_timers where actor_id = ${actorId} and name = ${event.name as string}`;
         for (const e of effects) {
-          if (e.type === 'outbox') await emitEvent(tx, kind.orgOf(context), e.eventType as EventType, e.data as Record<string, unknown>, at, { background: e.background === true });
+          if (e.type === 'outbox') await this.#outbox.emit(tx, kind.orgOf(context), e.eventType as EventType, e.data as Record<string, unknown>, at, { background: e.background === true });
           else if (e.type === 'timer.set') {
             await tx`insert into actor_timers (actor_id, name, shard, due_at) values (${actorId}, ${e.name as string}, ${shard}, ${iso(e.dueAt as number)})
               on conflict (actor_id, name) do update set due_at = excluded.due_at, shard = excluded.shard`;

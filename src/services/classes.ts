@@ -5,7 +5,7 @@ import { inTx } from '../db/tx.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { decodeCursor, encodeCursor, externalId, pageQuery, ts } from './common.ts';
-import { emitEvent } from './outbox.ts';
+import type { Outbox } from '../outbox.ts';
 
 export const classInput = z.strictObject({
   externalId: externalId.describe('Your own id for the class; sending it again updates the class.'),
@@ -72,7 +72,10 @@ const FIELDS = ['name', 'section', 'academicYear', 'description', 'courseId'] as
 
 export class Classes {
   readonly #clock: Clock;
-  constructor(clock: Clock) {
+  readonly #outbox: Outbox;
+
+  constructor(clock: Clock, outbox: Outbox) {
+    this.#outbox = outbox;
     this.#clock = clock;
   }
 
@@ -85,7 +88,7 @@ export class Classes {
           ${input.description ?? null}, ${input.courseId ?? null}, ${now}, ${now})
         on conflict (org_id, external_id) do nothing returning *`;
       if (inserted) {
-        await emitEvent(db, orgId, 'class.created', classEventData(inserted), this.#clock.now());
+        await this.#outbox.emit(db, orgId, 'class.created', classEventData(inserted), this.#clock.now());
         return { cls: inserted, created: true };
       }
       const [cur] = await db<ClassRow[]>`select * from classes where org_id = ${orgId} and external_id = ${input.externalId} for update`;
@@ -93,7 +96,7 @@ export class Classes {
       if (FIELDS.every((f) => next[f] === cur![f])) return { cls: cur!, created: false };
       const [updated] = await db<ClassRow[]>`update classes set name = ${next.name}, section = ${next.section}, academic_year = ${next.academicYear},
         description = ${next.description}, course_id = ${next.courseId}, updated_at = ${now} where id = ${cur!.id} returning *`;
-      await emitEvent(db, orgId, 'class.updated', classEventData(updated!), this.#clock.now());
+      await this.#outbox.emit(db, orgId, 'class.updated', classEventData(updated!), this.#clock.now());
       return { cls: updated!, created: false };
     });
   }

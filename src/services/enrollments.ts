@@ -6,7 +6,7 @@ import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ClassRow, Classes } from './classes.ts';
 import { decodeCursor, encodeCursor, externalId, pageQuery, ts } from './common.ts';
-import { emitEvent } from './outbox.ts';
+import type { Outbox } from '../outbox.ts';
 import { USER_ROLES, type UserRole } from '../domain.ts';
 import type { UserRow, Users } from './users.ts';
 
@@ -111,7 +111,10 @@ export class Enrollments {
   readonly #users: Users;
   readonly #classes: Classes;
 
-  constructor(clock: Clock, users: Users, classes: Classes) {
+  readonly #outbox: Outbox;
+
+  constructor(clock: Clock, outbox: Outbox, users: Users, classes: Classes) {
+    this.#outbox = outbox;
     this.#clock = clock;
     this.#users = users;
     this.#classes = classes;
@@ -133,7 +136,7 @@ export class Enrollments {
         on conflict (class_id, user_id) where status = 'ACTIVE' do nothing returning *`;
       if (inserted) {
         const enrollment = withParts(inserted, user, cls);
-        await emitEvent(db, orgId, 'enrollment.created', enrollmentEventData(enrollment), at);
+        await this.#outbox.emit(db, orgId, 'enrollment.created', enrollmentEventData(enrollment), at);
         return { enrollment, created: true };
       }
       const [existing] = await db<EnrollmentRow[]>`select * from enrollments
@@ -153,7 +156,7 @@ export class Enrollments {
         where class_id = ${cls.id} and user_id = ${user.id} and status = 'ACTIVE' returning *`;
       if (!removed) throw new AppError('enrollment_not_found', { details: { classId: cls.id, userId: user.id } });
       const enrollment = withParts(removed, user, cls);
-      await emitEvent(db, orgId, 'enrollment.removed', enrollmentEventData(enrollment), at);
+      await this.#outbox.emit(db, orgId, 'enrollment.removed', enrollmentEventData(enrollment), at);
       return enrollment;
     });
   }

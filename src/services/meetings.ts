@@ -11,7 +11,7 @@ import { AppError, invalidField } from '../errors.ts';
 import { PLANS, type PlanName } from '../plans.ts';
 import { newId, newSlug } from '../ids.ts';
 import { decodeCursor, encodeCursor, externalId, isoDate, pageQuery, ts } from './common.ts';
-import { emitEvent, type EventType } from './outbox.ts';
+import type { EventType, Outbox } from '../outbox.ts';
 import type { UserRow, Users } from './users.ts';
 import type { Classes } from './classes.ts';
 import type { RoomClients } from '../rooms/clients.ts';
@@ -210,7 +210,10 @@ export class Meetings {
   readonly #cache: TtlCache<MeetingRow>;
   readonly #rooms: RoomClients;
 
-  constructor(clock: Clock, bus: Bus, users: Users, classes: Classes, rooms: RoomClients) {
+  readonly #outbox: Outbox;
+
+  constructor(clock: Clock, bus: Bus, outbox: Outbox, users: Users, classes: Classes, rooms: RoomClients) {
+    this.#outbox = outbox;
     this.#clock = clock;
     this.#bus = bus;
     this.#users = users;
@@ -230,7 +233,7 @@ export class Meetings {
   }
 
   async #emit(db: Db, type: EventType, m: MeetingRow): Promise<void> {
-    await emitEvent(db, m.orgId, type, meetingEventData(m), this.#clock.now());
+    await this.#outbox.emit(db, m.orgId, type, meetingEventData(m), this.#clock.now());
   }
 
   /**

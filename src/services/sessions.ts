@@ -174,18 +174,16 @@ export class Sessions {
   readonly #users: Users;
   readonly #rooms: RoomClients;
   readonly #inserts = new WeakMap<Sql, Batcher<NewSession, SessionRow>>();
-  #baseUrl = '';
+  /** The server's public base URL (known once it listens), for the room socket's address. */
+  readonly #baseUrl: () => string;
 
-  constructor(clock: Clock, tokens: Tokens, meetings: Meetings, users: Users, rooms: RoomClients) {
+  constructor(clock: Clock, tokens: Tokens, meetings: Meetings, users: Users, rooms: RoomClients, baseUrl: () => string) {
     this.#clock = clock;
     this.#tokens = tokens;
     this.#meetings = meetings;
     this.#users = users;
     this.#rooms = rooms;
-  }
-
-  setBaseUrl(url: string): void {
-    this.#baseUrl = url;
+    this.#baseUrl = baseUrl;
   }
 
   /** Reads `Authorization: Bearer <accessToken>`; expiry is reported, not refused, so refresh can use it. */
@@ -397,7 +395,7 @@ export class Sessions {
     const exp = Math.min(now + ACCESS_TTL_MS, session.refreshUntil.getTime());
     const claims: AccessClaims = { s: session.id, o: session.orgId, m: meeting.id, g: meeting.slug, u: user.id, e: exp };
     const admitted = !waiting || waiting.status === 'ADMITTED';
-    const wsBase = this.#baseUrl.replace(/^http/, 'ws');
+    const wsBase = this.#baseUrl().replace(/^http/, 'ws');
     return {
       accessToken: this.#tokens.access.issue(claims),
       tokenType: 'Bearer',

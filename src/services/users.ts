@@ -8,7 +8,7 @@ import { afterCommit, inTx } from '../db/tx.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { decodeCursor, encodeCursor, externalId, pageQuery, ts } from './common.ts';
-import { emitEvent } from './outbox.ts';
+import type { Outbox } from '../outbox.ts';
 
 
 export const userInput = z.strictObject({
@@ -91,7 +91,10 @@ export class Users {
   /** Hot-path cache for join-link minting, keyed by org and by both id and externalId. */
   readonly #cache: TtlCache<UserRow>;
 
-  constructor(clock: Clock, bus: Bus) {
+  readonly #outbox: Outbox;
+
+  constructor(clock: Clock, bus: Bus, outbox: Outbox) {
+    this.#outbox = outbox;
     this.#clock = clock;
     this.#bus = bus;
     this.#cache = new TtlCache(clock, 30_000);
@@ -113,7 +116,7 @@ export class Users {
           ${input.avatarUrl ?? null}, ${now}, ${now})
         on conflict (org_id, external_id) do nothing returning *`;
       if (inserted) {
-        await emitEvent(db, orgId, 'user.created', userEventData(inserted), this.#clock.now());
+        await this.#outbox.emit(db, orgId, 'user.created', userEventData(inserted), this.#clock.now());
         return { user: inserted, created: true };
       }
       const [current] = await db<UserRow[]>`select * from users where org_id = ${orgId} and external_id = ${input.externalId} for update`;
@@ -127,7 +130,7 @@ export class Users {
       if (!changed) return { user: current!, created: false };
       const [updated] = await db<UserRow[]>`update users set full_name = ${next.fullName}, role = ${next.role}, email = ${next.email},
         avatar_url = ${next.avatarUrl}, updated_at = ${now} where id = ${current!.id} returning *`;
-      await emitEvent(db, orgId, 'user.updated', userEventData(updated!), this.#clock.now());
+      await this.#outbox.emit(db, orgId, 'user.updated', userEventData(updated!), this.#clock.now());
       this.#invalidate(db, updated!);
       return { user: updated!, created: false };
     });
@@ -187,7 +190,7 @@ export class Users {
         updated_at = ${now} where id = ${current.id} returning *`;
       await db`update meeting_sessions set revoked_at = ${now}, revoked_reason = 'user_deactivated'
         where user_id = ${current.id} and revoked_at is null`;
-      await emitEvent(db, orgId, 'user.deactivated', userEventData(u!), at);
+      await this.#outbox.emit(db, orgId, 'user.deactivated', userEventData(u!), at);
       this.#invalidate(db, u!);
       afterCommit(db, () => this.#bus.publish('user-deactivated', { orgId, userId: u!.id }));
       return u!;

@@ -12,7 +12,7 @@ import { eventBody, insertAttempt, liveSecrets, sendAttempt, webhookActor, type 
 import { newSecret } from '../webhooks/signing.ts';
 import { checkTargetUrl } from '../webhooks/targets.ts';
 import { decodeCursor, encodeCursor, externalId, pageQuery, ts } from './common.ts';
-import { EVENT_TYPES } from './outbox.ts';
+import { EVENT_TYPES } from '../outbox.ts';
 
 /** Endpoints per organization, disabled ones included (spec, Webhook management rule 2). */
 export const WEBHOOK_ENDPOINT_LIMIT = 20;

@@ -34,7 +34,7 @@ import { transaction } from '../db/tx.ts';
 import { newId } from '../ids.ts';
 import type { Logger } from '../logger.ts';
 import { planHas, type PlanName } from '../plans.ts';
-import { onOutboxCommit } from '../services/outbox.ts';
+import type { Outbox } from '../outbox.ts';
 import { attemptRow, liveSecrets, sendAttempt, webhookActor, type AttemptInput } from './envelope.ts';
 import { closeAgent, DELIVERY_TIMEOUT_MS, vettedAgent, type DeliveryResult } from './sender.ts';
 import type { Agent } from 'undici';
@@ -87,6 +87,8 @@ export interface WebhookDeliveryOptions {
   cluster: Cluster;
   bus: Bus;
   log: Logger;
+  /** This member's outbox: a commit of events here starts a fan-out at once. */
+  outbox: Outbox;
   /** Opens the sealed secrets (the data-at-rest key). */
   sealer: Sealer;
   allowPrivate: boolean;
@@ -243,7 +245,7 @@ export class WebhookDelivery {
   /** Polls every `pollMs`, and runs at once when this process commits events or another member wakes an owned shard. */
   start(pollMs: number): void {
     this.#stopped = false;
-    this.#unlisten = onOutboxCommit(() => this.kick('fanOut'));
+    this.#unlisten = this.#o.outbox.onCommit(() => this.kick('fanOut'));
     this.#o.bus.subscribe(WAKE_CHANNEL, (m) => {
       const owned = this.#o.cluster.owned();
       const mine = (m.shards as number[] | undefined)?.filter((s) => owned.has(s)) ?? [];

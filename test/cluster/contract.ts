@@ -16,7 +16,7 @@ type Seen = { actorId: string; event: Record<string, unknown>; shard: number; ep
 
 async function started(t: Test, env: ContractEnv, seen: Seen[] = []): Promise<Cluster> {
   const c = await env.create(t);
-  c.setHandler(async (msg, shard, epoch) => {
+  await c.start(async (msg, shard, epoch) => {
     seen.push({ ...msg, shard, epoch });
     const { op } = msg.event;
     if (op === 'echo') return { actorId: msg.actorId, event: msg.event, shard, epoch };
@@ -24,7 +24,6 @@ async function started(t: Test, env: ContractEnv, seen: Seen[] = []): Promise<Cl
     if (op === 'hang') return new Promise(() => {});
     return null;
   });
-  await c.start();
   return c;
 }
 
@@ -143,15 +142,13 @@ export function clusterContract(t: Test, env: ContractEnv): void {
     const c = await env.create(t);
     const acquired = new Map<number, number>();
     c.on('acquired', (s, e) => acquired.set(s, e));
-    c.setHandler(async () => null);
-    await c.start();
+    await c.start(async () => null);
     const after = await shardRows(env.sql);
     t.ok(after.every((r) => r.epoch > before[r.id]!.epoch), 'every epoch went up');
     t.same(after.map((r) => acquired.get(r.id)), after.map((r) => r.epoch), 'acquired was emitted with the new epochs');
     await c.stop();
     const again = await env.create(t);
-    again.setHandler(async () => null);
-    await again.start();
+    await again.start(async () => null);
     t.equal(again.owned().size, SHARD_COUNT);
     t.ok([...again.owned()].every(([shard, epoch]) => epoch > after[shard]!.epoch), 'and again on the next start');
     await again.stop();

@@ -15,7 +15,7 @@ await migrate(sql);
 
 t.test('LocalCluster owns every shard by itself', async (t) => {
   const c = new LocalCluster({ sql });
-  await c.start();
+  await c.start(async () => null);
   t.equal(c.owned().size, SHARD_COUNT);
   await c.stop();
   t.equal(c.owned().size, 0);

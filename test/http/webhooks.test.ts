@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { iso, ManualClock } from '../../src/clock.ts';
 import { newId } from '../../src/ids.ts';
-import { EVENT_TYPES } from '../../src/services/outbox.ts';
+import { EVENT_TYPES } from '../../src/outbox.ts';
 import { deliveryDetail, deliveryRecord, eventEnvelope, webhookRecord, webhookWithSecret } from '../../src/services/webhooks.ts';
 import { insertAttempt } from '../../src/webhooks/envelope.ts';
 import { verifySvcSignature } from '../../src/webhooks/verify.ts';

@@ -40,9 +40,8 @@ function member(t: Test, prefix: string, opts: MemberOpts = {}): RedisCluster {
   return c;
 }
 
-async function startAll(members: RedisCluster[], handler?: (c: RedisCluster) => Parameters<Cluster['setHandler']>[0]): Promise<void> {
-  for (const m of members) m.setHandler(handler ? handler(m) : async (msg, shard, epoch) => ({ memberId: m.memberId, actorId: msg.actorId, shard, epoch }));
-  await Promise.all(members.map((m) => m.start()));
+async function startAll(members: RedisCluster[], handler?: (c: RedisCluster) => Parameters<Cluster['start']>[0]): Promise<void> {
+  await Promise.all(members.map((m) => m.start(handler ? handler(m) : async (msg, shard, epoch) => ({ memberId: m.memberId, actorId: msg.actorId, shard, epoch }))));
 }
 
 async function waitFor(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<number> {
@@ -260,11 +259,10 @@ t.test('a write fenced by a newer epoch makes the member step down and retake th
   const acquired: [number, number][] = [];
   m.on('lost', (s) => lost.push(s));
   m.on('acquired', (s, e) => acquired.push([s, e]));
-  m.setHandler(async (_msg, shard, epoch) => {
+  await m.start(async (_msg, shard, epoch) => {
     await sql.begin((tx) => assertEpoch(tx, shard, epoch));
     return epoch;
   });
-  await m.start();
   const shard = shardOf('meeting:bumped');
   const epoch = m.owned().get(shard)!;
   acquired.length = 0;

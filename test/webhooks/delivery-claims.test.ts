@@ -10,6 +10,7 @@ import { newId } from '../../src/ids.ts';
 import { createLogger } from '../../src/logger.ts';
 import type { Member } from '../../src/member.ts';
 import { WebhookDelivery } from '../../src/webhooks/delivery.ts';
+import { Outbox } from '../../src/outbox.ts';
 import { webhookActor } from '../../src/webhooks/envelope.ts';
 import { newSecret } from '../../src/webhooks/signing.ts';
 import { createTenant, startTestMember } from '../helpers/member.ts';
@@ -102,6 +103,7 @@ t.test('fan-outs racing on the same events write each message and each SKIPPED r
     cluster: { owned: () => new Map() } as unknown as Cluster,
     bus: new LocalBus(),
     log: createLogger({ AULA_LOG_LEVEL: 'silent' }),
+    outbox: new Outbox(),
     sealer: app.tokens.data,
     allowPrivate: true,
     concurrency: 8,

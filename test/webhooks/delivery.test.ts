@@ -5,7 +5,6 @@ import { ManualClock, iso } from '../../src/clock.ts';
 import { AUTO_DISABLE_AFTER_MS } from '../../actors/webhook-endpoint/webhook-endpoint.machine.ts';
 import type { Member } from '../../src/member.ts';
 import { newId } from '../../src/ids.ts';
-import { emitEvent } from '../../src/services/outbox.ts';
 import { MAX_ATTEMPTS, RETRY_SCHEDULE_MS, retryDelay } from '../../src/webhooks/delivery.ts';
 import { webhookActor } from '../../src/webhooks/envelope.ts';
 import { newSecret } from '../../src/webhooks/signing.ts';
@@ -111,7 +110,7 @@ t.test('plans: no webhooks feature, nothing queued, except background events', a
   const free = await createTenant(member, 'free');
   const ep = await addEndpoint(member, free.orgId, receiver.url());
   await createUser(member, free);
-  await sql.begin((tx) => emitEvent(tx, free.orgId, 'meeting.ended', { meetingId: 'mtg_x', endedReason: 'PLAN_LIMIT' }, clock.now(), { background: true }));
+  await sql.begin((tx) => member.app.outbox.emit(tx, free.orgId, 'meeting.ended', { meetingId: 'mtg_x', endedReason: 'PLAN_LIMIT' }, clock.now(), { background: true }));
   await delivery.tick();
   t.same(receiver.received.map((r) => r.body.type), ['meeting.ended'], 'only the background worker\'s event is delivered');
   const { count } = (await sql<{ count: number }[]>`select count(*)::int from webhook_messages where endpoint_id = ${ep.id}`)[0]!;
