@@ -20,23 +20,10 @@ export const byJoin = (a: Participant, b: Participant): number => a.joinedAt - b
 
 export function initialMeetingContext(input: MeetingInput): MeetingContext {
   const startedAt = ms(input.startedAt);
+  // the input is the meeting's facts and its state; the facts are kept as they came, the times normalized
+  const { settings: _s, planMaxMinutes: _p, status: _st, startedAt: _sa, endedAt: _ea, endedReason: _er, notBefore: _nb, ...facts } = input;
   return {
-    meeting: {
-      meetingId: input.meetingId,
-      orgId: input.orgId,
-      externalMeetingId: input.externalMeetingId,
-      kind: input.kind,
-      title: input.title,
-      type: input.type,
-      slug: input.slug,
-      hostUserId: input.hostUserId,
-      classId: input.classId,
-      externalClassId: input.externalClassId,
-      courseId: input.courseId,
-      batchId: input.batchId,
-      scheduledStart: iso(Date.parse(input.scheduledStart)),
-      scheduledEnd: iso(Date.parse(input.scheduledEnd)),
-    },
+    meeting: { ...facts, scheduledStart: iso(Date.parse(input.scheduledStart)), scheduledEnd: iso(Date.parse(input.scheduledEnd)) },
     settings: { ...input.settings },
     planMaxMinutes: input.planMaxMinutes,
     noShowFloor: ms(input.notBefore),

@@ -1,6 +1,7 @@
 // A Redis server of a test's own (Debian's redis-server on a free port), for tests that stop and start
 // it: the machine's shared Redis is never touched.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import net, { type AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -32,4 +33,15 @@ export async function startRedisServer(t: Test, port: number): Promise<ChildProc
   }
   client.disconnect();
   return proc;
+}
+
+/** A fresh key prefix on the shared Redis for a test's members; its keys are deleted, and `redis` closed, at teardown. */
+export function redisPrefixFor(t: Test, redis: Redis): string {
+  const prefix = `aulatest:${randomBytes(4).toString('hex')}:`;
+  t.teardown(async () => {
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  });
+  return prefix;
 }

@@ -11,7 +11,6 @@
 // clock_timestamp()/now(), the members' log lines (pino `time`, Date.now()), the Redis proxy's report of
 // when it cut (Date.now() in its own process), and the test's own Date.now(); never performance.now()
 // of one process against another's. Every wait has a deadline that fails with what it waited for.
-import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import t, { type Test } from 'tap';
@@ -25,6 +24,7 @@ import { createOrg } from '../../src/services/orgs.ts';
 import { SCOPES } from '../../src/scopes.ts';
 import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/member.ts';
 import type { RoomClient } from '../helpers/ws.ts';
+import { redisPrefixFor } from '../helpers/redis-server.ts';
 import { auditRows, fencingViolations, installFencingAudit, type AuditRow } from '../cluster/fixtures/fencing-audit.ts';
 import { deadline, Fleet, percentile, pool, sleep, waitFor, type Proc } from '../cluster/fixtures/fleet.ts';
 import { startProxyProcess } from '../cluster/fixtures/tcp-proxy.ts';
@@ -36,12 +36,7 @@ await migrate(sql);
 await installFencingAudit(sql);
 // a command that gets no answer fails instead of waiting forever
 const redis = new Redis(REDIS_URL, { commandTimeout: 10_000 });
-const prefix = `aulatest:${randomBytes(4).toString('hex')}:`;
-t.teardown(async () => {
-  const keys = await redis.keys(`${prefix}*`);
-  if (keys.length) await redis.del(...keys);
-  redis.disconnect();
-});
+const prefix = redisPrefixFor(t, redis);
 
 const env = {
   AULA_DATABASE_URL: dbUrl,

@@ -5,7 +5,6 @@
 // as retryable (503, Retry-After), nothing refused is stored, everything recovers without a restart of
 // the members, and every committed event reaches the webhook receiver under one event id (retries keep
 // it; none is sent under a second). Wall clock: serial lane.
-import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
@@ -21,6 +20,7 @@ import { REDIS_URL, TEST_SECRET } from '../helpers/member.ts';
 import { startPostgresServer } from '../helpers/postgres-server.ts';
 import { spawnMember, type MemberProcess } from '../helpers/process.ts';
 import { Receiver } from '../helpers/receiver.ts';
+import { redisPrefixFor } from '../helpers/redis-server.ts';
 import { eventually } from '../helpers/ws.ts';
 
 const pg = await startPostgresServer(t);
@@ -31,12 +31,7 @@ const org = await createOrg(sql, systemClock, { name: 'Restart School', plan: 'p
 const { key } = await new ApiKeys(sql, systemClock, new LocalBus()).create(sql, { orgId: org.id, name: 'restart', scopes: [...SCOPES] });
 
 const redis = new Redis(REDIS_URL);
-const prefix = `aulatest:${randomBytes(4).toString('hex')}:`;
-t.teardown(async () => {
-  const keys = await redis.keys(`${prefix}*`);
-  if (keys.length) await redis.del(...keys);
-  redis.disconnect();
-});
+const prefix = redisPrefixFor(t, redis);
 const env = {
   AULA_DATABASE_URL: pg.url,
   AULA_DATABASE_POOL: '4',

@@ -1,7 +1,6 @@
 // Webhook delivery when processes and Redis fail, with real member processes (`aula serve`), real
 // Postgres, real Redis and a real receiver: kill -9 of the member in the middle of a send, and a Redis
 // restart in the middle of a stream of events. At-least-once: every event arrives, with its id.
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -24,7 +23,7 @@ import { Fleet } from '../cluster/fixtures/fleet.ts';
 import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/member.ts';
 import { spawnMember, type MemberProcess } from '../helpers/process.ts';
 import { Receiver } from '../helpers/receiver.ts';
-import { freePort, startRedisServer } from '../helpers/redis-server.ts';
+import { freePort, redisPrefixFor, startRedisServer } from '../helpers/redis-server.ts';
 
 const dbUrl = await createTestDatabase(t);
 const sql = postgres(dbUrl, { ...pgOptions, max: 4 }) as unknown as Sql;
@@ -68,12 +67,7 @@ async function post(url: string, key: string, path: string, body: unknown): Prom
 
 t.test('kill -9 of the member in the middle of a send: the survivor sends the event again, same id', async (t) => {
   const redis = new Redis(REDIS_URL);
-  const prefix = `aulatest:${randomBytes(4).toString('hex')}:`;
-  t.teardown(async () => {
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
-  });
+  const prefix = redisPrefixFor(t, redis);
   const fleet = new Fleet(t, { env: { ...baseEnv, AULA_REDIS_URL: REDIS_URL, AULA_REDIS_PREFIX: prefix }, redis, sql, prefix });
   const [a, b] = await Promise.all([fleet.start('a'), fleet.start('b')]);
   t.teardown(() => {
