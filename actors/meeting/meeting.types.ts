@@ -105,27 +105,14 @@ export interface RosterEntry {
 export type MeetingFacts = MeetingContext['meeting'];
 
 /** data of meeting.created/updated/started/ended/cancelled: built by `meetingData` (meeting.views.ts) alone. */
-export interface MeetingEventData {
-  meetingId: string;
-  externalMeetingId: string | null;
-  kind: 'MEETING' | 'CLASS';
-  title: string;
-  type: string;
+export type MeetingEventData = Omit<MeetingFacts, 'orgId'> & {
   status: MeetingStatus;
-  slug: string;
-  hostUserId: string;
-  classId: string | null;
-  externalClassId: string | null;
-  courseId: string | null;
-  batchId: string | null;
-  scheduledStart: string;
-  scheduledEnd: string;
   startedAt: string | null;
   endedAt: string | null;
   durationSeconds: number | null;
   /** only on ENDED */
   endedReason?: EndedReason | null;
-}
+};
 
 /** data of participant.joined/left. */
 export interface ParticipantEventData {
