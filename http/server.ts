@@ -4,13 +4,14 @@ import uws from 'uWebSockets.js';
 import { z } from 'zod';
 import type { App } from '../src/app.ts';
 import type { Db } from '../src/db/index.ts';
-import { clientAddress, type TrustProxy } from '../src/client-address.ts';
+import { clientAddress, peerIsTrustedProxy, type TrustProxy } from '../src/client-address.ts';
 import { randomString } from '../src/crypto.ts';
 import type { Logger } from '../src/logger.ts';
 import type { ApiPrincipal } from '../src/services/api-keys.ts';
 import type { AdminPrincipal } from '../src/services/members.ts';
 import type { SessionPrincipal } from '../src/services/sessions.ts';
 import { AppError, toAppError, validationError } from '../src/errors.ts';
+import type { RouteMeter } from '../src/metrics.ts';
 import { hasScope } from '../src/scopes.ts';
 import type { RateLimitResult } from '../src/cluster/rate-limit.ts';
 import { CredentialGuard } from './credential-guard.ts';
@@ -62,6 +63,7 @@ export function startHttp(
     const register = { get: server.get, post: server.post, patch: server.patch, delete: server.del }[r.spec.method].bind(server);
     const hasBody = BODY_METHODS.has(r.spec.method);
     const method = r.spec.method.toUpperCase();
+    const meter = app.metrics.route(path, method);
     const serve = (res: uws.HttpResponse, req: uws.HttpRequest) => {
       // Everything read from `req` is read here: uWS frees it when this callback returns.
       const info = readRequest(app, res, req, method);
@@ -80,8 +82,8 @@ export function startHttp(
         // uWS cannot answer a request pipelined behind one still in progress: it closes the connection
         // and aborts the earlier one, all before this callback's tick ends. A request that changes
         // something starts on the next tick, so one whose answer could never be sent is not carried out.
-        if (method === 'GET') void handle(app, guard, r, res, info, raw, paramNames, body, tooLarge, max);
-        else setImmediate(() => info.aborted || void handle(app, guard, r, res, info, raw, paramNames, body, tooLarge, max));
+        if (method === 'GET') void handle(app, guard, r, meter, res, info, raw, paramNames, body, tooLarge, max);
+        else setImmediate(() => info.aborted || void handle(app, guard, r, meter, res, info, raw, paramNames, body, tooLarge, max));
       });
     };
     register(path, serve);
@@ -90,6 +92,7 @@ export function startHttp(
   }
 
   server.any('/*', (res, req) => {
+    const started = performance.now();
     const info = readRequest(app, res, req);
     res.onAborted(() => {});
     const segs = info.path.split('/');
@@ -100,6 +103,8 @@ export function startHttp(
       ? new AppError('method_not_allowed', { details: { allowed }, headers: { Allow: allowed.join(', ') } })
       : new AppError('route_not_found', { details: { method: info.method, path: info.path } });
     res.cork(() => sendError(app, res, info, err));
+    // every path no route matched shares one label: raw paths would make a series each
+    app.metrics.route('unmatched', info.method).record(err.status, (performance.now() - started) / 1000);
   });
 
   return new Promise((resolve, reject) => {
@@ -181,13 +186,15 @@ function readRequest(app: App, res: uws.HttpResponse, req: uws.HttpRequest, meth
     // two Content-Length headers disagree on where the body ends (a request-smuggling shape): refused
     headers[k] = k === 'content-length' && headers[k] !== undefined ? DUPLICATE : v;
   });
+  // a request id is taken from a trusted proxy (the load balancer's trace id), never from a client
   const given = headers['x-request-id'];
+  const trusted = given !== undefined && REQUEST_ID.test(given) && peerIsTrustedProxy(Buffer.from(res.getRemoteAddressAsText()).toString(), app.config.AULA_TRUST_PROXY);
   return new Request(
     method,
     req.getUrl(),
     req.getQuery() ?? '',
     headers,
-    given && REQUEST_ID.test(given) ? given : nextRequestId(),
+    trusted ? given : nextRequestId(),
     res,
     app.config.AULA_TRUST_PROXY,
   );
@@ -232,6 +239,7 @@ async function handle(
   app: App,
   guard: CredentialGuard,
   r: Route,
+  meter: RouteMeter,
   res: uws.HttpResponse,
   info: Request,
   rawParams: string[],
@@ -242,7 +250,7 @@ async function handle(
 ): Promise<void> {
   const spec = r.spec;
   const logsRequests = app.log.isLevelEnabled('info');
-  const started = logsRequests ? performance.now() : 0;
+  const started = performance.now();
   let limit: RateLimitResult | null = null;
   let reply: Reply;
   let error: AppError | null = null;
@@ -255,7 +263,7 @@ async function handle(
     // Per-IP budgets count every attempt, credential or not; per-key budgets need the key first.
     if (spec.ipLimit) {
       const got = app.rateLimits.consume(spec.ipLimit.name, info.ip, spec.ipLimit.perMinute);
-      limit = checkLimit(got instanceof Promise ? await got : got);
+      limit = checkLimit(got instanceof Promise ? await got : got, spec.ipLimit.name);
     }
     let apiKey: ApiPrincipal | null = null;
     let admin: AdminPrincipal | null = null;
@@ -282,7 +290,7 @@ async function handle(
     if (caller) {
       // Most requests are answered from the points this member holds for the key: no await then.
       const got = app.rateLimits.consume('key', caller.rateKey, caller.rateLimitPerMinute);
-      limit = checkLimit(got instanceof Promise ? await got : got);
+      limit = checkLimit(got instanceof Promise ? await got : got, 'key');
     }
     if (apiKey && spec.scope && !hasScope(apiKey.scopes, spec.scope)) {
       throw new AppError('insufficient_scope', { details: { required: spec.scope, granted: [...apiKey.scopes] } });
@@ -328,13 +336,18 @@ async function handle(
   } catch (err) {
     if (err instanceof RateLimitedError) limit = err.limit;
     error = toAppError(err);
+    if (error.code === 'rate_limited') app.metrics.rateLimited(err instanceof RateLimitedError ? err.bucket : 'unknown-credential');
     if (error.status >= 500) info.logger(app.log).error({ err: (err as Error)?.cause ?? err, route: spec.path }, 'request failed');
     reply = { data: null };
   }
 
   if (info.aborted) return;
   res.cork(() => {
-    if (error) return sendError(app, res, info, error, limit);
+    if (error) {
+      sendError(app, res, info, error, limit);
+      meter.record(error.status, (performance.now() - started) / 1000);
+      return;
+    }
     const status = reply.status ?? spec.status ?? 200;
     res.writeStatus(statusLine(status));
     writeLimitHeaders(res, limit);
@@ -349,14 +362,18 @@ async function handle(
       if (reply.json !== undefined) res.end(reply.json);
       else res.end(JSON.stringify(spec.list ? { data: reply.data, nextCursor: reply.nextCursor ?? null } : { data: reply.data }));
     }
-    if (logsRequests) {
-      info.logger(app.log).info({ method: info.method, path: info.path, status, ms: +(performance.now() - started).toFixed(2) }, 'request');
-    }
+    const ms = performance.now() - started;
+    meter.record(status, ms / 1000);
+    if (logsRequests) info.logger(app.log).info({ method: info.method, path: info.path, status, ms: +ms.toFixed(2) }, 'request');
   });
 }
 
 class RateLimitedError extends AppError {
-  constructor(readonly limit: RateLimitResult) {
+  /** `bucket`: which limit refused (the metrics' `limit` label). */
+  constructor(
+    readonly limit: RateLimitResult,
+    readonly bucket: string,
+  ) {
     super('rate_limited', {
       details: { limit: limit.limit, retryAfterSeconds: limit.retryAfterSeconds },
       headers: { 'Retry-After': String(limit.retryAfterSeconds) },
@@ -364,8 +381,8 @@ class RateLimitedError extends AppError {
   }
 }
 
-function checkLimit(limit: RateLimitResult): RateLimitResult {
-  if (!limit.allowed) throw new RateLimitedError(limit);
+function checkLimit(limit: RateLimitResult, bucket: string): RateLimitResult {
+  if (!limit.allowed) throw new RateLimitedError(limit, bucket);
   return limit;
 }
 

@@ -57,6 +57,21 @@ export class MediaHost {
     return this.#rooms.size;
   }
 
+  /** The rooms open here, their participants with media, and their producers and consumers (for the metrics). */
+  async counts(): Promise<{ rooms: number; participants: number; producers: number; consumers: number }> {
+    const rooms = await Promise.all([...this.#rooms.values()].map((r) => r.catch(() => null)));
+    const total = { rooms: 0, participants: 0, producers: 0, consumers: 0 };
+    for (const room of rooms) {
+      if (!room) continue;
+      const c = room.counts();
+      total.rooms++;
+      total.participants += c.participants;
+      total.producers += c.producers;
+      total.consumers += c.consumers;
+    }
+    return total;
+  }
+
   async room(meetingId: string): Promise<RoomMedia | null> {
     return (await this.#rooms.get(meetingId)?.catch(() => null)) ?? null;
   }

@@ -119,6 +119,17 @@ export class RoomMedia {
 
   // ---- room state from the meeting actor --------------------------------------------------------
 
+  /** Participants with media here, and their producers and consumers. */
+  counts(): { participants: number; producers: number; consumers: number } {
+    let producers = 0;
+    let consumers = 0;
+    for (const peer of this.#peers.values()) {
+      producers += peer.producers.size;
+      consumers += peer.consumers.size;
+    }
+    return { participants: this.#peers.size, producers, consumers };
+  }
+
   /** A newer roster or settings: participants who left lose their media, and producers are held or closed as RoomAccess now says. */
   applyState(next: Partial<RoomState> & { rev: number }): void {
     if (this.#closed || next.rev <= this.#state.rev) return;

@@ -12,6 +12,7 @@ import type { ActorHost } from './runtime/host.ts';
 import type { DurableTimers } from './runtime/timers.ts';
 import type { WebhookDelivery } from './webhooks/delivery.ts';
 import type { Outbox } from './outbox.ts';
+import type { Metrics } from './metrics.ts';
 import type { RateLimits } from './cluster/rate-limit.ts';
 import type { Config } from './config.ts';
 import type { Database, Sql } from './db/index.ts';
@@ -61,6 +62,8 @@ export interface App {
   tokens: Tokens;
   /** Sends email_outbox rows (AULA_SMTP_URL). */
   mailer: Mailer;
+  /** This member's Prometheus metrics (src/metrics.ts). */
+  metrics: Metrics;
   baseUrl: string;
   services: {
     apiKeys: ApiKeys;

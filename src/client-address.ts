@@ -79,3 +79,11 @@ function isTrustedNetwork(text: string, networks: [ipaddr.IPv4 | ipaddr.IPv6, nu
   const addr = parse(text)!;
   return networks.some(([net, bits]) => addr.kind() === net.kind() && addr.match(net, bits));
 }
+
+/** Whether the socket's peer is one of the trusted proxies, whose headers (X-Forwarded-For, X-Request-Id) are believed. */
+export function peerIsTrustedProxy(peer: string, trust: TrustProxy): boolean {
+  if (!trust) return false;
+  if ('hops' in trust) return trust.hops > 0;
+  const text = canonical(peer);
+  return text !== null && isTrustedNetwork(text, trust.networks);
+}

@@ -20,6 +20,10 @@ export const configSchema = z.object({
   AULA_SECRET_KEY: z.string().min(32, 'must be at least 32 characters').optional(),
   AULA_DATA_DIR: z.string().min(1).default('.aula'),
   AULA_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Prometheus metrics on a port of their own (bound like the API) instead of GET /metrics on the API port. */
+  AULA_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** When set, /metrics asks for `Authorization: Bearer <token>`. */
+  AULA_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   AULA_MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
   AULA_BULK_MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(4 * 1024 * 1024),
   /** Proxies trusted to name the client in X-Forwarded-For: a hop count or their networks (src/client-address.ts). */

@@ -78,6 +78,7 @@ export const errorCatalog = {
 
   // joining
   join_token_invalid: { status: 401, message: 'The join token is not valid.' },
+  metrics_token_invalid: { status: 401, message: 'Send the metrics token as "Authorization: Bearer <token>".' },
   join_token_expired: { status: 410, message: 'The join link has expired.' },
   join_token_used: { status: 409, message: 'The single-use join link was already used.' },
   join_token_revoked: { status: 410, message: 'The join link was revoked.' },

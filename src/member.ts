@@ -31,6 +31,8 @@ import type { ActorHandler, Cluster } from './cluster/cluster.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
 import { RedisCluster } from './cluster/redis-cluster.ts';
 import { ActorHost } from './runtime/host.ts';
+import { Metrics } from './metrics.ts';
+import { startMetricsServer } from '../http/metrics-server.ts';
 import { Outbox } from './outbox.ts';
 import { ACTOR_KINDS, RETENTION_ACTOR } from './runtime/kinds.ts';
 import { DurableTimers } from './runtime/timers.ts';
@@ -59,6 +61,8 @@ export interface Member {
   gateway: MediaGateway;
   port: number;
   url: string;
+  /** The port of the metrics server when `AULA_METRICS_PORT` is set (otherwise /metrics is on `port`). */
+  metricsPort: number | null;
   close(): Promise<void>;
 }
 
@@ -94,7 +98,8 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
   let publicBaseUrl: string | undefined;
   // The rooms service is made below, with what it needs; the host hands it room effects from then on.
   let roomService: Rooms | null = null;
-  const outbox = new Outbox();
+  const outbox = new Outbox(log);
+  const metrics = new Metrics();
   const host = new ActorHost({
     sql,
     clock,
@@ -116,6 +121,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     bus,
     log,
     outbox,
+    metrics,
     sealer: tokens.data,
     allowPrivate: allowPrivateTargets(config),
     concurrency: config.AULA_WEBHOOK_CONCURRENCY,
@@ -166,6 +172,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     outbox,
     tokens,
     mailer: new Mailer(sql, clock, log, config),
+    metrics,
     baseUrl: '',
     services: {
       apiKeys,
@@ -187,13 +194,31 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
   // Every bus subscription is made before the subscriber connection is awaited, so none misses a message.
   const gateway = new MediaGateway(app);
   if (bus instanceof RedisBus) await bus.ready();
-  await cluster.start(opts.wrapHandler ? opts.wrapHandler(host.handle) : host.handle);
+  // each message an owner's actor handles is timed, by actor kind (the id's prefix)
+  const timed: ActorHandler = (msg, shard, epoch) => {
+    const began = performance.now();
+    const kind = msg.actorId.slice(0, msg.actorId.indexOf(':'));
+    const done = () => metrics.actorEvent(kind, (performance.now() - began) / 1000);
+    const out = host.handle(msg, shard, epoch);
+    out.then(done, done);
+    return out;
+  };
+  metrics.observe({
+    sockets: () => gateway.connections,
+    media: () => mediaHost?.counts() ?? Promise.resolve({ rooms: 0, participants: 0, producers: 0, consumers: 0 }),
+    workers: () => pool?.all().map((w) => ({ index: w.index, cpu: w.cpu, consumers: w.consumers })) ?? [],
+    mailboxDepth: () => host.mailboxDepth(),
+    shardsOwned: () => cluster.owned().size,
+    clusterMembers: async () => (await cluster.placement()).members.length,
+  });
+  await cluster.start(opts.wrapHandler ? opts.wrapHandler(timed) : timed);
   await mediaLoad.start();
   timers.start();
   app.mailer.start(MAIL_POLL_MS);
   delivery.start(config.AULA_WEBHOOK_POLL_MS);
 
   const http = await startHttp(app, routes, { host: config.AULA_HOST, port: config.AULA_PORT, extend: (server) => gateway.register(server) });
+  const metricsServer = config.AULA_METRICS_PORT === undefined ? null : await startMetricsServer(app, config.AULA_HOST, config.AULA_METRICS_PORT);
   app.baseUrl = resolveBaseUrl(config, http.port);
   publicBaseUrl = app.baseUrl;
   app.services.jobs.start(config.AULA_JOB_POLL_MS);
@@ -215,6 +240,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     app,
     gateway,
     port: http.port,
+    metricsPort: metricsServer?.port ?? null,
     url: app.baseUrl,
     async close() {
       if (closed) return;
@@ -227,6 +253,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       roomService.stop();
       await mediaLoad.withdraw();
       http.close();
+      await metricsServer?.close();
       await gateway.closeAll();
       mediaHost?.close();
       await pool?.close();

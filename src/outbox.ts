@@ -2,6 +2,7 @@ import { iso } from './clock.ts';
 import type { Db } from './db/index.ts';
 import { afterCommit } from './db/tx.ts';
 import { newId } from './ids.ts';
+import type { Logger } from './logger.ts';
 
 /** Event types of catalog v1. */
 export const EVENT_TYPES = [
@@ -22,6 +23,13 @@ export type EventType = (typeof EVENT_TYPES)[number];
  */
 export class Outbox {
   readonly #listeners = new Set<() => void>();
+  readonly #log: Logger | null;
+
+  /** `log`: each committed event gets an info line with its type and ids (never names or emails): the trail of joins, leaves, admissions, ends. */
+  constructor(log?: Logger) {
+    this.#log = log ?? null;
+  }
+
   readonly #notify = (): void => {
     for (const l of this.#listeners) l();
   };
@@ -35,6 +43,12 @@ export class Outbox {
     await db`insert into outbox (id, org_id, type, data, created_at, background)
       values (${id}, ${orgId}, ${type}, ${db.json(data as never)}, ${iso(at)}, ${opts.background === true})`;
     afterCommit(db, this.#notify);
+    if (this.#log?.isLevelEnabled('info')) {
+      const d = data as { meetingId?: unknown; participantId?: unknown; queueId?: unknown; userId?: unknown; user?: { id?: unknown }; endpointId?: unknown };
+      const ids = { meetingId: d.meetingId, participantId: d.participantId, queueId: d.queueId, userId: d.userId ?? d.user?.id, endpointId: d.endpointId };
+      const log = this.#log;
+      afterCommit(db, () => log.info({ eventId: id, type, orgId, ...ids }, 'event'));
+    }
     return id;
   }
 

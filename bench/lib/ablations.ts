@@ -16,10 +16,12 @@ export const ABLATIONS = {
   'no-zod': 'no zod parsing of params and body',
   /** the join token is a constant instead of an AES-256-GCM sealed box of its claims */
   'no-seal': 'no AES-GCM seal of the token',
+  /** the pipeline's per-request Prometheus counting (src/metrics.ts `RouteMeter.record`) does nothing */
+  'no-metrics': 'no Prometheus request metrics',
 } as const;
 
 export type Ablation = keyof typeof ABLATIONS;
 export const ABLATION_NAMES = Object.keys(ABLATIONS) as Ablation[];
 
 /** Everything at once (no-rate-limit covers rate-limit-local): what is left is uWS and the pipeline's own work. */
-export const ALL_AT_ONCE: Ablation[] = ['no-rate-limit', 'no-log-child', 'no-zod', 'no-seal'];
+export const ALL_AT_ONCE: Ablation[] = ['no-rate-limit', 'no-log-child', 'no-zod', 'no-seal', 'no-metrics'];

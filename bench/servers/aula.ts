@@ -20,6 +20,7 @@ import { RateLimits, type RateLimitResult } from '../../src/cluster/rate-limit.t
 import { startMember } from '../../src/member.ts';
 import { createOrg } from '../../src/services/orgs.ts';
 import { ABLATIONS } from '../lib/ablations.ts';
+import { RouteMeter } from '../../src/metrics.ts';
 import { closeOnSignals } from '../lib/member.ts';
 
 const count = (name: string, fallback: number): number => {
@@ -54,6 +55,7 @@ const noLimits = {
 } as unknown as RateLimits;
 const log = app.log as unknown as Record<string, unknown>;
 const join_ = app.tokens.join as unknown as Record<string, unknown>;
+const record = RouteMeter.prototype.record;
 
 function ablate(names: string[]): void {
   const on = new Set(names);
@@ -70,6 +72,7 @@ function ablate(names: string[]): void {
   }
   if (on.has('no-seal')) join_.issue = () => 'jt_ablated';
   else delete join_.issue;
+  RouteMeter.prototype.record = on.has('no-metrics') ? () => {} : record;
 }
 
 // The runner holds our stdin; when it goes away (even killed), so do we.

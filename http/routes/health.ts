@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { within } from '../../src/cluster/deadline.ts';
+import type { App } from '../../src/app.ts';
+import { safeEqual } from '../../src/crypto.ts';
 import { AppError } from '../../src/errors.ts';
 import { route } from '../route.ts';
 
@@ -12,6 +14,13 @@ const answers = (check: Promise<unknown>, what: string): Promise<'ok' | 'down'> 
     () => 'ok' as const,
     () => 'down' as const,
   );
+
+/** Prometheus's scrape: the member's metrics, behind its token when one is set. */
+export async function metricsResponse(app: App, authorization: string | undefined): Promise<{ contentType: string; body: string }> {
+  const token = app.config.AULA_METRICS_TOKEN;
+  if (token !== undefined && (authorization === undefined || !safeEqual(authorization, `Bearer ${token}`))) throw new AppError('metrics_token_invalid');
+  return app.metrics.text();
+}
 
 export const healthRoutes = [
   route(
@@ -37,6 +46,24 @@ export const healthRoutes = [
       ]);
       if (database !== 'ok' || redis === 'down') throw new AppError('service_unavailable', { details: { database, redis, failing: [...(database !== 'ok' ? ['database'] : []), ...(redis === 'down' ? ['redis'] : [])] } });
       return { data: { status: 'ready', database, redis } };
+    },
+  ),
+  route(
+    {
+      method: 'get',
+      path: '/metrics',
+      root: true,
+      tag: 'Operations',
+      auth: 'none',
+      summary: 'Prometheus metrics of the member that answers (docs/metrics.md).',
+      description: 'With AULA_METRICS_TOKEN set, only for "Authorization: Bearer <token>". With AULA_METRICS_PORT set, served on that port instead, and route_not_found here.',
+      raw: ['text/plain'],
+      errors: ['metrics_token_invalid', 'route_not_found'],
+    },
+    async ({ app, req }) => {
+      if (app.config.AULA_METRICS_PORT !== undefined) throw new AppError('route_not_found', { details: { method: req.method, path: req.path } });
+      const { contentType, body } = await metricsResponse(app, req.headers.authorization);
+      return { data: null, raw: { contentType, body }, headers: { 'Cache-Control': 'no-store' } };
     },
   ),
 ];

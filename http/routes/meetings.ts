@@ -97,10 +97,9 @@ export const meetingRoutes = [
       status: 201,
       errors: ['meeting_not_found', 'user_not_found', 'user_deactivated', 'meeting_ended', 'role_not_allowed'],
     },
-    ({ app, db, apiKey, params, body }) => {
-      // the hot path of a join storm: with the meeting and user cached, no promise from here to the response
-      const data = app.services.joinLinks.mint(db, apiKey!.orgId, apiKey!.scopes, params.id, body, app.baseUrl);
-      return data instanceof Promise ? data.then((d) => ({ status: 201, data: d, json: joinLinkJson(d) })) : { status: 201, data, json: joinLinkJson(data) };
+    async ({ app, db, apiKey, params, body }) => {
+      const data = await app.services.joinLinks.mint(db, apiKey!.orgId, apiKey!.scopes, params.id, body, app.baseUrl);
+      return { status: 201, data, json: joinLinkJson(data) };
     },
   ),
 ];

@@ -52,8 +52,9 @@ export const roomRoutes = [
         response: waitingStatus,
         errors: ['meeting_not_found', 'not_found', 'invalid_state'],
       },
-      async ({ app, db, apiKey, params }) => {
+      async ({ app, db, apiKey, params, log }) => {
         const m = await app.services.meetings.get(db, apiKey!.orgId, params.id);
+        log.info({ meetingId: m.id, queueId: params.queueId, by: apiKey!.keyId, via: 'api' }, action === 'admit' ? 'waiting room: admitted' : 'waiting room: denied');
         const reply = await app.rooms.waitingRoom[action](m.id, { queueId: params.queueId, by: apiKey!.keyId });
         return { data: { queueId: reply.queueId, status: reply.status, requestedAt: reply.requestedAt, admittedAt: reply.admittedAt } };
       },

@@ -126,6 +126,7 @@ export class MediaGateway {
     const wait = now < budget.barredUntil ? (budget.barredUntil - now) / 1000 : budget.bucket.take(COMMAND_BUDGET.actorCost, now) ? 0 : budget.bucket.waitFor(COMMAND_BUDGET.actorCost);
     if (wait > 0) {
       const retryAfterSeconds = Math.max(1, Math.ceil(wait));
+      this.#app.metrics.rateLimited('room-commands');
       throw new AppError('command_rate_limited', {
         message: now < budget.barredUntil ? 'This meeting session flooded its room socket; reconnect after the time given.' : 'Too many connections or commands for this meeting session; retry after the time given.',
         details: { retryAfterSeconds },
@@ -267,6 +268,7 @@ export class MediaGateway {
         return c.end('abuse');
       }
       const retryAfterSeconds = Math.ceil(budget.bucket.waitFor(cost) * 10) / 10;
+      this.#app.metrics.rateLimited('room-commands');
       return c.send(JSON.stringify({ type: 'ack', id, ok: false, error: { code: 'command_rate_limited', message: 'Too many commands on this meeting session; slow down.', details: { retryAfterSeconds } } }));
     }
     const parsed = clientMessage.safeParse(raw);

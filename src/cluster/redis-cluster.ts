@@ -388,7 +388,7 @@ export class RedisCluster implements Cluster {
         return await this.#giveUp(lease);
       }
       this.#router.remember(shard, this.memberId);
-      this.#log.debug({ shard, epoch }, 'shard acquired');
+      this.#log.info({ shard, epoch }, 'shard acquired');
       this.#events.acquired(shard, epoch);
       // the member list may have changed while this was in flight (a join): plan again now, not a tick later
       if (this.#desiredOwner(shard) !== this.memberId) this.#schedule(0);

@@ -155,6 +155,13 @@ export class ActorHost {
     e.actor.stop();
   }
 
+  /** Events waiting or running in every mailbox of this member. */
+  mailboxDepth(): number {
+    let n = 0;
+    for (const d of this.#depth.values()) n += d;
+    return n;
+  }
+
   /**
    * One event at a time per actor and epoch. Keyed by epoch too: work left over from an epoch this
    * member lost (say, a commit stuck when the process was frozen) can never hold up the actor once the

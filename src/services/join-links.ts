@@ -82,27 +82,14 @@ export class JoinLinks {
     this.#meetings = meetings;
   }
 
-  /**
-   * Mints a link: cached reads and one seal (AES-256-GCM, src/crypto.ts), no write. With the meeting and the user cached
-   * (a join storm) it returns the link itself, not a promise.
-   */
-  mint(db: Db, orgId: string, scopes: ReadonlySet<Scope>, meetingId: string, input: JoinLinkInput, baseUrl: string): JoinLinkRecord | Promise<JoinLinkRecord> {
-    const meeting = this.#meetings.getCached(db, orgId, meetingId);
-    return meeting instanceof Promise
-      ? meeting.then((m) => this.#forMeeting(db, orgId, scopes, m, input, baseUrl))
-      : this.#forMeeting(db, orgId, scopes, meeting, input, baseUrl);
-  }
-
-  #forMeeting(db: Db, orgId: string, scopes: ReadonlySet<Scope>, meeting: MeetingRow, input: JoinLinkInput, baseUrl: string): JoinLinkRecord | Promise<JoinLinkRecord> {
+  /** Mints a link: cached reads and one seal (AES-256-GCM, src/crypto.ts), no write. */
+  async mint(db: Db, orgId: string, scopes: ReadonlySet<Scope>, meetingId: string, input: JoinLinkInput, baseUrl: string): Promise<JoinLinkRecord> {
+    const meeting = await this.#meetings.getCached(db, orgId, meetingId);
     if (meeting.status === 'ENDED' || meeting.status === 'CANCELLED') {
       throw new AppError('meeting_ended', { details: { status: meeting.status } });
     }
-    const user = input.userId
-      ? this.#users.getCached(db, orgId, input.userId)
-      : this.#users.getCached(db, orgId, input.externalUserId!, 'external');
-    return user instanceof Promise
-      ? user.then((u) => this.#issue(orgId, scopes, meeting, u, input, baseUrl))
-      : this.#issue(orgId, scopes, meeting, user, input, baseUrl);
+    const user = await (input.userId ? this.#users.getCached(db, orgId, input.userId) : this.#users.getCached(db, orgId, input.externalUserId!, 'external'));
+    return this.#issue(orgId, scopes, meeting, user, input, baseUrl);
   }
 
   #issue(orgId: string, scopes: ReadonlySet<Scope>, meeting: MeetingRow, user: UserRow, input: JoinLinkInput, baseUrl: string): JoinLinkRecord {

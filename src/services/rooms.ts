@@ -236,6 +236,7 @@ export class Rooms implements EffectSink {
       case 'admit':
       case 'deny':
         this.#edge(c, msg.type);
+        this.#o.log.info({ meetingId: m, queueId: msg.queueId, by: c.userId, via: 'room' }, msg.type === 'admit' ? 'waiting room: admitted' : 'waiting room: denied');
         return strip(await (msg.type === 'admit' ? this.#o.clients.waitingRoom.admit : this.#o.clients.waitingRoom.deny)(m, { queueId: msg.queueId, by: c.userId }));
       default:
         throw new AppError('bad_request', { message: `unhandled command ${msg.type}` });

@@ -34,6 +34,7 @@ import { transaction } from '../db/tx.ts';
 import { newId } from '../ids.ts';
 import type { Logger } from '../logger.ts';
 import { planHas, type PlanName } from '../plans.ts';
+import type { Metrics } from '../metrics.ts';
 import type { Outbox } from '../outbox.ts';
 import { attemptRow, liveSecrets, sendAttempt, webhookActor, type AttemptInput } from './envelope.ts';
 import { closeAgent, DELIVERY_TIMEOUT_MS, vettedAgent, type DeliveryResult } from './sender.ts';
@@ -89,6 +90,8 @@ export interface WebhookDeliveryOptions {
   log: Logger;
   /** This member's outbox: a commit of events here starts a fan-out at once. */
   outbox: Outbox;
+  /** Where delivery outcomes and lag are counted. */
+  metrics?: Metrics;
   /** Opens the sealed secrets (the data-at-rest key). */
   sealer: Sealer;
   allowPrivate: boolean;
@@ -688,6 +691,16 @@ export class WebhookDelivery {
     const recordedIds = new Set(kept.map((k) => k.id));
     if (recordedIds.size < rows.length) {
       this.#o.log.debug({ dropped: rows.length - recordedIds.size }, 'webhook outcomes not recorded: their shards moved on (the new owners send again)');
+    }
+    for (const r of rows) {
+      if (!recordedIds.has(r.o.m.id)) continue;
+      const outcome = r.o.result.ok ? 'succeeded' : r.gone ? 'gone' : r.status === 'PENDING' ? 'retry' : 'failed';
+      // a success at debug (one a second per event would drown the rest), anything else at info
+      const line = { endpointId: r.o.m.endpointId, messageId: r.o.m.id, eventId: r.o.m.eventId, attempt: r.attempts, outcome, statusCode: r.o.result.status ?? null, nextAttemptAt: r.next === null ? null : iso(r.next) };
+      if (outcome === 'succeeded') this.#o.log.debug(line, 'webhook delivery');
+      else this.#o.log.info({ ...line, error: r.o.result.error?.kind ?? null, ms: r.o.result.durationMs }, 'webhook delivery');
+      // the lag of a message's first attempt: from its event's commit to the attempt's start
+      this.#o.metrics?.delivery(outcome, r.attempts === 1 ? (r.o.startedAt - r.o.m.eventCreatedAt.getTime()) / 1000 : undefined);
     }
     // Tell each endpoint's actor only what changes its state (its row says whether it is failing).
     const told = new Set<string>();

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import type { Test } from 'tap';
 import type { Clock } from '../../src/clock.ts';
+import type { Logger } from '../../src/logger.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { startMember, type Member } from '../../src/member.ts';
 import type { PlanName } from '../../src/plans.ts';
@@ -33,6 +34,8 @@ export interface TestMemberOptions {
   redisPrefix?: string;
   redis?: boolean;
   overrides?: Partial<Config>;
+  /** The member's logger (a test that reads its lines passes one writing to memory). */
+  logger?: Logger;
 }
 
 /** Starts a real member on port 0 against the real Postgres and Redis, closed at teardown. */
@@ -55,7 +58,7 @@ export async function startTestMember(t: Test, opts: TestMemberOptions = {}): Pr
     },
     opts.overrides,
   );
-  const member = await startMember({ config, ...(opts.clock ? { clock: opts.clock } : {}) });
+  const member = await startMember({ config, ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.logger ? { logger: opts.logger } : {}) });
   t.teardown(() => member.close());
   return member;
 }
@@ -99,7 +102,7 @@ export async function api<T = any>(
     else body = JSON.stringify(opts.body);
     if (!('content-type' in headers)) headers['content-type'] = 'application/json';
   }
-  const res = await fetch(`${member.url}${path.startsWith('/api') || path.startsWith('/healthz') || path.startsWith('/readyz') ? '' : '/api/v1'}${path}`, {
+  const res = await fetch(`${member.url}${path.startsWith('/api') || path.startsWith('/healthz') || path.startsWith('/readyz') || path.startsWith('/metrics') ? '' : '/api/v1'}${path}`, {
     method,
     headers,
     ...(body !== undefined ? { body } : {}),

@@ -35,11 +35,14 @@ t.test('a trailing slash reaches the same route', async (t) => {
   assertError(t, await api(member, 'DELETE', '/public/users/', { key: tenant.key }), 405, 'method_not_allowed');
 });
 
-t.test('request ids are echoed or generated', async (t) => {
-  const given = await api(member, 'GET', '/healthz', { headers: { 'x-request-id': 'client-abc.1' } });
-  t.equal(given.headers.get('x-request-id'), 'client-abc.1');
-  const made = await api(member, 'GET', '/api/v1/nope', { headers: { 'x-request-id': 'bad id with spaces' } });
-  t.match(made.body.requestId, /^req_[0-9a-f]{32}$/);
+t.test('request ids: taken from a trusted proxy, made otherwise, always returned', async (t) => {
+  const fromClient = await api(member, 'GET', '/healthz', { headers: { 'x-request-id': 'client-abc.1' } });
+  t.match(fromClient.headers.get('x-request-id'), /^req_[0-9a-f]{32}$/, 'a client cannot choose the id its lines are logged under');
+  const behindProxy = await startTestMember(t, { redis: false, overrides: { AULA_TRUST_PROXY: { hops: 1 } } });
+  const given = await api(behindProxy, 'GET', '/healthz', { headers: { 'x-request-id': 'lb-trace.1' } });
+  t.equal(given.headers.get('x-request-id'), 'lb-trace.1', 'the proxy\'s trace id is kept');
+  const made = await api(behindProxy, 'GET', '/api/v1/nope', { headers: { 'x-request-id': 'bad id with spaces' } });
+  t.match(made.body.requestId, /^req_[0-9a-f]{32}$/, 'a malformed one is replaced');
   t.equal(made.headers.get('x-request-id'), made.body.requestId);
 });
 

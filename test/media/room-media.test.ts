@@ -47,6 +47,9 @@ t.test('two-way audio and video between a teacher and a student through the SFU'
     return h.sent > before.host.sent + 20_000 && h.received > before.host.received + 20_000 && s.sent > before.stu.sent + 20_000 && s.received > before.stu.received + 20_000;
   }, 15_000);
   t.pass('RTP bytes grow on both sides, sent and received');
+  const scrape = await (await fetch(`${member.url}/metrics`)).text();
+  const value = (name: string) => Number(scrape.match(new RegExp(`^${name} (\\d+)`, 'm'))?.[1]);
+  t.match({ rooms: value('aula_media_rooms'), participants: value('aula_media_participants'), producers: value('aula_media_producers'), consumers: value('aula_media_consumers') }, { rooms: 1, participants: 2, producers: 4, consumers: 4 }, 'the metrics count the room, its two participants, four tracks in and four out');
   await eventually(() => host.peer.from(stu.participantId, 'mic')!.peak > 3000 && stu.peer.from(host.participantId, 'mic')!.peak > 3000, 10_000);
   t.pass('each side decodes the other\'s tone (not silence)');
 
