@@ -28,7 +28,7 @@ import type { JoinLinks } from './services/join-links.ts';
 import type { Meetings } from './services/meetings.ts';
 import type { OrgOrigins } from './services/orgs.ts';
 import type { Members } from './services/members.ts';
-import type { WebhookEndpoints } from './services/webhooks.ts';
+import type { WebhookEndpoints } from './services/webhook-endpoints.ts';
 import type { Sessions } from './services/sessions.ts';
 import type { Tokens } from './services/tokens.ts';
 import type { Users } from './services/users.ts';
@@ -81,7 +81,7 @@ export interface App {
     /** Each organization's allowed origins (who may frame the room page), by meeting slug. */
     orgOrigins: OrgOrigins;
     /** Webhook endpoints, their secrets, test events, delivery log and redeliveries. */
-    webhooks: WebhookEndpoints;
+    webhookEndpoints: WebhookEndpoints;
     /** Room sockets: joining, commands, media signaling relayed to the room's media member. */
     rooms: Rooms;
   };

@@ -21,7 +21,7 @@ import { Jobs } from './services/jobs.ts';
 import { JoinLinks } from './services/join-links.ts';
 import { Meetings } from './services/meetings.ts';
 import { Members } from './services/members.ts';
-import { WebhookEndpoints } from './services/webhooks.ts';
+import { WebhookEndpoints } from './services/webhook-endpoints.ts';
 import { Sessions } from './services/sessions.ts';
 import { Tokens } from './services/tokens.ts';
 import { Users } from './services/users.ts';
@@ -187,7 +187,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       idempotency: new Idempotency(sql, clock, tokens.data),
       members: new Members(sql, clock, bus),
       orgOrigins: new OrgOrigins(clock, bus),
-      webhooks: new WebhookEndpoints({ clock, sealer: tokens.data, cluster, rateLimits, allowPrivate: allowPrivateTargets(config), log }),
+      webhookEndpoints: new WebhookEndpoints({ clock, sealer: tokens.data, cluster, rateLimits, allowPrivate: allowPrivateTargets(config), log }),
       rooms: roomService,
     },
   };

@@ -18,7 +18,7 @@ import {
   webhookUpdate,
   webhookWithSecret,
   WILDCARD,
-} from '../../src/services/webhooks.ts';
+} from '../../src/services/webhook-endpoints.ts';
 import type { App } from '../../src/app.ts';
 import type { Db } from '../../src/db/index.ts';
 import type { Logger } from '../../src/logger.ts';
@@ -89,7 +89,7 @@ const ops: Op[] = [
   op(
     { method: 'get', sub: '', write: false, keyGated: false, summary: 'List webhook endpoints, newest first.', query: webhookListQuery, response: z.array(webhookRecord), list: true },
     async ({ app, db, orgId, query }) => {
-      const page = await app.services.webhooks.list(db, orgId, query);
+      const page = await app.services.webhookEndpoints.list(db, orgId, query);
       const now = app.clock.now();
       return { data: page.items.map((e) => toWebhookRecord(e, now)), nextCursor: page.nextCursor };
     },
@@ -109,7 +109,7 @@ const ops: Op[] = [
       errors: ['plan_feature_unavailable', 'limit_reached'],
     },
     async ({ app, db, orgId, body }) => {
-      const { endpoint, secret } = await app.services.webhooks.create(db, orgId, body);
+      const { endpoint, secret } = await app.services.webhookEndpoints.create(db, orgId, body);
       return { status: 201, data: { ...toWebhookRecord(endpoint, app.clock.now()), secret } };
     },
   ),
@@ -129,7 +129,7 @@ const ops: Op[] = [
       errors: ['delivery_not_found'],
     },
     async ({ app, db, orgId, params }) => {
-      const { attempt, payload } = await app.services.webhooks.delivery(db, orgId, params.deliveryId);
+      const { attempt, payload } = await app.services.webhookEndpoints.delivery(db, orgId, params.deliveryId);
       return { data: { ...toDeliveryRecord(attempt), payload } };
     },
   ),
@@ -148,11 +148,11 @@ const ops: Op[] = [
       idempotency: 'after',
       errors: ['plan_feature_unavailable', 'delivery_not_found', 'webhook_not_found'],
     },
-    async ({ app, db, orgId, params }) => ({ status: 201, data: toDeliveryRecord(await app.services.webhooks.redeliver(db, orgId, params.deliveryId)) }),
+    async ({ app, db, orgId, params }) => ({ status: 201, data: toDeliveryRecord(await app.services.webhookEndpoints.redeliver(db, orgId, params.deliveryId)) }),
   ),
   op(
     { method: 'get', sub: '/:id', write: false, keyGated: false, summary: 'Read a webhook endpoint.', params: endpointParams, response: webhookRecord, errors: ['webhook_not_found'] },
-    async ({ app, db, orgId, params }) => ({ data: toWebhookRecord(await app.services.webhooks.get(db, orgId, params.id), app.clock.now()) }),
+    async ({ app, db, orgId, params }) => ({ data: toWebhookRecord(await app.services.webhookEndpoints.get(db, orgId, params.id), app.clock.now()) }),
   ),
   op(
     {
@@ -168,7 +168,7 @@ const ops: Op[] = [
       response: webhookRecord,
       errors: ['plan_feature_unavailable', 'webhook_not_found', 'actor_unavailable'],
     },
-    async ({ app, db, orgId, params, body }) => ({ data: toWebhookRecord(await app.services.webhooks.update(db, orgId, params.id, body), app.clock.now()) }),
+    async ({ app, db, orgId, params, body }) => ({ data: toWebhookRecord(await app.services.webhookEndpoints.update(db, orgId, params.id, body), app.clock.now()) }),
   ),
   op(
     {
@@ -183,7 +183,7 @@ const ops: Op[] = [
       errors: ['webhook_not_found', 'actor_unavailable'],
     },
     async ({ app, db, orgId, params }) => {
-      await app.services.webhooks.remove(db, orgId, params.id);
+      await app.services.webhookEndpoints.remove(db, orgId, params.id);
       return { data: { id: params.id, deleted: true } };
     },
   ),
@@ -201,7 +201,7 @@ const ops: Op[] = [
       errors: ['plan_feature_unavailable', 'webhook_not_found'],
     },
     async ({ app, db, orgId, params }) => {
-      const { endpoint, secret } = await app.services.webhooks.rotateSecret(db, orgId, params.id);
+      const { endpoint, secret } = await app.services.webhookEndpoints.rotateSecret(db, orgId, params.id);
       return { data: { ...toWebhookRecord(endpoint, app.clock.now()), secret } };
     },
   ),
@@ -220,7 +220,7 @@ const ops: Op[] = [
       idempotency: 'after',
       errors: ['plan_feature_unavailable', 'webhook_not_found', 'rate_limited'],
     },
-    async ({ app, db, orgId, params }) => ({ status: 201, data: toDeliveryRecord(await app.services.webhooks.sendTest(db, orgId, params.id)) }),
+    async ({ app, db, orgId, params }) => ({ status: 201, data: toDeliveryRecord(await app.services.webhookEndpoints.sendTest(db, orgId, params.id)) }),
   ),
   op(
     {
@@ -237,7 +237,7 @@ const ops: Op[] = [
       errors: ['webhook_not_found'],
     },
     async ({ app, db, orgId, params, query }) => {
-      const page = await app.services.webhooks.deliveries(db, orgId, params.id, query);
+      const page = await app.services.webhookEndpoints.deliveries(db, orgId, params.id, query);
       return { data: page.items.map(toDeliveryRecord), nextCursor: page.nextCursor };
     },
   ),
@@ -314,7 +314,7 @@ const eventsRoute = route(
   },
   async ({ app, db, apiKey, query }) => {
     requireWebhooks(apiKey!.plan);
-    const page = await app.services.webhooks.events(db, apiKey!.orgId, query);
+    const page = await app.services.webhookEndpoints.events(db, apiKey!.orgId, query);
     return { data: page.items, nextCursor: page.nextCursor };
   },
 );

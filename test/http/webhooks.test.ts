@@ -5,7 +5,7 @@ import t from 'tap';
 import { iso, ManualClock } from '../../src/clock.ts';
 import { newId } from '../../src/ids.ts';
 import { EVENT_TYPES } from '../../src/outbox.ts';
-import { deliveryDetail, deliveryRecord, eventEnvelope, webhookRecord, webhookWithSecret } from '../../src/services/webhooks.ts';
+import { deliveryDetail, deliveryRecord, eventEnvelope, webhookRecord, webhookWithSecret } from '../../src/services/webhook-endpoints.ts';
 import { insertAttempt } from '../../src/webhooks/envelope.ts';
 import { verifySvcSignature } from '../../src/webhooks/verify.ts';
 import { assertError } from '../helpers/assert.ts';
@@ -236,7 +236,7 @@ t.test('plan gating: the admin surface answers 402 everywhere, the key surface o
   const free = await createTenant(member, 'free');
   const freeAdmin = await signedInAdmin(free);
   // An endpoint made while the organization had the feature (say, before a downgrade).
-  const { endpoint } = await app.services.webhooks.create(app.sql, free.orgId, { url: hookUrl() });
+  const { endpoint } = await app.services.webhookEndpoints.create(app.sql, free.orgId, { url: hookUrl() });
   const e = endpoint.id;
   const eventId = newId('evt', clock.now());
   await app.sql`insert into outbox (id, org_id, type, data, created_at, dispatched_at) values (${eventId}, ${free.orgId}, 'user.created', ${app.sql.json({ userId: 'u' })}, ${iso(clock.now())}, ${iso(clock.now())})`;
