@@ -34,7 +34,7 @@ import { ActorHost } from './runtime/host.ts';
 import { Metrics } from './metrics.ts';
 import { startMetricsServer } from '../http/metrics-server.ts';
 import { Outbox } from './outbox.ts';
-import { ACTOR_KINDS, RETENTION_ACTOR } from './runtime/kinds.ts';
+import { ACTOR_DEFINITIONS, RETENTION_ACTOR } from './runtime/definitions.ts';
 import { DurableTimers } from './runtime/timers.ts';
 import { Connections } from './cluster/connections.ts';
 import { roomClients } from './rooms/clients.ts';
@@ -105,7 +105,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     clock,
     log,
     outbox,
-    kinds: ACTOR_KINDS,
+    definitions: ACTOR_DEFINITIONS,
     env: { baseUrl: () => publicBaseUrl },
     sink: { deliver: (actorId, effects) => roomService?.deliver(actorId, effects) },
     send: (actorId, event) => cluster.send(actorId, event),
@@ -194,11 +194,11 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
   // Every bus subscription is made before the subscriber connection is awaited, so none misses a message.
   const gateway = new MediaGateway(app);
   if (bus instanceof RedisBus) await bus.ready();
-  // each message an owner's actor handles is timed, by actor kind (the id's prefix)
+  // each message an owner's actor handles is timed, by actor (the id's prefix: its definition's name)
   const timed: ActorHandler = (msg, shard, epoch) => {
     const began = performance.now();
-    const kind = msg.actorId.slice(0, msg.actorId.indexOf(':'));
-    const done = () => metrics.actorEvent(kind, (performance.now() - began) / 1000);
+    const actor = msg.actorId.slice(0, msg.actorId.indexOf(':'));
+    const done = () => metrics.actorEvent(actor, (performance.now() - began) / 1000);
     const out = host.handle(msg, shard, epoch);
     out.then(done, done);
     return out;

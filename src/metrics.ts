@@ -76,7 +76,7 @@ export class Metrics {
   readonly #rateLimited: Counter<'limit'>;
   readonly #deliveries: Counter<'outcome'>;
   readonly #deliveryLag: Histogram;
-  readonly #actorEventSeconds: Histogram<'kind'>;
+  readonly #actorEventSeconds: Histogram<'actor'>;
   #sources: MetricSources | null = null;
 
   constructor() {
@@ -114,8 +114,8 @@ export class Metrics {
     });
     this.#actorEventSeconds = new Histogram({
       name: 'aula_actor_event_duration_seconds',
-      help: 'From a message reaching an actor\'s mailbox on its owner to its transition committed and answered, by actor kind.',
-      labelNames: ['kind'],
+      help: 'From a message reaching an actor\'s mailbox on its owner to its transition committed and answered, by actor (meeting, waiting-room, webhook, maintenance).',
+      labelNames: ['actor'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     });
@@ -181,8 +181,8 @@ export class Metrics {
     if (lagSeconds !== undefined) this.#deliveryLag.observe(Math.max(0, lagSeconds));
   }
 
-  actorEvent(kind: string, seconds: number): void {
-    this.#actorEventSeconds.labels(kind).observe(seconds);
+  actorEvent(actor: string, seconds: number): void {
+    this.#actorEventSeconds.labels(actor).observe(seconds);
   }
 
   /** The text Prometheus scrapes. */

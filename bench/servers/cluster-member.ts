@@ -2,7 +2,7 @@
  * A real Aula member (startMember: HTTP, media gateway, actor host, Redis cluster) for the cluster
  * benchmarks, driven by the runner over stdin (bench/lib/rpc.ts). Prints `BENCH_READY {json}`.
  *
- * Besides the real actor kinds it answers asks to `bench:<anything>` with a constant, from the same
+ * Besides the real actors it answers asks to `bench:<anything>` with a constant, from the same
  * cluster handler (an echo actor: routing without a transition or a commit), so the routing cost and
  * the cost of a real meeting transition can be told apart. Run with --expose-gc for `memory`.
  * The join storm (bench/storm.ts) uses two of these members and their `stormSetup` and `stormMeetings`

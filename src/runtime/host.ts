@@ -14,10 +14,11 @@ import type { EventType, Outbox } from '../outbox.ts';
 
 export type RoomEffect = SendEffect | DisconnectEffect;
 
-/** What a kind's own effects may need to know about this member. */
-/** What the host needs to know about one kind of actor. Actor ids are `<kind>:<entityId>`. */
-export interface ActorKind {
-  kind: string;
+/** What a definition's own effects may need to know about this member. */
+/** What the host needs to know about one sort of actor: its machine, events, input, projection, effects. */
+export interface ActorDefinition {
+  /** The actor ids' prefix: `<name>:<entityId>`. */
+  name: string;
   version: number;
   machine: AnyStateMachine;
   events: z.ZodType;
@@ -29,7 +30,7 @@ export interface ActorKind {
   init?: (at: number) => Record<string, unknown>;
   /** Writes the actor's state back to its domain row, in the snapshot's transaction. */
   project?(tx: Db, entityId: string, context: Record<string, unknown>, at: number): Promise<void>;
-  /** Carries out a kind's own effects (anything but outbox, timers, sends, disconnects and the reply) in the transition's transaction. */
+  /** Carries out a definition's own effects (anything but outbox, timers, sends, disconnects and the reply) in the transition's transaction. */
   effect?(tx: Db, entityId: string, context: Record<string, unknown>, effect: { type: string; [k: string]: unknown }, at: number, env: EffectEnv): Promise<void>;
   /** Events for other actors once a transition has committed (e.g. the waiting room hears the meeting ended). */
   followUps?(entityId: string, before: Record<string, unknown>, after: Record<string, unknown>): { actorId: string; event: Record<string, unknown> }[];
@@ -49,7 +50,7 @@ export interface EffectSink {
 
 interface Entry {
   actor: AnyActor;
-  kind: ActorKind;
+  def: ActorDefinition;
   entityId: string;
   shard: number;
   epoch: number;
@@ -75,7 +76,7 @@ export class ActorHost {
   readonly #sql: Sql;
   readonly #clock: Clock;
   readonly #log: Logger;
-  readonly #kinds = new Map<string, ActorKind>();
+  readonly #definitions = new Map<string, ActorDefinition>();
   readonly #entries = new Map<string, Entry>();
   readonly #tails = new Map<string, Promise<unknown>>();
   readonly #depth = new Map<string, number>();
@@ -91,7 +92,7 @@ export class ActorHost {
     sql: Sql;
     clock: Clock;
     log: Logger;
-    kinds: ActorKind[];
+    definitions: ActorDefinition[];
     env?: EffectEnv;
     /** Where the transitions' events are written (in their transaction). */
     outbox: Outbox;
@@ -99,7 +100,7 @@ export class ActorHost {
     sink: EffectSink;
     /** How follow-up events reach other actors (the cluster's `send`). */
     send: (actorId: string, event: Record<string, unknown>) => Promise<void>;
-    /** How kinds' notices reach every member (the bus's `publish`). */
+    /** How definitions' notices reach every member (the bus's `publish`). */
     publish: (channel: string, message: Record<string, unknown>) => Promise<void>;
   }) {
     this.#sql = opts.sql;
@@ -110,7 +111,7 @@ export class ActorHost {
     this.#sink = opts.sink;
     this.#send = opts.send;
     this.#publish = opts.publish;
-    for (const k of opts.kinds) this.#kinds.set(k.kind, k);
+    for (const d of opts.definitions) this.#definitions.set(d.name, d);
   }
 
   /** The cluster's handler: messages for actors on shards this member owns. */
@@ -135,9 +136,9 @@ export class ActorHost {
     return n;
   }
 
-  /** Ids of the actors of a kind held in memory here. */
-  loaded(kind: string): string[] {
-    return [...this.#entries.values()].filter((e) => e.kind.kind === kind).map((e) => `${kind}:${e.entityId}`);
+  /** Ids of the actors of a definition (by name) held in memory here. */
+  loaded(name: string): string[] {
+    return [...this.#entries.values()].filter((e) => e.def.name === name).map((e) => `${name}:${e.entityId}`);
   }
 
   get size(): number {
@@ -194,50 +195,50 @@ export class ActorHost {
     return run;
   }
 
-  #kindOf(actorId: string): { kind: ActorKind; entityId: string } {
+  #definitionOf(actorId: string): { def: ActorDefinition; entityId: string } {
     const i = actorId.indexOf(':');
-    const kind = i > 0 ? this.#kinds.get(actorId.slice(0, i)) : undefined;
-    if (!kind) throw new AppError('not_found', { message: `No actor kind for ${actorId}.` });
-    return { kind, entityId: actorId.slice(i + 1) };
+    const def = i > 0 ? this.#definitions.get(actorId.slice(0, i)) : undefined;
+    if (!def) throw new AppError('not_found', { message: `No actor definition for ${actorId}.` });
+    return { def, entityId: actorId.slice(i + 1) };
   }
 
   async #process(actorId: string, raw: Record<string, unknown>, shard: number, epoch: number): Promise<unknown> {
-    const { kind, entityId } = this.#kindOf(actorId);
-    const parsed = kind.events.safeParse({ ...raw, at: this.#clock.now() });
+    const { def, entityId } = this.#definitionOf(actorId);
+    const parsed = def.events.safeParse({ ...raw, at: this.#clock.now() });
     if (!parsed.success) throw validationError(parsed.error, 'body');
     let entry = this.#entries.get(actorId);
     if (entry && entry.epoch !== epoch) {
       this.#drop(actorId);
       entry = undefined;
     }
-    entry ??= await this.#load(actorId, kind, entityId, shard, epoch);
+    entry ??= await this.#load(actorId, def, entityId, shard, epoch);
     entry.lastUsed = performance.now();
     return this.#apply(actorId, entry, parsed.data as Record<string, unknown>);
   }
 
-  async #load(actorId: string, kind: ActorKind, entityId: string, shard: number, epoch: number): Promise<Entry> {
+  async #load(actorId: string, def: ActorDefinition, entityId: string, shard: number, epoch: number): Promise<Entry> {
     const [row] = await this.#sql<{ machineVersion: number; snapshot: unknown }[]>`
       select machine_version, snapshot from actor_snapshots where actor_id = ${actorId}`;
     let actor: AnyActor;
     let fresh = false;
-    if (row && row.machineVersion === kind.version) {
-      actor = createActor(kind.machine, { snapshot: row.snapshot as never, input: undefined as never });
+    if (row && row.machineVersion === def.version) {
+      actor = createActor(def.machine, { snapshot: row.snapshot as never, input: undefined as never });
     } else {
-      if (row) this.#log.warn({ actorId, stored: row.machineVersion, current: kind.version }, 'snapshot of an older machine version: rebuilt from its row');
-      const input = await kind.input(this.#sql, entityId);
-      if (!input) throw new AppError('not_found', { message: `No ${kind.kind} ${entityId}.` });
-      actor = createActor(kind.machine, { input });
+      if (row) this.#log.warn({ actorId, stored: row.machineVersion, current: def.version }, 'snapshot of an older machine version: rebuilt from its row');
+      const input = await def.input(this.#sql, entityId);
+      if (!input) throw new AppError('not_found', { message: `No ${def.name} ${entityId}.` });
+      actor = createActor(def.machine, { input });
       fresh = true;
     }
     actor.start();
-    const entry: Entry = { actor, kind, entityId, shard, epoch, lastUsed: performance.now() };
+    const entry: Entry = { actor, def, entityId, shard, epoch, lastUsed: performance.now() };
     this.#entries.set(actorId, entry);
-    if (fresh && kind.init) await this.#apply(actorId, entry, kind.init(this.#clock.now()));
+    if (fresh && def.init) await this.#apply(actorId, entry, def.init(this.#clock.now()));
     return entry;
   }
 
   async #apply(actorId: string, entry: Entry, event: Record<string, unknown>): Promise<unknown> {
-    const { actor, kind, entityId, shard, epoch } = entry;
+    const { actor, def, entityId, shard, epoch } = entry;
     const effects: Effect[] = [];
     const before = actor.getSnapshot().context as Record<string, unknown>;
     const sub = actor.on('*', (e: Effect) => effects.push(e));
@@ -256,20 +257,21 @@ export class ActorHost {
     try {
       await transaction(this.#sql, async (tx) => {
         await assertEpoch(tx, shard, epoch);
+        // the column `kind` holds the definition's name (renaming it would break members of the previous release mid-upgrade)
         await tx`insert into actor_snapshots (actor_id, kind, shard, machine_version, snapshot, updated_at)
-          values (${actorId}, ${kind.kind}, ${shard}, ${kind.version}, ${tx.json(actor.getPersistedSnapshot() as never)}, ${iso(at)})
+          values (${actorId}, ${def.name}, ${shard}, ${def.version}, ${tx.json(actor.getPersistedSnapshot() as never)}, ${iso(at)})
           on conflict (actor_id) do update set snapshot = excluded.snapshot, machine_version = excluded.machine_version,
             shard = excluded.shard, updated_at = excluded.updated_at`;
         if (event.type === 'TIMER') await tx`delete from actor_timers where actor_id = ${actorId} and name = ${event.name as string}`;
         for (const e of effects) {
-          if (e.type === 'outbox') await this.#outbox.emit(tx, kind.orgOf(context), e.eventType as EventType, e.data as Record<string, unknown>, at, { background: e.background === true });
+          if (e.type === 'outbox') await this.#outbox.emit(tx, def.orgOf(context), e.eventType as EventType, e.data as Record<string, unknown>, at, { background: e.background === true });
           else if (e.type === 'timer.set') {
             await tx`insert into actor_timers (actor_id, name, shard, due_at) values (${actorId}, ${e.name as string}, ${shard}, ${iso(e.dueAt as number)})
               on conflict (actor_id, name) do update set due_at = excluded.due_at, shard = excluded.shard`;
           } else if (e.type === 'timer.cancel') await tx`delete from actor_timers where actor_id = ${actorId} and name = ${e.name as string}`;
-          else if (kind.effect && e.type !== 'send' && e.type !== 'disconnect' && e.type !== 'reply') await kind.effect(tx, entityId, context, e, at, this.#env);
+          else if (def.effect && e.type !== 'send' && e.type !== 'disconnect' && e.type !== 'reply') await def.effect(tx, entityId, context, e, at, this.#env);
         }
-        await kind.project?.(tx, entityId, context, at);
+        await def.project?.(tx, entityId, context, at);
       });
     } catch (err) {
       this.#drop(actorId);
@@ -281,10 +283,10 @@ export class ActorHost {
     }
     const room = effects.filter((e): e is RoomEffect & Effect => e.type === 'send' || e.type === 'disconnect');
     if (room.length) this.#sink.deliver(actorId, room);
-    for (const n of kind.notices?.(entityId, before, context) ?? []) {
+    for (const n of def.notices?.(entityId, before, context) ?? []) {
       this.#publish(n.channel, n.message).catch((err) => this.#log.warn({ err, from: actorId, channel: n.channel }, 'notice not published'));
     }
-    for (const f of kind.followUps?.(entityId, before, context) ?? []) {
+    for (const f of def.followUps?.(entityId, before, context) ?? []) {
       this.#send(f.actorId, f.event).catch((err) => this.#log.warn({ err, from: actorId, to: f.actorId }, 'follow-up not delivered'));
     }
     return (effects.find((e) => e.type === 'reply')?.body as unknown) ?? { ok: true };

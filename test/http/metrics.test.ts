@@ -84,7 +84,7 @@ t.test('a live room shows in the socket and media gauges; requests are logged wi
   t.not(await sample('aula_media_rooms'), null);
   t.not(await sample('aula_media_worker_cpu_ratio', { worker: '0' }), null, 'the member\'s mediasoup worker');
   t.ok(((await sample('aula_cluster_shards_owned')) ?? 0) > 0);
-  t.ok(((await sample('aula_actor_event_duration_seconds_count', { kind: 'meeting' })) ?? 0) >= 1, 'the meeting actor\'s events are timed');
+  t.ok(((await sample('aula_actor_event_duration_seconds_count', { actor: 'meeting' })) ?? 0) >= 1, 'the meeting actor\'s events are timed');
   t.ok(lines.some((l) => l.msg === 'event' && l.type === 'participant.joined' && l.meetingId === m.id), 'the join is in the log');
   const r = await api(member, 'GET', `/public/meetings/${m.id}`, { key: tenant.key, headers: { 'x-request-id': 'trace-me-1' } });
   t.equal(r.headers.get('x-request-id'), 'trace-me-1');

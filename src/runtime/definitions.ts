@@ -6,7 +6,7 @@ import type { MeetingContext } from '../../actors/meeting/meeting.types.ts';
 import { WAITING_ROOM_MACHINE_VERSION, waitingRoomMachine } from '../../actors/waiting-room/waiting-room.machine.ts';
 import { waitingRoomEvent } from '../../actors/waiting-room/waiting-room.schemas.ts';
 import type { Db } from '../db/index.ts';
-import type { ActorKind } from './host.ts';
+import type { ActorDefinition } from './host.ts';
 import { PLANS, type PlanName } from '../plans.ts';
 import type { MeetingRow } from '../services/meetings.ts';
 import { meetingFacts, toMeetingRecord } from '../services/meetings.ts';
@@ -26,8 +26,8 @@ async function meetingRow(db: Db, meetingId: string): Promise<(MeetingRow & { pl
   return row ?? null;
 }
 
-export const meetingKind: ActorKind = {
-  kind: 'meeting',
+export const meetingDefinition: ActorDefinition = {
+  name: 'meeting',
   version: MEETING_MACHINE_VERSION,
   machine: meetingMachine,
   events: meetingEvent,
@@ -77,8 +77,8 @@ export const meetingKind: ActorKind = {
   },
 };
 
-export const waitingRoomKind: ActorKind = {
-  kind: 'waiting-room',
+export const waitingRoomDefinition: ActorDefinition = {
+  name: 'waiting-room',
   version: WAITING_ROOM_MACHINE_VERSION,
   machine: waitingRoomMachine,
   events: waitingRoomEvent,
@@ -92,8 +92,8 @@ export const waitingRoomKind: ActorKind = {
 
 const ms = (v: Date | string | null) => (v === null ? null : new Date(v).getTime());
 
-export const webhookKind: ActorKind = {
-  kind: 'webhook',
+export const webhookDefinition: ActorDefinition = {
+  name: 'webhook',
   version: WEBHOOK_ENDPOINT_MACHINE_VERSION,
   machine: webhookEndpointMachine,
   events: webhookEndpointEvent,
@@ -152,8 +152,8 @@ export const webhookKind: ActorKind = {
 };
 
 /** Cluster housekeeping: one actor per job (`maintenance:retention`), run by whichever member owns it. */
-export const maintenanceKind: ActorKind = {
-  kind: 'maintenance',
+export const maintenanceDefinition: ActorDefinition = {
+  name: 'maintenance',
   version: MAINTENANCE_MACHINE_VERSION,
   machine: maintenanceMachine,
   events: maintenanceEvent,
@@ -166,6 +166,6 @@ export const maintenanceKind: ActorKind = {
   },
 };
 
-export const ACTOR_KINDS: ActorKind[] = [meetingKind, waitingRoomKind, webhookKind, maintenanceKind];
+export const ACTOR_DEFINITIONS: ActorDefinition[] = [meetingDefinition, waitingRoomDefinition, webhookDefinition, maintenanceDefinition];
 export const RETENTION_ACTOR = 'maintenance:retention';
 
