@@ -1,7 +1,7 @@
 import type { ErrorCode } from '../src/errors.ts';
 
 /**
- * The effects a machine emits (XState `emit`) while it processes one event. The actor host collects
+ * The effects a machine emits (XState `emit`) while it processes one event. The actor runtime collects
  * them with `actor.on('*', ...)`, persists the snapshot and the outbox rows and timers in one
  * transaction, then performs the sends, disconnects and the reply. Machines never touch the outside
  * world themselves.

@@ -5,10 +5,10 @@ import type { Cluster } from './cluster/cluster.ts';
 import type { Connections } from './cluster/connections.ts';
 import type { RoomClients } from './rooms/clients.ts';
 import type { Rooms } from './services/rooms.ts';
-import type { MediaHost } from '../media/host.ts';
+import type { MediaRooms } from '../media/media-rooms.ts';
 import type { MediaLoad } from '../media/load.ts';
 import type { WorkerPool } from '../media/workers.ts';
-import type { ActorHost } from './runtime/host.ts';
+import type { ActorRuntime } from './runtime/actor-runtime.ts';
 import type { DurableTimers } from './runtime/timers.ts';
 import type { WebhookDelivery } from './webhooks/delivery.ts';
 import type { Outbox } from './outbox.ts';
@@ -50,10 +50,10 @@ export interface App {
   /** The room sockets open on this member. */
   connections: Connections;
   /** This member's mediasoup workers and the rooms whose media it hosts (null when AULA_MEDIA_WORKERS is 0 or the worker cannot start). */
-  media: { pool: WorkerPool; host: MediaHost } | null;
+  media: { pool: WorkerPool; rooms: MediaRooms } | null;
   /** Every media member's load, for placing rooms. */
   mediaLoad: MediaLoad;
-  host: ActorHost;
+  actors: ActorRuntime;
   timers: DurableTimers;
   /** Fans events out to webhook endpoints and sends them (src/webhooks/delivery.ts). */
   delivery: WebhookDelivery;

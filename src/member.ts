@@ -30,7 +30,7 @@ import { MediaGateway } from '../http/ws/gateway.ts';
 import type { ActorHandler, Cluster } from './cluster/cluster.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
 import { RedisCluster } from './cluster/redis-cluster.ts';
-import { ActorHost } from './runtime/host.ts';
+import { ActorRuntime } from './runtime/actor-runtime.ts';
 import { Metrics } from './metrics.ts';
 import { startMetricsServer } from '../http/metrics-server.ts';
 import { Outbox } from './outbox.ts';
@@ -39,7 +39,7 @@ import { DurableTimers } from './runtime/timers.ts';
 import { Connections } from './cluster/connections.ts';
 import { roomClients } from './rooms/clients.ts';
 import { Rooms } from './services/rooms.ts';
-import { MediaHost } from '../media/host.ts';
+import { MediaRooms } from '../media/media-rooms.ts';
 import { MediaLoad } from '../media/load.ts';
 import { WorkerPool } from '../media/workers.ts';
 import { mediaAnnouncedAddress } from './config.ts';
@@ -52,8 +52,8 @@ export interface MemberOptions {
   overrides?: Partial<Config>;
   clock?: Clock;
   logger?: Logger;
-  /** Wraps the actor host's handler of cluster messages (the cluster benchmark answers its echo actor there). */
-  wrapHandler?: (host: ActorHandler) => ActorHandler;
+  /** Wraps the actor runtime's handler of cluster messages (the cluster benchmark answers its echo actor there). */
+  wrapHandler?: (handler: ActorHandler) => ActorHandler;
 }
 
 export interface Member {
@@ -96,11 +96,11 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     ? new RedisCluster({ redis, sql, prefix: config.AULA_REDIS_PREFIX, log })
     : new LocalCluster({ sql, log });
   let publicBaseUrl: string | undefined;
-  // The rooms service is made below, with what it needs; the host hands it room effects from then on.
+  // The rooms service is made below, with what it needs; the actor runtime hands it room effects from then on.
   let roomService: Rooms | null = null;
   const outbox = new Outbox(log);
   const metrics = new Metrics();
-  const host = new ActorHost({
+  const actors = new ActorRuntime({
     sql,
     clock,
     log,
@@ -111,8 +111,8 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     send: (actorId, event) => cluster.send(actorId, event),
     publish: (channel, message) => bus.publish(channel, message),
   });
-  cluster.on('releasing', (shard) => host.dropShard(shard));
-  cluster.on('lost', (shard) => host.dropShard(shard));
+  cluster.on('releasing', (shard) => actors.dropShard(shard));
+  cluster.on('lost', (shard) => actors.dropShard(shard));
   const timers = new DurableTimers(sql, clock, cluster, log);
   const delivery = new WebhookDelivery({
     sql,
@@ -138,8 +138,8 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
   const connections = new Connections({ redis, prefix: config.AULA_REDIS_PREFIX, memberId: cluster.memberId, log });
   const pool = await startWorkers(config, log);
   const mediaLoad = new MediaLoad({ redis, prefix: config.AULA_REDIS_PREFIX, memberId: cluster.memberId, pool, log });
-  const mediaHost = pool
-    ? new MediaHost({
+  const mediaRooms = pool
+    ? new MediaRooms({
         memberId: cluster.memberId,
         pool,
         load: mediaLoad,
@@ -151,7 +151,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
         initialOutgoingBitrate: config.AULA_MEDIA_INITIAL_OUTGOING_BITRATE,
       })
     : null;
-  roomService = new Rooms({ sql, clients, cluster, bus, connections, load: mediaLoad, media: mediaHost, log, sweepMs: redis ? 2000 : 0 });
+  roomService = new Rooms({ sql, clients, cluster, bus, connections, load: mediaLoad, media: mediaRooms, log, sweepMs: redis ? 2000 : 0 });
   const app: App = {
     config,
     log,
@@ -164,9 +164,9 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     cluster,
     rooms: clients,
     connections,
-    media: pool && mediaHost ? { pool, host: mediaHost } : null,
+    media: pool && mediaRooms ? { pool, rooms: mediaRooms } : null,
     mediaLoad,
-    host,
+    actors,
     timers,
     delivery,
     outbox,
@@ -199,15 +199,15 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     const began = performance.now();
     const actor = msg.actorId.slice(0, msg.actorId.indexOf(':'));
     const done = () => metrics.actorEvent(actor, (performance.now() - began) / 1000);
-    const out = host.handle(msg, shard, epoch);
+    const out = actors.handle(msg, shard, epoch);
     out.then(done, done);
     return out;
   };
   metrics.observe({
     sockets: () => gateway.connections,
-    media: () => mediaHost?.counts() ?? Promise.resolve({ rooms: 0, participants: 0, producers: 0, consumers: 0 }),
+    media: () => mediaRooms?.counts() ?? Promise.resolve({ rooms: 0, participants: 0, producers: 0, consumers: 0 }),
     workers: () => pool?.all().map((w) => ({ index: w.index, cpu: w.cpu, consumers: w.consumers })) ?? [],
-    mailboxDepth: () => host.mailboxDepth(),
+    mailboxDepth: () => actors.mailboxDepth(),
     shardsOwned: () => cluster.owned().size,
     clusterMembers: async () => (await cluster.placement()).members.length,
   });
@@ -231,7 +231,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     );
   }, 1000);
   ensureRetention.unref();
-  const passivate = setInterval(() => host.passivateIdle(10 * 60_000), 60_000);
+  const passivate = setInterval(() => actors.passivateIdle(10 * 60_000), 60_000);
   passivate.unref();
   log.info({ port: http.port, baseUrl: app.baseUrl, embedded: database.embedded, redis: !!redis }, 'aula member listening');
 
@@ -255,12 +255,12 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       http.close();
       await metricsServer?.close();
       await gateway.closeAll();
-      mediaHost?.close();
+      mediaRooms?.close();
       await pool?.close();
       timers.stop();
       await delivery.stop();
       await cluster.stop({ drain: true });
-      host.stopAll();
+      actors.stopAll();
       await app.services.jobs.stop();
       await app.mailer.stop();
       await bus.close();

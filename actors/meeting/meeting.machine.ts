@@ -301,7 +301,7 @@ export const meetingMachine = setup({
 
     replyNoneLeft: emit({ type: 'reply', body: { ok: true, left: [] } }),
 
-    /** MUTE: the microphone is locked; the media host pauses it and refuses to resume it (RoomAccess.send). */
+    /** MUTE: the microphone is locked; the media rooms pauses it and refuses to resume it (RoomAccess.send). */
     mute: enqueueActions(({ context, event, enqueue }) => {
       const e = only(event, 'MUTE');
       const p = context.participants[e.participantId]!;
@@ -409,7 +409,7 @@ export const meetingMachine = setup({
         rev: context.rev + 1,
       };
       enqueue.assign(ended);
-      // The media host closes the room's media on either of these.
+      // The media rooms close the room's media on either of these.
       enqueue.emit(rosterMessage({}, ended.rev));
       if (context.media) enqueue.emit({ type: 'send', to: { all: true }, message: { type: 'media', media: null } });
       // The plan cap is the background worker's doing: its meeting.ended is delivered whatever the plan (spec, webhook rule 3).

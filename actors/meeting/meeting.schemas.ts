@@ -98,7 +98,7 @@ export const floorEvent = ev('FLOOR', { participantId: id, by: id, give: z.boole
  * revision the caller saw (0 for none). A stale `rev` changes nothing; the reply has the placement in force.
  */
 export const placeMediaEvent = ev('PLACE_MEDIA', { rev: z.number().int().nonnegative(), to: mediaCandidate });
-/** The room as the media host needs it: roster with standings, settings, placement. Changes nothing. */
+/** The room as the media rooms needs it: roster with standings, settings, placement. Changes nothing. */
 export const roomStateEvent = ev('ROOM_STATE', {});
 /** Ends the room for everyone: `by` a HOST or COHOST participant, or `byApi` (the public API). */
 export const endEvent = ev('END', { by: id.optional(), byApi: z.literal(true).optional() }).refine(

@@ -78,7 +78,7 @@ export interface MeetingContext {
   removedSessions: string[];
   /** Placed when the room goes LIVE, re-placed when its media member or worker dies; null otherwise. */
   media: MediaPlacement | null;
-  /** Grows with every roster and settings change, so the media host applies only newer room state. */
+  /** Grows with every roster and settings change, so the media rooms applies only newer room state. */
   rev: number;
 }
 

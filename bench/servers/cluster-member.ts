@@ -1,5 +1,5 @@
 /**
- * A real Aula member (startMember: HTTP, media gateway, actor host, Redis cluster) for the cluster
+ * A real Aula member (startMember: HTTP, media gateway, actor runtime, Redis cluster) for the cluster
  * benchmarks, driven by the runner over stdin (bench/lib/rpc.ts). Prints `BENCH_READY {json}`.
  *
  * Besides the real actors it answers asks to `bench:<anything>` with a constant, from the same
@@ -17,10 +17,10 @@ import { pool } from '../lib/pool.ts';
 import { serveRpc } from '../lib/rpc-serve.ts';
 
 const member = await startMember({
-  wrapHandler: (host) => (msg, shard, epoch) => (msg.actorId.startsWith('bench:') ? Promise.resolve({ ok: true, memberId }) : host(msg, shard, epoch)),
+  wrapHandler: (handler) => (msg, shard, epoch) => (msg.actorId.startsWith('bench:') ? Promise.resolve({ ok: true, memberId }) : handler(msg, shard, epoch)),
 });
 const { app } = member;
-const { cluster, host, sql, services, clock } = app;
+const { cluster, actors, sql, services, clock } = app;
 const memberId = cluster.memberId;
 
 const shutdown = closeOnSignals(member);
@@ -41,7 +41,7 @@ const commands: Record<string, (args: any) => Promise<unknown>> = {
       await sleep(50);
     }
     const m = process.memoryUsage();
-    return { ...m, actors: host.size, connections: member.gateway.connections, gc: !!gc };
+    return { ...m, actors: actors.size, connections: member.gateway.connections, gc: !!gc };
   },
   async setup() {
     const org = await createOrg(sql, clock, { name: 'Bench Cluster School', plan: 'enterprise' });
@@ -67,23 +67,23 @@ const commands: Record<string, (args: any) => Promise<unknown>> = {
   /** Passivates every actor (those still handling a message once they are done); how many. */
   async passivate() {
     let n = 0;
-    for (let i = 0; i < 100 && host.size; i++) {
-      n += host.passivateIdle(0);
-      if (host.size) await sleep(50);
+    for (let i = 0; i < 100 && actors.size; i++) {
+      n += actors.passivateIdle(0);
+      if (actors.size) await sleep(50);
     }
     return n;
   },
   /** Waits until `expect` actors are loaded (a created meeting's INIT is still running when the create returns). */
   async settle({ expect, timeoutMs = 30_000 }: { expect: number; timeoutMs?: number }) {
     const until = performance.now() + timeoutMs;
-    while (host.size < expect && performance.now() < until) await sleep(50);
-    return host.size;
+    while (actors.size < expect && performance.now() < until) await sleep(50);
+    return actors.size;
   },
   /** Loads (or reloads from their snapshots) meeting actors by asking each something. */
   async touch({ ids, concurrency = 32 }: { ids: string[]; concurrency?: number }) {
     const t0 = performance.now();
     await pool(concurrency, ids.length, (i) => cluster.ask(`meeting:${ids[i]}`, { type: 'INIT' }));
-    return { ms: performance.now() - t0, loaded: host.size };
+    return { ms: performance.now() - t0, loaded: actors.size };
   },
   /** A synthetic host joins (as the media gateway would ask): the meeting goes LIVE. */
   async live({ meetingId, participantId, userId }: { meetingId: string; participantId: string; userId: string }) {

@@ -1,7 +1,7 @@
 /**
  * RoomAccess: the one policy for who may do what in a room. It reads only what it is given (the
  * session's room role, the user's organization role, the meeting's settings and the participant's
- * standing in the room), so the HTTP routes, the media gateway, the meeting actor and the media host
+ * standing in the room), so the HTTP routes, the media gateway, the meeting actor and the media rooms
  * all ask the same questions and get the same answers. Refusals carry a catalog code and a message.
  *
  * Pure and import-free at run time: actors and the browser bundle use it too.

@@ -3,7 +3,7 @@ import { MEDIA_SOURCES } from './access.ts';
 
 /**
  * The room protocol: JSON text frames on `/api/v1/meetings/:slug/media`, defined once here for the
- * gateway, the media host and the browser bundle. Every client message may carry an `id`; its answer
+ * gateway, the media rooms and the browser bundle. Every client message may carry an `id`; its answer
  * is `{ type: "ack", id, ok: true, ...result }` or `{ type: "ack", id, ok: false, error }`.
  * docs/room-protocol.md is the prose of this file.
  */
@@ -82,7 +82,7 @@ export type RoomCommand = Exclude<ClientMessage, SignalingRequest>;
 export const PRODUCER_PAUSE_REASONS = ['muted-by-host', 'floor', 'entry', 'policy'] as const;
 export type ProducerPauseReason = (typeof PRODUCER_PAUSE_REASONS)[number];
 
-/** Media events the media host sends to participants (the room's own messages are the meeting actor's, actors/meeting/meeting.types.ts). */
+/** Media events the media rooms sends to participants (the room's own messages are the meeting actor's, actors/meeting/meeting.types.ts). */
 export const mediaEvent = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('consumer-new'),

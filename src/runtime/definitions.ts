@@ -6,7 +6,7 @@ import type { MeetingContext } from '../../actors/meeting/meeting.types.ts';
 import { WAITING_ROOM_MACHINE_VERSION, waitingRoomMachine } from '../../actors/waiting-room/waiting-room.machine.ts';
 import { waitingRoomEvent } from '../../actors/waiting-room/waiting-room.schemas.ts';
 import type { Db } from '../db/index.ts';
-import type { ActorDefinition } from './host.ts';
+import type { ActorDefinition } from './actor-runtime.ts';
 import { PLANS, type PlanName } from '../plans.ts';
 import type { MeetingRow } from '../services/meetings.ts';
 import { meetingFacts, toMeetingRecord } from '../services/meetings.ts';

@@ -1,6 +1,6 @@
 import type { SendEffect } from '../../actors/effects.ts';
 import type { ClientSettings, MediaPlacement, RoomMessage, RosterEntry } from '../../actors/meeting/meeting.types.ts';
-import type { MediaHost, MediaRelayRequest } from '../../media/host.ts';
+import type { MediaRooms, MediaRelayRequest } from '../../media/media-rooms.ts';
 import type { MediaLoad } from '../../media/load.ts';
 import type { Bus } from '../cluster/bus.ts';
 import { MemberUnavailableError, type Cluster } from '../cluster/cluster.ts';
@@ -8,7 +8,7 @@ import type { Connections, RoomConnection } from '../cluster/connections.ts';
 import type { Db, Sql } from '../db/index.ts';
 import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
-import type { EffectSink, RoomEffect } from '../runtime/host.ts';
+import type { EffectSink, RoomEffect } from '../runtime/actor-runtime.ts';
 import { RoomAccess, type Decision, type HostCommand } from '../rooms/access.ts';
 import type { RoomClients } from '../rooms/clients.ts';
 import { SIGNALING_TYPES, type ClientMessage, type SignalingRequest } from '../rooms/protocol.ts';
@@ -30,8 +30,8 @@ export interface RoomsOptions {
   bus: Bus;
   connections: Connections;
   load: MediaLoad;
-  /** This member's media host, when it has workers. */
-  media: MediaHost | null;
+  /** This member's media rooms, when it has workers. */
+  media: MediaRooms | null;
   log: Logger;
   /** How often dead members' connections are looked for (ms); 0 turns the sweep off. */
   sweepMs?: number;
@@ -46,7 +46,7 @@ const refused = (d: NonNullable<Decision>) => new AppError(d.code, { message: d.
  * The room service behind the gateway's sockets. Joining, leaving and host commands go to the meeting
  * and waiting-room actors through their typed clients, after RoomAccess has refused at the edge what
  * it can (no actor message, no database write); media signaling is relayed to the member that hosts
- * the room's media. Effects (the actors' and the media host's) go to every member over the bus and
+ * the room's media. Effects (the actors' and the media rooms') go to every member over the bus and
  * reach local sockets through the connections registry. It also keeps each room's media placed:
  * when the member that hosts it stops publishing its load, the room is re-placed.
  */
@@ -82,7 +82,7 @@ export class Rooms implements EffectSink {
 
   // ---- effects ------------------------------------------------------------------------------------
 
-  /** The sink of the actor host and the media host: a room's sends and disconnects go to every member. */
+  /** The sink of the actor runtime and the media rooms: a room's sends and disconnects go to every member. */
   deliver(actorOrMeetingId: string, effects: RoomEffect[]): void {
     const meetingId = actorOrMeetingId.slice(actorOrMeetingId.indexOf(':') + 1);
     this.#o.bus.publish('room', { meetingId, effects }).catch((err) => this.#o.log.warn({ err, meetingId }, 'could not publish room effects'));

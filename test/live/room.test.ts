@@ -34,8 +34,8 @@ t.test('hosts and students meet: LIVE on first join, roster pushed, host ends it
   const [started] = await events(tenant, 'meeting.started');
   t.match(started!.data, { meetingId: meeting.id, status: 'LIVE', startedAt: '2026-09-07T08:00:00.000Z' });
 
-  t.ok(member.app.host.passivateIdle(0) >= 1, 'idle actors can be passivated');
-  t.notOk(member.app.host.loaded('meeting').includes(`meeting:${meeting.id}`));
+  t.ok(member.app.actors.passivateIdle(0) >= 1, 'idle actors can be passivated');
+  t.notOk(member.app.actors.loaded('meeting').includes(`meeting:${meeting.id}`));
   const ss = await session(student.id);
   const stu = await connect(t, ss.mediaUrl, ss.mediaToken, 'android');
   t.same((await stu.type('joined')).roster.map((p: any) => p.name).sort(), ['Sam Student', 'Tina Teacher'], 'rehydrated from its snapshot, the host still in');

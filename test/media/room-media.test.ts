@@ -185,7 +185,7 @@ t.test('a removed participant\'s transports close at once', async (t) => {
   const consumerId = (await eventually(() => host.peer.from(stu.participantId, 'mic'), 10_000))!.consumer.id;
   t.match(await host.room.command({ type: 'remove', participantId: stu.participantId }), { ok: true });
   t.match(await host.room.type('consumer-closed'), { consumerId }, 'what the student sent is gone for everyone');
-  const room = await member.app.media!.host.room(m.id);
+  const room = await member.app.media!.rooms.room(m.id);
   await eventually(() => room!.peers === 1);
   t.pass('only the host has media left');
 });

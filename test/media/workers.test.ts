@@ -29,7 +29,7 @@ async function allHear(people: { peer: MediaPeer; participantId: string }[]) {
 t.test('a room larger than a worker should carry spreads its receivers over another worker (pipeToRouter)', async (t) => {
   const m = (await call('POST', '/public/meetings', { title: 'Spread', type: 'MEETING', hostUserId: teacher.id, scheduledStart: new Date().toISOString(), durationMinutes: 60 })).body.data;
   const people = [await enter(t, m.id, teacher.id, 'HOST', 400), await enter(t, m.id, students[0].id, 'PARTICIPANT', 500), await enter(t, m.id, students[1].id, 'PARTICIPANT', 600)];
-  const room = (await member.app.media!.host.room(m.id))!;
+  const room = (await member.app.media!.rooms.room(m.id))!;
   t.equal(room.workers.length, 2, 'the room has a router on each worker');
   t.ok(await allHear(people), 'everyone hears everyone, across the piped routers');
   const load = member.app.media!.pool.all().map((w) => w.consumers);
@@ -42,7 +42,7 @@ t.test('a worker that dies is replaced and its rooms re-placed; clients reconnec
   const people = [await enter(t, m.id, teacher.id, 'HOST', 400), await enter(t, m.id, students[0].id, 'PARTICIPANT', 500)];
   await allHear(people);
   const before = member.app.services.rooms.placement(m.id)!;
-  const room = (await member.app.media!.host.room(m.id))!;
+  const room = (await member.app.media!.rooms.room(m.id))!;
   const worker = member.app.media!.pool.at(room.workers[0]!)!;
   const oldPid = worker.worker.pid;
   process.kill(oldPid, 'SIGKILL');

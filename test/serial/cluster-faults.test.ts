@@ -496,7 +496,7 @@ t.test('a member cut off from Redis stops serving its shards before its leases e
   await proxy.close();
 });
 
-// The actor host's commit holds the shard row `for share` from its epoch check to COMMIT, across client
+// The actor runtime's commit holds the shard row `for share` from its epoch check to COMMIT, across client
 // round trips. An owner that stops between two of them (GC pause, SIGSTOP, a stalled VM) leaves its backend
 // idle in transaction with the lock held; without a bound the new owner's epoch bump would wait for the lock
 // (lock_timeout 2 s), give the lease back and try again every tick until the old owner ran again. assertEpoch

@@ -23,7 +23,7 @@ export interface MediaRelayRequest {
   request: SignalingRequest;
 }
 
-export interface MediaHostOptions {
+export interface MediaRoomsOptions {
   memberId: string;
   pool: WorkerPool;
   load: MediaLoad;
@@ -42,12 +42,12 @@ export interface MediaHostOptions {
  * the meeting actor's room messages, the same ones sockets hear. A room is opened on the first request
  * for a placement that names this member, and closed when the placement moves or the room empties.
  */
-export class MediaHost {
-  readonly #o: MediaHostOptions;
+export class MediaRooms {
+  readonly #o: MediaRoomsOptions;
   readonly #rooms = new Map<string, Promise<RoomMedia>>();
   #closed = false;
 
-  constructor(o: MediaHostOptions) {
+  constructor(o: MediaRoomsOptions) {
     this.#o = o;
     o.pool.on('replaced', (index) => void this.#workerReplaced(index));
   }

@@ -72,7 +72,7 @@ export const MAILBOX_LIMIT = 64;
  * transaction fenced by the shard's epoch, and only then do sends, disconnects and the reply go out.
  * A failed commit drops the in-memory actor, so memory never runs ahead of the database.
  */
-export class ActorHost {
+export class ActorRuntime {
   readonly #sql: Sql;
   readonly #clock: Clock;
   readonly #log: Logger;
