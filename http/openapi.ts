@@ -58,7 +58,7 @@ export function buildOpenApi(routes: Route[], serverUrl: string): Json {
         parameters.push({ name, in: where, required: where === 'path' || (js.required ?? []).includes(name), schema: s, ...(s.description ? { description: s.description } : {}) });
       }
     }
-    if (spec.auth === 'apiKey' && spec.method === 'post') {
+    if ((spec.auth === 'apiKey' || spec.auth === 'admin') && spec.method === 'post') {
       parameters.push({ name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', maxLength: 255 }, description: 'Replays the first response for 24 hours.' });
     }
     const status = String(spec.status ?? 200);

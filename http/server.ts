@@ -322,10 +322,13 @@ async function handle(
     }
     const parsedBody = spec.body ? parse(spec.body, json ?? {}, 'body') : undefined;
 
+    // Idempotency-Key on every authenticated POST: an API key's, or a signed-in admin's on either
+    // surface (their keys share one scope: the admin's, as a public-API caller)
     const idemKey = info.headers['idempotency-key'];
-    if (apiKey && info.method === 'POST' && idemKey !== undefined) {
+    const idemScope = apiKey?.keyId ?? admin?.api.keyId;
+    if (idemScope !== undefined && info.method === 'POST' && idemKey !== undefined) {
       reply = await app.services.idempotency.run(
-        { scope: apiKey.keyId, key: idemKey, method: info.method, path: info.path, body: json ?? null },
+        { scope: idemScope, key: idemKey, method: info.method, path: info.path, body: json ?? null },
         (db) => r.handler(new Context(app, info, parsedParams, parsedQuery, parsedBody, db, apiKey, session, admin) as never),
         spec.idempotency,
       );

@@ -602,6 +602,20 @@ t.test('the admin surface runs every operation, with CSRF on cookie sessions', a
   t.equal(del.status, 200, JSON.stringify(del.body));
 });
 
+t.test('Idempotency-Key on the admin surface: a retried create answers the first endpoint, once', async (t) => {
+  const body = { url: hookUrl(), events: ['class.updated'] };
+  const first = await api(member, 'POST', `/orgs/${pro.orgId}/webhooks`, { bearer: proAdmin, body, headers: { 'idempotency-key': 'admin-create-1' } });
+  t.equal(first.status, 201);
+  const again = await api(member, 'POST', `/orgs/${pro.orgId}/webhooks`, { bearer: proAdmin, body, headers: { 'idempotency-key': 'admin-create-1' } });
+  t.equal(again.status, 201);
+  t.equal(again.headers.get('idempotent-replayed'), 'true');
+  t.same(again.body.data, first.body.data, 'the same endpoint, its secret included');
+  const list = await api(member, 'GET', `/orgs/${pro.orgId}/webhooks?limit=100`, { bearer: proAdmin });
+  t.equal(list.body.data.filter((e: { url: string }) => e.url === body.url).length, 1, 'made once');
+  assertError(t, await api(member, 'POST', `/orgs/${pro.orgId}/webhooks`, { bearer: proAdmin, body: { ...body, events: ['user.created'] }, headers: { 'idempotency-key': 'admin-create-1' } }), 422, 'idempotency_key_reused');
+  await api(member, 'DELETE', `/orgs/${pro.orgId}/webhooks/${first.body.data.id}`, { bearer: proAdmin });
+});
+
 t.test('GET /public/events: the last 30 days, oldest first, as delivered, without test events', async (t) => {
   const tenant = await createTenant(member, 'enterprise');
   const at = (ms: number) => iso(ms);

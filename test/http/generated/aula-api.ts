@@ -5200,7 +5200,10 @@ export interface operations {
     postApiV1AuthSignOut: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Replays the first response for 24 hours. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5762,7 +5765,10 @@ export interface operations {
     postApiV1OrgsOrgIdNotificationsIdRead: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Replays the first response for 24 hours. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 orgId: string;
                 id: string;
@@ -7607,7 +7613,10 @@ export interface operations {
     postApiV1OrgsOrgIdWebhooks: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Replays the first response for 24 hours. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 orgId: string;
             };
@@ -8018,7 +8027,10 @@ export interface operations {
     postApiV1OrgsOrgIdWebhooksDeliveriesDeliveryIdRedeliver: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Replays the first response for 24 hours. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description The delivery id (whd_...). */
                 deliveryId: string & (unknown & unknown);
@@ -8572,7 +8584,10 @@ export interface operations {
     postApiV1OrgsOrgIdWebhooksIdRotateSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Replays the first response for 24 hours. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description The endpoint id (whe_...). */
                 id: string & (unknown & unknown);
@@ -8710,7 +8725,10 @@ export interface operations {
     postApiV1OrgsOrgIdWebhooksIdTest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Replays the first response for 24 hours. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 /** @description The endpoint id (whe_...). */
                 id: string & (unknown & unknown);
