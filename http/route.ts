@@ -4,7 +4,7 @@ import type { ErrorCode } from '../src/errors.ts';
 import type { Logger } from '../src/logger.ts';
 import type { Scope } from '../src/scopes.ts';
 import type { ApiPrincipal } from '../src/services/api-keys.ts';
-import type { AdminPrincipal } from '../src/services/members.ts';
+import type { AdminPrincipal } from '../src/services/admins.ts';
 import type { SessionPrincipal } from '../src/services/sessions.ts';
 import type { App } from '../src/app.ts';
 

@@ -8,7 +8,7 @@ import { clientAddress, peerIsTrustedProxy, type TrustProxy } from '../src/clien
 import { randomString } from '../src/crypto.ts';
 import type { Logger } from '../src/logger.ts';
 import type { ApiPrincipal } from '../src/services/api-keys.ts';
-import type { AdminPrincipal } from '../src/services/members.ts';
+import type { AdminPrincipal } from '../src/services/admins.ts';
 import type { SessionPrincipal } from '../src/services/sessions.ts';
 import { AppError, toAppError, validationError } from '../src/errors.ts';
 import type { RouteMeter } from '../src/metrics.ts';
@@ -271,9 +271,9 @@ async function handle(
     const gate = () => guard.check(info.ip);
     if (spec.auth === 'apiKey') {
       const authorization = info.headers.authorization;
-      if (authorization !== undefined && app.services.members.isSessionBearer(authorization)) {
+      if (authorization !== undefined && app.services.admins.isSessionBearer(authorization)) {
         // A signed-in admin on the public API: every scope, the plan's budget in a bucket of its own.
-        const found = app.services.members.authenticate(authorization, undefined, gate);
+        const found = app.services.admins.authenticate(authorization, undefined, gate);
         admin = found instanceof Promise ? await guard.looked(found, info.ip) : found;
         apiKey = admin.api;
       } else {
@@ -282,7 +282,7 @@ async function handle(
         apiKey = found instanceof Promise ? await guard.looked(found, info.ip) : found;
       }
     } else if (spec.auth === 'admin') {
-      const found = app.services.members.authenticate(info.headers.authorization, info.headers.cookie, gate);
+      const found = app.services.admins.authenticate(info.headers.authorization, info.headers.cookie, gate);
       admin = found instanceof Promise ? await guard.looked(found, info.ip) : found;
     }
     const session = spec.auth === 'session' ? app.services.sessions.authenticate(info.headers.authorization) : null;
@@ -296,7 +296,7 @@ async function handle(
       throw new AppError('insufficient_scope', { details: { required: spec.scope, granted: [...apiKey.scopes] } });
     }
     // A cookie rides along on cross-site requests; a header the page read from our sign-in response does not.
-    if (admin?.via === 'cookie' && info.method !== 'GET' && !app.services.members.csrfMatches(admin, info.headers['x-csrf-token'])) {
+    if (admin?.via === 'cookie' && info.method !== 'GET' && !app.services.admins.csrfMatches(admin, info.headers['x-csrf-token'])) {
       throw new AppError('csrf_failed');
     }
 

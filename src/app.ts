@@ -27,7 +27,7 @@ import type { Jobs } from './services/jobs.ts';
 import type { JoinLinks } from './services/join-links.ts';
 import type { Meetings } from './services/meetings.ts';
 import type { OrgOrigins } from './services/orgs.ts';
-import type { Members } from './services/members.ts';
+import type { Admins } from './services/admins.ts';
 import type { WebhookEndpoints } from './services/webhook-endpoints.ts';
 import type { Sessions } from './services/sessions.ts';
 import type { Tokens } from './services/tokens.ts';
@@ -77,7 +77,7 @@ export interface App {
     jobs: Jobs;
     idempotency: Idempotency;
     /** Signed-in organization owners and admins, and their sessions. */
-    members: Members;
+    admins: Admins;
     /** Each organization's allowed origins (who may frame the room page), by meeting slug. */
     orgOrigins: OrgOrigins;
     /** Webhook endpoints, their secrets, test events, delivery log and redeliveries. */

@@ -28,11 +28,11 @@ export const errorCatalog = {
   access_token_expired: { status: 401, message: 'The accessToken has expired; refresh the meeting session.' },
   forbidden: { status: 403, message: 'Only a host or cohost of the room may do this.' },
   invalid_credentials: { status: 401, message: 'The organization, email or password is not right.' },
-  member_disabled: { status: 403, message: 'This owner or admin account is disabled.' },
+  admin_disabled: { status: 403, message: 'This owner or admin account is disabled.' },
   admin_session_missing: { status: 401, message: 'Sign in first: send the aula_session cookie or "Authorization: Bearer <sessionToken>".' },
   admin_session_invalid: { status: 401, message: 'The admin session token is not known.' },
   admin_session_expired: { status: 401, message: 'The admin session has expired; sign in again.' },
-  admin_session_revoked: { status: 401, message: 'The admin session was signed out or its member disabled; sign in again.' },
+  admin_session_revoked: { status: 401, message: 'The admin session was signed out or its owner or admin disabled; sign in again.' },
   csrf_failed: { status: 403, message: 'A cookie-authenticated request that changes something must carry the session\'s X-CSRF-Token header.' },
   org_mismatch: { status: 403, message: 'The signed-in admin belongs to another organization.' },
 
@@ -57,7 +57,7 @@ export const errorCatalog = {
   delivery_not_found: { status: 404, message: 'No webhook delivery with this id in the organization.' },
   meeting_exists: { status: 409, message: 'A meeting with this externalId already exists.' },
   slug_taken: { status: 409, message: 'This slug is already in use.' },
-  member_exists: { status: 409, message: 'A member with this email already exists in the organization.' },
+  admin_exists: { status: 409, message: 'An owner or admin with this email already exists in the organization.' },
   invalid_state: { status: 409, message: 'The resource is not in a state that allows this operation.' },
   role_not_allowed: { status: 403, message: 'The requested room role exceeds what the user\'s organization role allows.' },
 

@@ -20,7 +20,7 @@ import { Invitations } from './services/invitations.ts';
 import { Jobs } from './services/jobs.ts';
 import { JoinLinks } from './services/join-links.ts';
 import { Meetings } from './services/meetings.ts';
-import { Members } from './services/members.ts';
+import { Admins } from './services/admins.ts';
 import { WebhookEndpoints } from './services/webhook-endpoints.ts';
 import { Sessions } from './services/sessions.ts';
 import { Tokens } from './services/tokens.ts';
@@ -185,7 +185,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       sessions,
       jobs: new Jobs(sql, clock, bus, users, log),
       idempotency: new Idempotency(sql, clock, tokens.data),
-      members: new Members(sql, clock, bus),
+      admins: new Admins(sql, clock, bus),
       orgOrigins: new OrgOrigins(clock, bus),
       webhookEndpoints: new WebhookEndpoints({ clock, sealer: tokens.data, cluster, rateLimits, allowPrivate: allowPrivateTargets(config), log }),
       rooms: roomService,

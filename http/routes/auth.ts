@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { App } from '../../src/app.ts';
 import { MAX_PASSWORD_LENGTH } from '../../src/passwords.ts';
-import { ADMIN_SESSION_TTL_MS, csrfTokenFor, MEMBER_ROLES, SESSION_COOKIE } from '../../src/services/members.ts';
+import { ADMIN_SESSION_TTL_MS, csrfTokenFor, ADMIN_ROLES, SESSION_COOKIE } from '../../src/services/admins.ts';
 import { SIGN_IN_ACCOUNT_UNDER_ATTACK, SIGN_IN_FAILURE_WINDOW_MS, SIGN_IN_FAILURES_PER_ADDRESS } from '../../src/services/sign-in-throttle.ts';
 import { route } from '../route.ts';
 
@@ -16,16 +16,16 @@ const signInBody = z.strictObject({
   password: z.string().min(1).max(MAX_PASSWORD_LENGTH),
 });
 
-const memberShape = z.object({ id: z.string(), email: z.string(), role: z.enum(MEMBER_ROLES), orgId: z.string() });
+const adminShape = z.object({ id: z.string(), email: z.string(), role: z.enum(ADMIN_ROLES), orgId: z.string() });
 
 const signedIn = z.object({
-  member: memberShape,
+  admin: adminShape,
   sessionToken: z.string().describe('aula_as_…: send as "Authorization: Bearer <sessionToken>" (no CSRF header needed), or rely on the cookie.'),
   csrfToken: z.string().describe('Send as X-CSRF-Token on every non-GET request authenticated by the cookie.'),
   expiresAt: z.string(),
 });
 
-const me = z.object({ member: memberShape, csrfToken: z.string(), expiresAt: z.string() });
+const me = z.object({ admin: adminShape, csrfToken: z.string(), expiresAt: z.string() });
 
 /**
  * Secure in production whatever the base URL says (TLS may end at a proxy that Aula's address does not
@@ -48,10 +48,10 @@ export const authRoutes = [
       description: `Sets the ${SESSION_COOKIE} cookie (HttpOnly, SameSite=Lax, Path=/api/v1, 12 hours) and answers the same session as a bearer token with its CSRF token. An unknown organization or email and a wrong password all answer invalid_credentials. At most ${SIGN_IN_PER_IP_PER_MINUTE} attempts per minute per client address. Wrong passwords are throttled per account and address: after ${SIGN_IN_FAILURES_PER_ADDRESS} within ${SIGN_IN_FAILURE_WINDOW_MS / 60_000} minutes that address waits (429 with Retry-After) while other addresses still sign in; an account with ${SIGN_IN_ACCOUNT_UNDER_ATTACK} wrong passwords in that window gives every address one guess.`,
       body: signInBody,
       response: signedIn,
-      errors: ['invalid_credentials', 'member_disabled', 'rate_limited'],
+      errors: ['invalid_credentials', 'admin_disabled', 'rate_limited'],
     },
     async ({ app, db, body, req }) => {
-      const s = await app.services.members.signIn(db, body, req.ip);
+      const s = await app.services.admins.signIn(db, body, req.ip);
       return {
         data: s,
         headers: { 'Set-Cookie': sessionCookie(app, s.sessionToken, ADMIN_SESSION_TTL_MS / 1000), 'Cache-Control': 'no-store' },
@@ -68,7 +68,7 @@ export const authRoutes = [
       response: z.object({ signedOut: z.literal(true) }),
     },
     async ({ app, db, admin }) => {
-      await app.services.members.signOut(db, admin!);
+      await app.services.admins.signOut(db, admin!);
       return { data: { signedOut: true }, headers: { 'Set-Cookie': sessionCookie(app, '', 0) } };
     },
   ),
@@ -85,7 +85,7 @@ export const authRoutes = [
     ({ admin }) => {
       const a = admin!;
       return {
-        data: { member: { id: a.memberId, email: a.email, role: a.role, orgId: a.orgId }, csrfToken: csrfTokenFor(a.token), expiresAt: new Date(a.expiresAt).toISOString() },
+        data: { admin: { id: a.adminId, email: a.email, role: a.role, orgId: a.orgId }, csrfToken: csrfTokenFor(a.token), expiresAt: new Date(a.expiresAt).toISOString() },
         headers: { 'Cache-Control': 'no-store' },
       };
     },

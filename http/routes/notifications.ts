@@ -13,7 +13,7 @@ export const notificationRoutes = [
       path: '/orgs/:orgId/notifications',
       tag,
       auth: 'admin',
-      summary: 'The signed-in member\'s notifications, newest first.',
+      summary: 'The signed-in admin\'s notifications, newest first.',
       description: 'Only the caller\'s own notifications. `unread=true` lists those not yet marked read.',
       params: orgParams,
       query: notificationListQuery,
@@ -22,7 +22,7 @@ export const notificationRoutes = [
       errors: ['validation_failed'],
     },
     async ({ db, admin, query }) => {
-      const page = await listNotifications(db, { orgId: admin!.orgId, memberId: admin!.memberId }, query);
+      const page = await listNotifications(db, { orgId: admin!.orgId, adminId: admin!.adminId }, query);
       return { data: page.items, nextCursor: page.nextCursor };
     },
   ),
@@ -32,14 +32,14 @@ export const notificationRoutes = [
       path: '/orgs/:orgId/notifications/:id/read',
       tag,
       auth: 'admin',
-      summary: 'Mark one of the signed-in member\'s notifications read.',
-      description: 'Answers the notification. Marking it again keeps the first `readAt`. Another member\'s notification answers `not_found`.',
+      summary: 'Mark one of the signed-in admin\'s notifications read.',
+      description: 'Answers the notification. Marking it again keeps the first `readAt`. Another admin\'s notification answers `not_found`.',
       params: orgParams.extend({ id: z.string().min(1).max(64) }),
       response: notificationRecord,
       errors: ['not_found'],
     },
     async ({ app, db, admin, params }) => ({
-      data: await markNotificationRead(db, { orgId: admin!.orgId, memberId: admin!.memberId }, params.id, app.clock.now()),
+      data: await markNotificationRead(db, { orgId: admin!.orgId, adminId: admin!.adminId }, params.id, app.clock.now()),
     }),
   ),
 ];

@@ -6,7 +6,7 @@ import { PLAN_NAMES, type PlanName } from '../plans.ts';
 import { isScope, SCOPES, type Scope } from '../scopes.ts';
 import { EX_USAGE, helpText, hint, idArgument, json, parseCommand, print, requireOptions, UsageError, wantsHelp, type Command } from './args.ts';
 import { CommandFailure } from './control.ts';
-import { membersCommands } from './members.ts';
+import { adminsCommands } from './admins.ts';
 import type { KeyListing, OpArgs, OpName, OpResult } from './ops.ts';
 
 async function runOp<K extends OpName>(op: K, args: OpArgs<K>): Promise<OpResult<K>> {
@@ -160,7 +160,7 @@ const commands: Command[] = [
       return 0;
     },
   },
-  ...membersCommands,
+  ...adminsCommands,
   {
     name: 'cluster status',
     summary: 'Show the members, and each shard’s owner and fencing epoch (read-only).',
@@ -178,7 +178,7 @@ const commands: Command[] = [
 const GROUPS: Record<string, string> = {
   org: 'Organizations.',
   keys: 'API keys, which the customer’s backend calls the API with.',
-  members: 'Organization owners and admins, who sign in with email and password.',
+  admins: 'Organization owners and admins, who sign in with email and password.',
   cluster: 'The members of a cluster and where the shards are.',
 };
 

@@ -18,7 +18,7 @@ import { createCliLogger } from '../logger.ts';
 import { PLAN_NAMES, type PlanName } from '../plans.ts';
 import { SCOPES } from '../scopes.ts';
 import { ApiKeys } from '../services/api-keys.ts';
-import { MEMBER_ROLES, Members } from '../services/members.ts';
+import { ADMIN_ROLES, Admins } from '../services/admins.ts';
 import { createOrg, getOrg, updateOrg } from '../services/orgs.ts';
 import { cliBus } from './bus.ts';
 import { CommandFailure, OwnerGone, sendToServer } from './control.ts';
@@ -33,7 +33,7 @@ export interface OpContext {
   migrate(): Promise<number[]>;
   /** The API keys service; `publishing`: its revocations must reach running members' caches. */
   apiKeys(publishing: boolean): ApiKeys;
-  members(publishing: boolean): Members;
+  admins(publishing: boolean): Admins;
   publish(channel: string, message: Record<string, unknown>): Promise<void>;
   redis(): Redis | null;
   redisPrefix: string;
@@ -47,8 +47,8 @@ const schemas = {
   'keys.create': z.object({ orgId: id, name: z.string().min(1), scopes: z.array(z.enum(SCOPES)).min(1) }),
   'keys.list': z.object({ orgId: id.optional() }),
   'keys.revoke': z.object({ id }),
-  'members.add': z.object({ orgId: id, email: z.string().min(1), role: z.enum(MEMBER_ROLES), password: z.string().min(1) }),
-  'members.disable': z.object({ id }),
+  'admins.add': z.object({ orgId: id, email: z.string().min(1), role: z.enum(ADMIN_ROLES), password: z.string().min(1) }),
+  'admins.disable': z.object({ id }),
   'cluster.status': z.object({}),
 };
 export type OpName = keyof typeof schemas;
@@ -102,15 +102,15 @@ const ops = {
     if (!row) throw new CommandFailure(`no API key ${a.id}`);
     return { id: a.id, revoked: true, revokedAt: iso(row.revokedAt), alreadyRevoked: !now };
   },
-  async 'members.add'(ctx: OpContext, a: OpArgs<'members.add'>) {
-    const m = await ctx.members(false).create(ctx.sql, a);
+  async 'admins.add'(ctx: OpContext, a: OpArgs<'admins.add'>) {
+    const m = await ctx.admins(false).create(ctx.sql, a);
     return { id: m.id, orgId: m.orgId, email: m.email, role: m.role, createdAt: m.createdAt };
   },
-  async 'members.disable'(ctx: OpContext, a: OpArgs<'members.disable'>) {
+  async 'admins.disable'(ctx: OpContext, a: OpArgs<'admins.disable'>) {
     // the revoked sessions are published on the members' bus, so running members drop them at once
-    const now = await ctx.members(true).disable(ctx.sql, a.id);
-    const [row] = await ctx.sql<{ disabledAt: Date | null }[]>`select disabled_at from members where id = ${a.id}`;
-    if (!row) throw new CommandFailure(`no member ${a.id}`);
+    const now = await ctx.admins(true).disable(ctx.sql, a.id);
+    const [row] = await ctx.sql<{ disabledAt: Date | null }[]>`select disabled_at from admins where id = ${a.id}`;
+    if (!row) throw new CommandFailure(`no admin ${a.id}`);
     return { id: a.id, disabled: true, disabledAt: iso(row.disabledAt), alreadyDisabled: !now };
   },
   async 'cluster.status'(ctx: OpContext): Promise<Placement> {
@@ -127,7 +127,7 @@ export async function executeOp(ctx: OpContext, op: string, args: unknown): Prom
   try {
     return await (ops[op as OpName] as (ctx: OpContext, a: unknown) => Promise<unknown>)(ctx, parsed.data);
   } catch (err) {
-    if (err instanceof AppError && (err.code === 'not_found' || err.code === 'member_exists')) {
+    if (err instanceof AppError && (err.code === 'not_found' || err.code === 'admin_exists')) {
       // "No organization org_x." reads as the other messages do: "no organization org_x"
       throw new CommandFailure(err.message.replace(/^No /, 'no ').replace(/\.$/, ''));
     }
@@ -143,7 +143,7 @@ export function memberContext(app: App): OpContext {
     clock: app.clock,
     migrate: () => migrate(app.sql, app.log),
     apiKeys: () => app.services.apiKeys,
-    members: () => app.services.members,
+    admins: () => app.services.admins,
     publish: (channel, message) => app.bus.publish(channel, message),
     redis: () => app.redis,
     redisPrefix: app.config.AULA_REDIS_PREFIX,
@@ -183,7 +183,7 @@ async function runHere<K extends OpName>(config: Config, op: K, args: OpArgs<K>)
       clock: systemClock,
       migrate: async () => applied,
       apiKeys: (publishing) => new ApiKeys(db.sql, systemClock, publishing ? bus.get() : new LocalBus()),
-      members: (publishing) => new Members(db.sql, systemClock, publishing ? bus.get() : new LocalBus()),
+      admins: (publishing) => new Admins(db.sql, systemClock, publishing ? bus.get() : new LocalBus()),
       publish: (channel, message) => bus.get().publish(channel, message),
       redis: () => (config.AULA_REDIS_URL ? (redis ??= connectRedis(config.AULA_REDIS_URL, log, 'aula-cli')) : null),
       redisPrefix: config.AULA_REDIS_PREFIX,

@@ -46,15 +46,15 @@ const toRecord = (r: NotificationRow): NotificationRecord => ({
   readAt: r.readAt ? r.readAt.toISOString() : null,
 });
 
-/** The member's notifications in the organization, newest first. */
+/** The admin's notifications in the organization, newest first. */
 export async function listNotifications(
   db: Db,
-  who: { orgId: string; memberId: string },
+  who: { orgId: string; adminId: string },
   q: z.output<typeof notificationListQuery>,
 ): Promise<{ items: NotificationRecord[]; nextCursor: string | null }> {
   const after = decodeCursor(q.cursor, 'id');
   const rows = await db<NotificationRow[]>`select id, kind, title, body, data, created_at, read_at from notifications
-    where member_id = ${who.memberId} and org_id = ${who.orgId}
+    where admin_id = ${who.adminId} and org_id = ${who.orgId}
     ${q.unread ? db`and read_at is null` : db``}
     ${after ? db`and id < ${after[0]!}` : db``}
     order by id desc limit ${q.limit + 1}`;
@@ -63,13 +63,13 @@ export async function listNotifications(
 }
 
 /**
- * Marks one of the member's notifications read (the first time counts: marking again keeps `readAt`).
- * Another member's notification answers `not_found`, as an unknown id does.
+ * Marks one of the admin's notifications read (the first time counts: marking again keeps `readAt`).
+ * Another admin's notification answers `not_found`, as an unknown id does.
  */
-export async function markNotificationRead(db: Db, who: { orgId: string; memberId: string }, id: string, at: number): Promise<NotificationRecord> {
+export async function markNotificationRead(db: Db, who: { orgId: string; adminId: string }, id: string, at: number): Promise<NotificationRecord> {
   const [row] = await db<NotificationRow[]>`update notifications set read_at = coalesce(read_at, ${iso(at)})
-    where id = ${id} and member_id = ${who.memberId} and org_id = ${who.orgId}
+    where id = ${id} and admin_id = ${who.adminId} and org_id = ${who.orgId}
     returning id, kind, title, body, data, created_at, read_at`;
-  if (!row) throw new AppError('not_found', { message: 'No notification with this id for the signed-in member.', details: { id } });
+  if (!row) throw new AppError('not_found', { message: 'No notification with this id for the signed-in admin.', details: { id } });
   return toRecord(row);
 }

@@ -20,7 +20,7 @@ export interface OrgNotice {
 }
 
 export interface NoticeRecipient {
-  memberId: string;
+  adminId: string;
   email: string;
   notificationId: string;
   emailId: string;
@@ -37,22 +37,22 @@ function subjectLine(s: string): string {
 /**
  * Tells every owner and admin of the organization who is not disabled: one `notifications` row (in-app)
  * and one `email_outbox` row (sent later by the Mailer) each. Runs in the caller's transaction, so the
- * notice commits with what it reports, or not at all. Members of other organizations and disabled
- * members get nothing; an organization without an active owner or admin gets nothing (the caller
+ * notice commits with what it reports, or not at all. Admins of other organizations and disabled
+ * admins get nothing; an organization without an active owner or admin gets nothing (the caller
  * may log that: the answer is empty).
  */
 export async function notifyOrgAdmins(tx: Db, notice: OrgNotice): Promise<NoticeRecipient[]> {
-  const members = await tx<{ id: string; email: string }[]>`select id, email from members
+  const admins = await tx<{ id: string; email: string }[]>`select id, email from admins
     where org_id = ${notice.orgId} and role in ('owner', 'admin') and disabled_at is null order by id`;
-  if (members.length === 0) return [];
+  if (admins.length === 0) return [];
   const at = iso(notice.at);
   const subject = subjectLine(notice.email?.subject ?? notice.title);
   const text = notice.email?.text ?? notice.body;
-  const recipients = members.map((m) => ({ memberId: m.id, email: m.email, notificationId: newId('ntf', notice.at), emailId: newId('eml', notice.at) }));
+  const recipients = admins.map((m) => ({ adminId: m.id, email: m.email, notificationId: newId('ntf', notice.at), emailId: newId('eml', notice.at) }));
   const notifications = recipients.map((r) => ({
     id: r.notificationId,
     orgId: notice.orgId,
-    memberId: r.memberId,
+    adminId: r.adminId,
     kind: notice.kind,
     title: notice.title,
     body: notice.body,

@@ -9,18 +9,18 @@ import { PLANS, type PlanName } from '../plans.ts';
 import type { Scope } from '../scopes.ts';
 import { getOrg } from './orgs.ts';
 
-/** Who calls the public API: an API key, or a signed-in admin with a bearer session (src/services/members.ts). */
+/** Who calls the public API: an API key, or a signed-in admin with a bearer session (src/services/admins.ts). */
 export interface ApiPrincipal {
-  /** The API key's id; for a signed-in admin, the member's id (`mem_…`). Idempotency records are scoped by it. */
+  /** The API key's id; for a signed-in admin, the admin's id (`adm_…`; `mem_…` for those added before 0.2). Idempotency records are scoped by it. */
   keyId: string;
   orgId: string;
   plan: PlanName;
   scopes: ReadonlySet<Scope>;
   rateLimitPerMinute: number;
-  /** The rate-limit bucket: the key's id, or `admin:<memberId>:<orgId>` for a signed-in admin. */
+  /** The rate-limit bucket: the key's id, or `admin:<adminId>:<orgId>` for a signed-in admin. */
   rateKey: string;
   /** Set for a signed-in admin. */
-  memberId?: string;
+  adminId?: string;
 }
 
 const KEY_FORMAT = /^aula_sk_[A-Za-z0-9_-]{43}$/;

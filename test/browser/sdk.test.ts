@@ -40,7 +40,7 @@ async function customerSite(): Promise<{ origin: string; server: Server }> {
 async function setAllowedOrigins(origins: string[]): Promise<void> {
   const PASSWORD = 'correct horse battery staple';
   const email = `admin${Math.random().toString(36).slice(2)}@platform.example`;
-  await app.services.members.create(app.sql, { orgId: tenant.orgId, email, role: 'admin', password: PASSWORD });
+  await app.services.admins.create(app.sql, { orgId: tenant.orgId, email, role: 'admin', password: PASSWORD });
   const session = (await api(member, 'POST', '/auth/sign-in', { body: { orgId: tenant.orgId, email, password: PASSWORD } })).body.data.sessionToken;
   const res = await api(member, 'PATCH', `/orgs/${tenant.orgId}`, { bearer: session, body: { allowedOrigins: origins } });
   if (res.status !== 200) throw new Error(JSON.stringify(res.body));

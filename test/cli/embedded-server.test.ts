@@ -87,14 +87,14 @@ t.test('while npm start runs on the embedded database, every command works, thro
   t.equal(noOrg.stderr, 'aula: no organization org_missing\n');
 
   // owners and admins: made, signed in, disabled, all while it runs
-  const added = await aula(['members', 'add', '--org', orgId, '--email', 'head@school.example', '--role', 'owner', '--json'], env, `${PASSWORD}\n`);
+  const added = await aula(['admins', 'add', '--org', orgId, '--email', 'head@school.example', '--role', 'owner', '--json'], env, `${PASSWORD}\n`);
   t.equal(added.code, 0, added.stderr);
   const m = JSON.parse(added.stdout);
   const signIn = await call(member, 'POST', '/auth/sign-in', { body: { orgId, email: 'head@school.example', password: PASSWORD } });
   t.equal(signIn.status, 200, JSON.stringify(signIn.body));
   const session = signIn.body.data.sessionToken;
   t.equal((await call(member, 'GET', `/orgs/${orgId}`, { bearer: session })).status, 200);
-  const disabled = await aula(['members', 'disable', m.id], env);
+  const disabled = await aula(['admins', 'disable', m.id], env);
   t.equal(disabled.stdout, `disabled ${m.id}\n`, disabled.stderr);
   const gone = await call(member, 'GET', `/orgs/${orgId}`, { bearer: session });
   t.equal(gone.body.error?.code, 'admin_session_revoked', 'the session ends at once');

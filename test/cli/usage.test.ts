@@ -14,7 +14,7 @@ const embedded = { AULA_DATA_DIR: dataDir, AULA_DATABASE_URL: '', AULA_REDIS_URL
 const external = { ...embedded, AULA_DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere' };
 const VERSION = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
 
-const COMMANDS = ['serve', 'migrate', 'org create', 'org update', 'keys create', 'keys list', 'keys revoke', 'members add', 'members disable', 'cluster status'];
+const COMMANDS = ['serve', 'migrate', 'org create', 'org update', 'keys create', 'keys list', 'keys revoke', 'admins add', 'admins disable', 'cluster status'];
 const PRINTS_DATA = COMMANDS.filter((c) => c !== 'serve');
 
 /** Runs a few at a time: each is a node process. */
@@ -52,7 +52,7 @@ t.test('aula, aula --help, aula help <command> and the command groups', async (t
   const one = await aula(['help', 'keys', 'revoke'], embedded);
   t.equal(one.code, 0);
   t.equal(one.stdout, (await aula(['keys', 'revoke', '--help'], embedded)).stdout, 'aula help keys revoke = aula keys revoke --help');
-  for (const group of ['org', 'keys', 'members', 'cluster']) {
+  for (const group of ['org', 'keys', 'admins', 'cluster']) {
     const res = await aula([group], embedded);
     t.equal(res.code, 0, `aula ${group}`);
     t.match(res.stdout, new RegExp(`usage: aula ${group} <command>`));
@@ -89,7 +89,7 @@ t.test('unknown flags, missing or bad arguments: one line, a hint, exit 2', asyn
     [['keys', 'revoke', '-x'], 'unknown option -x', 'keys revoke'],
     [['org', 'create', '--name', 'X', '--plan', 'platinum'], '--plan must be one of free, standard, pro, enterprise', 'org create'],
     [['org', 'update'], 'missing the organization id (aula org update ORG_ID)', 'org update'],
-    [['members', 'add', '--org', 'org_x', '--email', 'nope', '--role', 'owner'], '--email is not an email address: nope', 'members add'],
+    [['admins', 'add', '--org', 'org_x', '--email', 'nope', '--role', 'owner'], '--email is not an email address: nope', 'admins add'],
     [['serve', '--workers', 'many'], '--workers must be a whole number from 1 to 256', 'serve'],
     [['keys', 'rotate'], 'unknown command: keys rotate', 'keys'],
     [['frobnicate'], 'unknown command: frobnicate', ''],

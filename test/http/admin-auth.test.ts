@@ -16,8 +16,8 @@ const PASSWORD = 'correct horse battery staple';
 let ipSeq = 0;
 const newIp = () => `203.0.113.${++ipSeq}`;
 
-async function addMember(orgId: string, email: string, role: 'owner' | 'admin' = 'admin', password = PASSWORD) {
-  return app.services.members.create(app.sql, { orgId, email, role, password });
+async function addAdmin(orgId: string, email: string, role: 'owner' | 'admin' = 'admin', password = PASSWORD) {
+  return app.services.admins.create(app.sql, { orgId, email, role, password });
 }
 
 function signIn(body: Record<string, unknown>, ip = newIp()): Promise<ApiResponse> {
@@ -26,13 +26,13 @@ function signIn(body: Record<string, unknown>, ip = newIp()): Promise<ApiRespons
 
 const cookieOf = (token: string) => ({ cookie: `aula_session=${token}` });
 
-const owner = await addMember(tenant.orgId, 'Owner@Example.com', 'owner');
+const owner = await addAdmin(tenant.orgId, 'Owner@Example.com', 'owner');
 
 t.test('sign-in sets an HttpOnly SameSite cookie and answers the session', async (t) => {
   const res = await signIn({ orgId: tenant.orgId, email: '  OWNER@example.COM ', password: PASSWORD });
   t.equal(res.status, 200, JSON.stringify(res.body));
   const d = res.body.data;
-  t.same(d.member, { id: owner.id, email: 'owner@example.com', role: 'owner', orgId: tenant.orgId });
+  t.same(d.admin, { id: owner.id, email: 'owner@example.com', role: 'owner', orgId: tenant.orgId });
   t.match(d.sessionToken, /^aula_as_[A-Za-z0-9_-]{43}$/);
   t.match(d.csrfToken, /^[A-Za-z0-9_-]{43}$/);
   t.equal(Date.parse(d.expiresAt), clock.now() + 12 * 3600_000, '12 hours');
@@ -46,7 +46,7 @@ t.test('sign-in sets an HttpOnly SameSite cookie and answers the session', async
 
   const me = await api(member, 'GET', '/auth/me', { headers: cookieOf(d.sessionToken) });
   t.equal(me.status, 200);
-  t.same(me.body.data, { member: d.member, csrfToken: d.csrfToken, expiresAt: d.expiresAt }, 'a reloaded page gets the CSRF token again');
+  t.same(me.body.data, { admin: d.admin, csrfToken: d.csrfToken, expiresAt: d.expiresAt }, 'a reloaded page gets the CSRF token again');
 
   const org = await api(member, 'GET', `/orgs/${tenant.orgId}`, { headers: cookieOf(d.sessionToken) });
   t.equal(org.status, 200);
@@ -72,7 +72,7 @@ t.test('unknown organization, unknown email and wrong password answer the same 4
 });
 
 t.test('passwords are stored as argon2id PHC strings, tokens as SHA-256', async (t) => {
-  const [row] = await app.sql<{ passwordHash: string }[]>`select password_hash from members where id = ${owner.id}`;
+  const [row] = await app.sql<{ passwordHash: string }[]>`select password_hash from admins where id = ${owner.id}`;
   t.match(row!.passwordHash, /^\$argon2id\$v=19\$m=65536,t=3,p=1\$[A-Za-z0-9+/]{22}\$[A-Za-z0-9+/]{43}$/);
   t.notOk(row!.passwordHash.includes(PASSWORD));
   const res = await signIn({ orgId: tenant.orgId, email: 'owner@example.com', password: PASSWORD });
@@ -85,18 +85,18 @@ t.test('passwords are stored as argon2id PHC strings, tokens as SHA-256', async 
   t.notOk(dump.includes(sessionToken) || dump.includes(csrfToken), 'neither token is stored');
 });
 
-t.test('a disabled member cannot sign in, and loses the sessions they had', async (t) => {
-  const m = await addMember(tenant.orgId, 'leaver@example.com');
+t.test('a disabled admin cannot sign in, and loses the sessions they had', async (t) => {
+  const m = await addAdmin(tenant.orgId, 'leaver@example.com');
   const before = await signIn({ orgId: tenant.orgId, email: 'leaver@example.com', password: PASSWORD });
   t.equal(before.status, 200);
-  t.equal(await app.services.members.disable(app.sql, m.id), true);
-  assertError(t, await signIn({ orgId: tenant.orgId, email: 'leaver@example.com', password: PASSWORD }), 403, 'member_disabled');
+  t.equal(await app.services.admins.disable(app.sql, m.id), true);
+  assertError(t, await signIn({ orgId: tenant.orgId, email: 'leaver@example.com', password: PASSWORD }), 403, 'admin_disabled');
   assertError(t, await signIn({ orgId: tenant.orgId, email: 'leaver@example.com', password: 'a wrong password!' }), 401, 'invalid_credentials');
   assertError(t, await api(member, 'GET', '/auth/me', { bearer: before.body.data.sessionToken }), 401, 'admin_session_revoked');
 });
 
 t.test('wrong passwords slow the address that sends them, never the owner elsewhere', async (t) => {
-  await addMember(tenant.orgId, 'target@example.com');
+  await addAdmin(tenant.orgId, 'target@example.com');
   const attacker = newIp();
   for (let i = 0; i < 5; i++) {
     assertError(t, await signIn({ orgId: tenant.orgId, email: 'target@example.com', password: `guess number ${i}` }, attacker), 401, 'invalid_credentials');
@@ -114,7 +114,7 @@ t.test('wrong passwords slow the address that sends them, never the owner elsewh
 });
 
 t.test('an account under attack from many addresses gives each address one guess; the right password from a fresh one gets in', async (t) => {
-  await addMember(tenant.orgId, 'besieged@example.com');
+  await addAdmin(tenant.orgId, 'besieged@example.com');
   const bots = Array.from({ length: 10 }, newIp);
   for (const bot of bots) {
     for (let i = 0; i < 2; i++) assertError(t, await signIn({ orgId: tenant.orgId, email: 'besieged@example.com', password: `bot guess ${i}` }, bot), 401, 'invalid_credentials');
@@ -179,7 +179,7 @@ t.test('the admin surface checks the organization in the path', async (t) => {
 });
 
 t.test('a signed-in admin calls the public API with the plan budget, counted apart from API keys', async (t) => {
-  const admin = await addMember(tenant.orgId, 'ops@example.com', 'admin');
+  const admin = await addAdmin(tenant.orgId, 'ops@example.com', 'admin');
   const s = (await signIn({ orgId: tenant.orgId, email: 'ops@example.com', password: PASSWORD })).body.data;
 
   const created = await api(member, 'POST', '/public/users', { bearer: s.sessionToken, body: { externalId: 'by-admin', fullName: 'Made By Admin', role: 'TEACHER' } });
@@ -212,7 +212,7 @@ t.test('a signed-in admin calls the public API with the plan budget, counted apa
   t.equal(replay.headers.get('idempotent-replayed'), 'true', 'Idempotency-Key works for admins too');
 
   const free = await createTenant(member, 'free', ['users:read']);
-  await addMember(free.orgId, 'ops@example.com', 'owner');
+  await addAdmin(free.orgId, 'ops@example.com', 'owner');
   const fs = (await signIn({ orgId: free.orgId, email: 'ops@example.com', password: PASSWORD })).body.data;
   const freeCall = await api(member, 'POST', '/public/meetings', {
     bearer: fs.sessionToken,
@@ -225,7 +225,7 @@ t.test('a signed-in admin calls the public API with the plan budget, counted apa
 t.test('Secure is added when the base URL is https', async (t) => {
   const https = await startTestMember(t, { overrides: { AULA_BASE_URL: 'https://aula.example.org' } });
   const org = await createOrg(https.app.sql, https.app.clock, { name: 'Secure School', plan: 'free' });
-  await https.app.services.members.create(https.app.sql, { orgId: org.id, email: 'a@example.org', role: 'owner', password: PASSWORD });
+  await https.app.services.admins.create(https.app.sql, { orgId: org.id, email: 'a@example.org', role: 'owner', password: PASSWORD });
   t.equal(https.url, 'https://aula.example.org');
   const local = { ...https, url: `http://127.0.0.1:${https.port}` }; // the public address is behind a proxy that is not here
   const res = await api(local, 'POST', '/auth/sign-in', { body: { orgId: org.id, email: 'a@example.org', password: PASSWORD } });
@@ -236,7 +236,7 @@ t.test('Secure is added when the base URL is https', async (t) => {
 t.test('Secure in production whatever the base URL says (TLS ends at a proxy)', async (t) => {
   const prod = await startTestMember(t, { overrides: { AULA_ENV: 'production', AULA_MEDIA_WORKERS: 0 } });
   const org = await createOrg(prod.app.sql, prod.app.clock, { name: 'Prod School', plan: 'free' });
-  await prod.app.services.members.create(prod.app.sql, { orgId: org.id, email: 'p@example.org', role: 'owner', password: PASSWORD });
+  await prod.app.services.admins.create(prod.app.sql, { orgId: org.id, email: 'p@example.org', role: 'owner', password: PASSWORD });
   t.match(prod.url, /^http:/);
   const res = await api(prod, 'POST', '/auth/sign-in', { body: { orgId: org.id, email: 'p@example.org', password: PASSWORD } });
   t.equal(res.status, 200);
@@ -246,7 +246,7 @@ t.test('Secure in production whatever the base URL says (TLS ends at a proxy)', 
 
 // Last: it moves the member's clock 12 hours on, and with it the sign-in failure window.
 t.test('failures older than 15 minutes no longer count', async (t) => {
-  await addMember(tenant.orgId, 'patient@example.com');
+  await addAdmin(tenant.orgId, 'patient@example.com');
   const ip = newIp();
   for (let i = 0; i < 5; i++) await signIn({ orgId: tenant.orgId, email: 'patient@example.com', password: `guess ${i}` }, ip);
   t.equal((await signIn({ orgId: tenant.orgId, email: 'patient@example.com', password: PASSWORD }, ip)).status, 429);

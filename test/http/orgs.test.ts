@@ -8,7 +8,7 @@ const member = await startTestMember(t, { redis: false });
 const { app } = member;
 const tenant = await createTenant(member, 'pro');
 const PASSWORD = 'correct horse battery staple';
-await app.services.members.create(app.sql, { orgId: tenant.orgId, email: 'admin@school.example', role: 'admin', password: PASSWORD });
+await app.services.admins.create(app.sql, { orgId: tenant.orgId, email: 'admin@school.example', role: 'admin', password: PASSWORD });
 const signedIn = (await api(member, 'POST', '/auth/sign-in', { body: { orgId: tenant.orgId, email: 'admin@school.example', password: PASSWORD } })).body.data;
 const bearer = signedIn.sessionToken as string;
 const patch = (body: unknown) => api(member, 'PATCH', `/orgs/${tenant.orgId}`, { bearer, body });
@@ -56,7 +56,7 @@ t.test('the embed page is framed only by allowed origins; the full page by nobod
 
 t.test('another organization\'s admin cannot change it', async (t) => {
   const other = await createTenant(member, 'pro');
-  await app.services.members.create(app.sql, { orgId: other.orgId, email: 'admin@other.example', role: 'admin', password: PASSWORD });
+  await app.services.admins.create(app.sql, { orgId: other.orgId, email: 'admin@other.example', role: 'admin', password: PASSWORD });
   const theirs = (await api(member, 'POST', '/auth/sign-in', { body: { orgId: other.orgId, email: 'admin@other.example', password: PASSWORD } })).body.data.sessionToken;
   const res = await api(member, 'PATCH', `/orgs/${tenant.orgId}`, { bearer: theirs, body: { allowedOrigins: ['https://evil.example'] } });
   t.equal(res.status, 403);

@@ -28,7 +28,7 @@ const doomed = (await call('POST', '/public/meetings', { title: 'Doomed', type: 
 const link = (await call('POST', `/public/meetings/${meeting.id}/join-links`, { userId: student.id })).body.data;
 const session = (await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: 'prop-device' } })).body.data;
 const PASSWORD = 'property tests sign in here';
-await app.services.members.create(app.sql, { orgId: tenant.orgId, email: 'prop@example.org', role: 'owner', password: PASSWORD });
+await app.services.admins.create(app.sql, { orgId: tenant.orgId, email: 'prop@example.org', role: 'owner', password: PASSWORD });
 const admin = (await api(member, 'POST', '/auth/sign-in', { body: { orgId: tenant.orgId, email: 'prop@example.org', password: PASSWORD } })).body.data;
 
 const known: Record<string, string[]> = {
@@ -42,7 +42,7 @@ const known: Record<string, string[]> = {
 };
 
 /** Tables only requests write; background work (deliveries, actors, timers, the sign-in throttle) is left out. */
-const TABLES = ['organizations', 'api_keys', 'users', 'classes', 'enrollments', 'meetings', 'meeting_invitations', 'join_token_uses', 'meeting_sessions', 'members', 'webhook_endpoints', 'jobs'];
+const TABLES = ['organizations', 'api_keys', 'users', 'classes', 'enrollments', 'meetings', 'meeting_invitations', 'join_token_uses', 'meeting_sessions', 'admins', 'webhook_endpoints', 'jobs'];
 async function snapshot(): Promise<string> {
   // a bulk import accepted earlier writes users as it runs: wait for it first
   for (let i = 0; i < 200; i++) {

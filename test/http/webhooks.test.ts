@@ -67,7 +67,7 @@ const verifies = (secret: string, r: Received) => verifySvcSignature({ secret, h
 
 const PASSWORD = 'correct horse battery staple';
 async function signedInAdmin(tenant: Tenant, email = `admin-${tenant.orgId}@example.com`): Promise<string> {
-  await app.services.members.create(app.sql, { orgId: tenant.orgId, email, role: 'admin', password: PASSWORD });
+  await app.services.admins.create(app.sql, { orgId: tenant.orgId, email, role: 'admin', password: PASSWORD });
   const res = await api(member, 'POST', '/auth/sign-in', { body: { orgId: tenant.orgId, email, password: PASSWORD } });
   if (res.status !== 200) throw new Error(`sign-in failed: ${JSON.stringify(res.body)}`);
   return res.body.data.sessionToken as string;

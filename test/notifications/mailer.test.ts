@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { iso, ManualClock } from '../../src/clock.ts';
 import { MAIL_MAX_AGE_MS, MAIL_RETRY_DELAYS_MS, Mailer, type MailerOptions } from '../../src/notifications/mailer.ts';
 import { notifyEndpointDisabled, notifyOrgAdmins } from '../../src/notifications/notify.ts';
-import { addMemberRow, addOrg, captureLogger, openTestSql } from './fixtures/db.ts';
+import { addAdminRow, addOrg, captureLogger, openTestSql } from './fixtures/db.ts';
 import { startSmtpSink } from './fixtures/smtp.ts';
 
 const sql = await openTestSql(t);
@@ -38,7 +38,7 @@ async function deadPort(t: Test): Promise<number> {
 /** An organization with these owners/admins, and one email each (notifyOrgAdmins). */
 async function queue(clock: ManualClock, addresses: string[], title = 'Hello'): Promise<string[]> {
   const orgId = await addOrg(sql, clock, 'School');
-  for (const a of addresses) await addMemberRow(sql, orgId, a, 'admin');
+  for (const a of addresses) await addAdminRow(sql, orgId, a, 'admin');
   const r = await notifyOrgAdmins(sql, { orgId, kind: 'test', title, body: `Body of ${title}.`, data: {}, at: clock.now() });
   return r.map((x) => x.emailId);
 }
@@ -52,9 +52,9 @@ t.test('sends each queued email once, to its owner or admin, with its subject an
   const clock = new ManualClock();
   const sink = await startSmtpSink(t);
   const orgId = await addOrg(sql, clock, 'Riverside School');
-  await addMemberRow(sql, orgId, 'owner@riverside.test', 'owner');
-  await addMemberRow(sql, orgId, 'admin@riverside.test', 'admin');
-  await addMemberRow(sql, orgId, 'disabled@riverside.test', 'admin', true);
+  await addAdminRow(sql, orgId, 'owner@riverside.test', 'owner');
+  await addAdminRow(sql, orgId, 'admin@riverside.test', 'admin');
+  await addAdminRow(sql, orgId, 'disabled@riverside.test', 'admin', true);
   const url = 'https://hooks.riverside.test/aula';
   await notifyEndpointDisabled(sql, { orgId, endpointId: 'whe_1', url, reason: 'FAILING', failingSince: clock.now() - 3 * 86_400_000, at: clock.now() });
 

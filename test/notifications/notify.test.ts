@@ -2,7 +2,7 @@ import t from 'tap';
 import { iso, ManualClock } from '../../src/clock.ts';
 import { transaction } from '../../src/db/tx.ts';
 import { notifyEndpointDisabled, notifyOrgAdmins } from '../../src/notifications/notify.ts';
-import { addMemberRow, addOrg, openTestSql } from './fixtures/db.ts';
+import { addAdminRow, addOrg, openTestSql } from './fixtures/db.ts';
 
 const clock = new ManualClock(Date.parse('2026-01-05T09:00:00Z'));
 const sql = await openTestSql(t);
@@ -10,7 +10,7 @@ const sql = await openTestSql(t);
 interface NotificationRow {
   id: string;
   orgId: string;
-  memberId: string;
+  adminId: string;
   kind: string;
   title: string;
   body: string;
@@ -33,18 +33,18 @@ interface EmailRow {
 t.test('notifyOrgAdmins: one notification and one email per active owner and admin of that organization', async (t) => {
   const orgId = await addOrg(sql, clock, 'Riverside School');
   const other = await addOrg(sql, clock, 'Other School');
-  const owner = await addMemberRow(sql, orgId, 'owner@riverside.test', 'owner');
-  const admin = await addMemberRow(sql, orgId, 'admin@riverside.test', 'admin');
-  await addMemberRow(sql, orgId, 'gone@riverside.test', 'admin', true);
-  await addMemberRow(sql, other, 'owner@other.test', 'owner');
+  const owner = await addAdminRow(sql, orgId, 'owner@riverside.test', 'owner');
+  const admin = await addAdminRow(sql, orgId, 'admin@riverside.test', 'admin');
+  await addAdminRow(sql, orgId, 'gone@riverside.test', 'admin', true);
+  await addAdminRow(sql, other, 'owner@other.test', 'owner');
 
   const at = clock.now() + 1234;
   const recipients = await transaction(sql, (tx) =>
     notifyOrgAdmins(tx, { orgId, kind: 'test.kind', title: 'A title', body: 'A body.', data: { n: 1, nested: { keyId: 'x' } }, at }),
   );
-  t.same(recipients.map((r) => r.memberId).sort(), [owner, admin].sort(), 'the disabled admin and the other organization are left out');
+  t.same(recipients.map((r) => r.adminId).sort(), [owner, admin].sort(), 'the disabled admin and the other organization are left out');
 
-  const notifications = await sql<NotificationRow[]>`select * from notifications order by member_id`;
+  const notifications = await sql<NotificationRow[]>`select * from notifications order by admin_id`;
   t.equal(notifications.length, 2);
   for (const n of notifications) {
     t.equal(n.orgId, orgId);
@@ -66,7 +66,7 @@ t.test('notifyOrgAdmins: one notification and one email per active owner and adm
   }
   t.same(
     recipients.map((r) => [r.notificationId, r.emailId]).sort(),
-    recipients.map((r) => [notifications.find((n) => n.memberId === r.memberId)!.id, emails.find((e) => e.toAddress === r.email)!.id]).sort(),
+    recipients.map((r) => [notifications.find((n) => n.adminId === r.adminId)!.id, emails.find((e) => e.toAddress === r.email)!.id]).sort(),
   );
 
   // An organization without an active owner or admin: nothing, and no failure.
@@ -78,7 +78,7 @@ t.test('notifyOrgAdmins: one notification and one email per active owner and adm
 
 t.test('written in the caller\'s transaction: a rollback leaves neither notification nor email', async (t) => {
   const orgId = await addOrg(sql, clock, 'Rollback School');
-  await addMemberRow(sql, orgId, 'owner@rollback.test', 'owner');
+  await addAdminRow(sql, orgId, 'owner@rollback.test', 'owner');
   await t.rejects(
     transaction(sql, async (tx) => {
       await notifyOrgAdmins(tx, { orgId, kind: 'k', title: 't', body: 'b', data: {}, at: clock.now() });
@@ -92,7 +92,7 @@ t.test('written in the caller\'s transaction: a rollback leaves neither notifica
 
 t.test('notifyEndpointDisabled (FAILING): title, data, and an email that says why, since when, and how to recover', async (t) => {
   const orgId = await addOrg(sql, clock, 'Hillside Academy');
-  const owner = await addMemberRow(sql, orgId, 'owner@hillside.test', 'owner');
+  const owner = await addAdminRow(sql, orgId, 'owner@hillside.test', 'owner');
   const failingSince = Date.parse('2026-01-02T08:30:00Z');
   const at = Date.parse('2026-01-05T08:31:00Z');
   const url = 'https://hooks.hillside.test/aula';
@@ -100,7 +100,7 @@ t.test('notifyEndpointDisabled (FAILING): title, data, and an email that says wh
     notifyEndpointDisabled(tx, { orgId, endpointId: 'whe_01kexample0000000000000000', url, reason: 'FAILING', failingSince, at, baseUrl: 'https://aula.example.com/' }),
   );
   t.equal(r.length, 1);
-  const [n] = await sql<NotificationRow[]>`select * from notifications where member_id = ${owner}`;
+  const [n] = await sql<NotificationRow[]>`select * from notifications where admin_id = ${owner}`;
   t.equal(n!.kind, 'webhook.endpoint_disabled');
   t.equal(n!.title, `Webhook endpoint disabled: ${url}`);
   t.same(n!.data, { endpointId: 'whe_01kexample0000000000000000', url, reason: 'FAILING', failingSince: iso(failingSince), disabledAt: iso(at) });
@@ -123,7 +123,7 @@ t.test('notifyEndpointDisabled (FAILING): title, data, and an email that says wh
 
 t.test('notifyEndpointDisabled (GONE): the 410 is the reason; relative addresses without a base URL', async (t) => {
   const orgId = await addOrg(sql, clock, 'Gone School');
-  await addMemberRow(sql, orgId, 'admin@gone.test', 'admin');
+  await addAdminRow(sql, orgId, 'admin@gone.test', 'admin');
   await notifyEndpointDisabled(sql, { orgId, endpointId: 'whe_x', url: 'https://gone.test/h', reason: 'GONE', failingSince: null, at: clock.now() });
   const [n] = await sql<NotificationRow[]>`select * from notifications where org_id = ${orgId}`;
   t.match(n!.body, /answered 410 Gone/);
@@ -135,7 +135,7 @@ t.test('notifyEndpointDisabled (GONE): the 410 is the reason; relative addresses
 
 t.test('a subject is one line of at most 200 characters', async (t) => {
   const orgId = await addOrg(sql, clock, 'Long');
-  await addMemberRow(sql, orgId, 'owner@long.test', 'owner');
+  await addAdminRow(sql, orgId, 'owner@long.test', 'owner');
   await notifyOrgAdmins(sql, { orgId, kind: 'k', title: `line one\r\nBcc: someone@evil.test ${'x'.repeat(300)}`, body: 'b', data: {}, at: clock.now() });
   const [e] = await sql<EmailRow[]>`select * from email_outbox where org_id = ${orgId}`;
   t.notMatch(e!.subject, /[\r\n]/);

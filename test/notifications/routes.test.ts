@@ -17,9 +17,9 @@ const tenant = await createTenant(member);
 const other = await createTenant(member);
 const PASSWORD = 'correct horse battery staple';
 
-await app.services.members.create(app.sql, { orgId: tenant.orgId, email: 'owner@school.test', role: 'owner', password: PASSWORD });
-await app.services.members.create(app.sql, { orgId: tenant.orgId, email: 'admin@school.test', role: 'admin', password: PASSWORD });
-await app.services.members.create(app.sql, { orgId: other.orgId, email: 'owner@other.test', role: 'owner', password: PASSWORD });
+await app.services.admins.create(app.sql, { orgId: tenant.orgId, email: 'owner@school.test', role: 'owner', password: PASSWORD });
+await app.services.admins.create(app.sql, { orgId: tenant.orgId, email: 'admin@school.test', role: 'admin', password: PASSWORD });
+await app.services.admins.create(app.sql, { orgId: other.orgId, email: 'owner@other.test', role: 'owner', password: PASSWORD });
 
 async function signIn(orgId: string, email: string): Promise<{ sessionToken: string; csrfToken: string }> {
   const res = await api(member, 'POST', '/auth/sign-in', { body: { orgId, email, password: PASSWORD } });
@@ -37,7 +37,7 @@ await notifyEndpointDisabled(app.sql, { orgId: tenant.orgId, endpointId: 'whe_se
 await notifyOrgAdmins(app.sql, { orgId: tenant.orgId, kind: 'test.notice', title: 'Third', body: 'The newest.', data: { x: 1 }, at: t0 + 2000 });
 await notifyOrgAdmins(app.sql, { orgId: other.orgId, kind: 'test.notice', title: 'Other org', body: 'Not yours.', data: {}, at: t0 });
 
-t.test('lists the signed-in member\'s own notifications, newest first, page by page', async (t) => {
+t.test('lists the signed-in admin\'s own notifications, newest first, page by page', async (t) => {
   const res = await api(member, 'GET', base, { bearer: ownerSession.sessionToken });
   t.equal(res.status, 200, JSON.stringify(res.body));
   t.equal(res.body.nextCursor, null);
@@ -91,7 +91,7 @@ t.test('marking read: once, kept on repeat; unread=true leaves it out; only the 
   t.equal(all.body.data.length, 3, 'unread=false lists all');
 
   const d = assertError(t, await api(member, 'POST', `${base}/${list[0].id}/read`, { bearer: adminSession.sessionToken }), 404, 'not_found');
-  t.same(d, { id: list[0].id }, 'another member\'s notification is not found');
+  t.same(d, { id: list[0].id }, 'another admin\'s notification is not found');
   assertError(t, await api(member, 'POST', `${base}/ntf_00000000000000000000000000/read`, { bearer: ownerSession.sessionToken }), 404, 'not_found');
   t.equal((await api(member, 'GET', `${base}?unread=true`, { bearer: ownerSession.sessionToken })).body.data.length, 2, 'unchanged by the refusals');
 });

@@ -188,7 +188,7 @@ t.test('3 days of failures disable the endpoint; owners are told; re-enabling re
   let up = false;
   receiver.answer = () => (up ? { status: 204 } : { status: 500 });
   const tenant = await createTenant(member, 'pro');
-  await app.services.members.create(app.sql, { orgId: tenant.orgId, email: 'owner@example.com', role: 'owner', password: 'correct horse battery staple' });
+  await app.services.admins.create(app.sql, { orgId: tenant.orgId, email: 'owner@example.com', role: 'owner', password: 'correct horse battery staple' });
   const ep = await addEndpoint(member, tenant.orgId, receiver.url());
   const start = clock.now();
   await createUser(member, tenant);

@@ -580,7 +580,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The signed-in member's notifications, newest first.
+         * The signed-in admin's notifications, newest first.
          * @description Only the caller's own notifications. `unread=true` lists those not yet marked read.
          */
         get: operations["getApiV1OrgsOrgIdNotifications"];
@@ -602,8 +602,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Mark one of the signed-in member's notifications read.
-         * @description Answers the notification. Marking it again keeps the first `readAt`. Another member's notification answers `not_found`.
+         * Mark one of the signed-in admin's notifications read.
+         * @description Answers the notification. Marking it again keeps the first `readAt`. Another admin's notification answers `not_found`.
          */
         post: operations["postApiV1OrgsOrgIdNotificationsIdRead"];
         delete?: never;
@@ -5103,7 +5103,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
-                            member: {
+                            admin: {
                                 id: string;
                                 email: string;
                                 /** @enum {string} */
@@ -5137,7 +5137,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `member_disabled` */
+            /** @description `admin_disabled` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5318,7 +5318,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: {
-                            member: {
+                            admin: {
                                 id: string;
                                 email: string;
                                 /** @enum {string} */

@@ -1,34 +1,34 @@
-import type { MemberRole } from '../services/members.ts';
+import type { AdminRole } from '../services/admins.ts';
 import { EX_USAGE, idArgument, json, print, requireOptions, UsageError, type Command } from './args.ts';
 import { CommandFailure } from './control.ts';
 
-/** The roles (services/members.ts's MEMBER_ROLES, which this module does not load for --help): the type keeps them the same. */
-const ROLE_SET: Record<MemberRole, true> = { owner: true, admin: true };
-const MEMBER_ROLES = Object.keys(ROLE_SET) as MemberRole[];
+/** The roles (services/admins.ts's ADMIN_ROLES, which this module does not load for --help): the type keeps them the same. */
+const ROLE_SET: Record<AdminRole, true> = { owner: true, admin: true };
+const ADMIN_ROLES = Object.keys(ROLE_SET) as AdminRole[];
 
 /** A password refused (exit 2, like a usage error, but no hint: the message says what to change). */
 const refuse = (message: string) => new CommandFailure(message, EX_USAGE);
 
-/** `aula members add|disable`. */
-export const membersCommands: Command[] = [
+/** `aula admins add|disable`. */
+export const adminsCommands: Command[] = [
   {
-    name: 'members add',
+    name: 'admins add',
     summary: 'Create an organization owner or admin, who signs in with email and password.',
-    synopsis: `--org ORG_ID --email EMAIL --role ${MEMBER_ROLES.join('|')} [--json]`,
+    synopsis: `--org ORG_ID --email EMAIL --role ${ADMIN_ROLES.join('|')} [--json]`,
     description:
       'The password is read from standard input: asked twice without echo on a terminal, otherwise its first line.\n' +
       'At least 12 characters, and not easy to guess (zxcvbn-ts: common and breached passwords, words, names,\n' +
-      'keyboard patterns, the email). Prints the member\'s id.',
+      'keyboard patterns, the email). Prints the admin\'s id.',
     options: {
       org: { type: 'string', value: 'ORG_ID', help: 'the organization' },
       email: { type: 'string', value: 'EMAIL', help: 'the address they sign in with' },
-      role: { type: 'string', value: 'ROLE', help: MEMBER_ROLES.join(' or ') },
+      role: { type: 'string', value: 'ROLE', help: ADMIN_ROLES.join(' or ') },
       json,
     },
-    examples: ["printf '%s\\n' \"$PASSWORD\" | aula members add --org \"$ORG\" --email head@school.example --role owner"],
+    examples: ["printf '%s\\n' \"$PASSWORD\" | aula admins add --org \"$ORG\" --email head@school.example --role owner"],
     async run(o) {
       requireOptions(this, o, ['org', 'email', 'role']);
-      if (!(MEMBER_ROLES as readonly string[]).includes(o.role as string)) throw new UsageError(`--role must be one of ${MEMBER_ROLES.join(', ')}`, this.name);
+      if (!(ADMIN_ROLES as readonly string[]).includes(o.role as string)) throw new UsageError(`--role must be one of ${ADMIN_ROLES.join(', ')}`, this.name);
       const { z } = await import('zod');
       const email = (o.email as string).trim();
       if (!z.email().safeParse(email).success || email.length > 320) throw new UsageError(`--email is not an email address: ${o.email}`, this.name);
@@ -40,22 +40,22 @@ export const membersCommands: Command[] = [
       if (problem) throw refuse(problem);
 
       const { runOp } = await import('./ops.ts');
-      const m = await runOp('members.add', { orgId: o.org as string, email, role: o.role as MemberRole, password });
+      const m = await runOp('admins.add', { orgId: o.org as string, email, role: o.role as AdminRole, password });
       print(o, m, m.id);
       return 0;
     },
   },
   {
-    name: 'members disable',
+    name: 'admins disable',
     summary: 'Disable an owner or admin: sign-in refused, every session revoked on every running member at once.',
-    synopsis: 'MEMBER_ID [--json]',
-    description: 'Disabling a disabled member changes nothing and succeeds; an unknown id exits 1.',
-    positionals: [{ name: 'MEMBER_ID', help: 'the member (mem_…); --id MEMBER_ID works too' }],
-    options: { id: { type: 'string', value: 'MEMBER_ID', help: 'the member, as a flag' }, json },
+    synopsis: 'ADMIN_ID [--json]',
+    description: 'Disabling a disabled admin changes nothing and succeeds; an unknown id exits 1.',
+    positionals: [{ name: 'ADMIN_ID', help: 'the owner or admin (adm_…); --id ADMIN_ID works too' }],
+    options: { id: { type: 'string', value: 'ADMIN_ID', help: 'the owner or admin, as a flag' }, json },
     async run(o, pos) {
-      const id = idArgument(this, o, pos, 'member');
+      const id = idArgument(this, o, pos, 'admin');
       const { runOp } = await import('./ops.ts');
-      const r = await runOp('members.disable', { id });
+      const r = await runOp('admins.disable', { id });
       print(o, r, r.alreadyDisabled ? `${id} was already disabled` : `disabled ${id}`);
       return 0;
     },

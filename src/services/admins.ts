@@ -12,8 +12,8 @@ import type { ApiPrincipal } from './api-keys.ts';
 import { getOrg } from './orgs.ts';
 import { SignInThrottle } from './sign-in-throttle.ts';
 
-export const MEMBER_ROLES = ['owner', 'admin'] as const;
-export type MemberRole = (typeof MEMBER_ROLES)[number];
+export const ADMIN_ROLES = ['owner', 'admin'] as const;
+export type AdminRole = (typeof ADMIN_ROLES)[number];
 
 /** Sessions last 12 hours from sign-in (not sliding). */
 export const ADMIN_SESSION_TTL_MS = 12 * 60 * 60_000;
@@ -25,21 +25,21 @@ const BEARER = /^Bearer +(\S+)\s*$/i;
 const SESSION_BEARER = /^Bearer +aula_as_/i;
 const ALL_SCOPES: ReadonlySet<Scope> = new Set(SCOPES);
 
-export interface MemberRecord {
+export interface AdminRecord {
   id: string;
   orgId: string;
   email: string;
-  role: MemberRole;
+  role: AdminRole;
   createdAt: string;
 }
 
 /** A live admin session as the cache keeps it (by the SHA-256 of its token). */
 export interface AdminSession {
   sessionId: string;
-  memberId: string;
+  adminId: string;
   orgId: string;
   email: string;
-  role: MemberRole;
+  role: AdminRole;
   plan: PlanName;
   /** ms since the epoch */
   expiresAt: number;
@@ -56,7 +56,7 @@ export interface AdminPrincipal extends AdminSession {
 }
 
 export interface SignInResult {
-  member: { id: string; email: string; role: MemberRole; orgId: string };
+  admin: { id: string; email: string; role: AdminRole; orgId: string };
   sessionToken: string;
   csrfToken: string;
   expiresAt: string;
@@ -92,7 +92,7 @@ export function readCookie(header: string | undefined, name: string): string | u
  * holding sessions whose 256-bit token is stored only as SHA-256. Sessions are cached for a minute by
  * token hash; sign-out and disabling publish on the bus so every member drops them at once.
  */
-export class Members {
+export class Admins {
   readonly #sql: Sql;
   readonly #clock: Clock;
   readonly #bus: Bus;
@@ -112,18 +112,18 @@ export class Members {
   }
 
   /** Creates an owner or admin; the caller has checked the password's length. */
-  async create(db: Db, input: { orgId: string; email: string; role: MemberRole; password: string }): Promise<MemberRecord> {
+  async create(db: Db, input: { orgId: string; email: string; role: AdminRole; password: string }): Promise<AdminRecord> {
     await getOrg(db, input.orgId);
     const email = normalizeEmail(input.email);
     const passwordHash = await hashPassword(input.password);
     const now = iso(this.#clock.now());
     try {
-      const [row] = await db<{ id: string; createdAt: Date }[]>`insert into members (id, org_id, email, role, password_hash, created_at, updated_at)
-        values (${newId('mem')}, ${input.orgId}, ${email}, ${input.role}, ${passwordHash}, ${now}, ${now}) returning id, created_at`;
+      const [row] = await db<{ id: string; createdAt: Date }[]>`insert into admins (id, org_id, email, role, password_hash, created_at, updated_at)
+        values (${newId('adm')}, ${input.orgId}, ${email}, ${input.role}, ${passwordHash}, ${now}, ${now}) returning id, created_at`;
       return { id: row!.id, orgId: input.orgId, email, role: input.role, createdAt: row!.createdAt.toISOString() };
     } catch (err) {
       if ((err as { code?: string }).code === '23505') {
-        throw new AppError('member_exists', { message: `A member with email ${email} already exists in ${input.orgId}.`, details: { email } });
+        throw new AppError('admin_exists', { message: `An owner or admin with email ${email} already exists in ${input.orgId}.`, details: { email } });
       }
       throw err;
     }
@@ -131,7 +131,7 @@ export class Members {
 
   /**
    * Checks email and password and opens a session. An unknown organization or email, and a wrong password,
-   * all answer `invalid_credentials` after the same argon2 work; a disabled member learns so only after
+   * all answer `invalid_credentials` after the same argon2 work; a disabled admin learns so only after
    * giving the right password. Wrong passwords are throttled per account and client address
    * (SignInThrottle), so nobody can lock the owner out by failing on purpose.
    */
@@ -139,23 +139,23 @@ export class Members {
     prepareDummyHash();
     const email = normalizeEmail(input.email);
     await this.#throttle.check(db, input.orgId, email, address);
-    const [m] = await db<{ id: string; orgId: string; email: string; role: MemberRole; passwordHash: string; disabledAt: Date | null }[]>`
-      select id, org_id, email, role, password_hash, disabled_at from members where org_id = ${input.orgId} and email = ${email}`;
+    const [m] = await db<{ id: string; orgId: string; email: string; role: AdminRole; passwordHash: string; disabledAt: Date | null }[]>`
+      select id, org_id, email, role, password_hash, disabled_at from admins where org_id = ${input.orgId} and email = ${email}`;
     const ok = m ? await verifyPassword(m.passwordHash, input.password) : await verifyDummy(input.password);
     if (!m || !ok) {
       await this.#throttle.failed(db, input.orgId, email, address);
       throw new AppError('invalid_credentials');
     }
     await this.#throttle.succeeded(db, input.orgId, email, address);
-    if (m.disabledAt) throw new AppError('member_disabled');
+    if (m.disabledAt) throw new AppError('admin_disabled');
 
     const now = this.#clock.now();
     const token = TOKEN_PREFIX + randomToken(32);
     const csrf = csrfTokenFor(token);
     const expiresAt = now + ADMIN_SESSION_TTL_MS;
-    await db`insert into admin_sessions (id, member_id, org_id, token_hash, csrf_token_hash, created_at, expires_at, last_seen_at)
+    await db`insert into admin_sessions (id, admin_id, org_id, token_hash, csrf_token_hash, created_at, expires_at, last_seen_at)
       values (${newId('as', now)}, ${m.id}, ${m.orgId}, ${sha256(token)}, ${sha256(csrf)}, ${iso(now)}, ${iso(expiresAt)}, ${iso(now)})`;
-    return { member: { id: m.id, email: m.email, role: m.role, orgId: m.orgId }, sessionToken: token, csrfToken: csrf, expiresAt: iso(expiresAt) };
+    return { admin: { id: m.id, email: m.email, role: m.role, orgId: m.orgId }, sessionToken: token, csrfToken: csrf, expiresAt: iso(expiresAt) };
   }
 
   /** Revokes the session the request came with. */
@@ -165,12 +165,12 @@ export class Members {
     await this.#forget(rows.map((r) => r.tokenHash));
   }
 
-  /** Disables a member and revokes every session they hold. */
-  async disable(db: Db, memberId: string): Promise<boolean> {
+  /** Disables an owner or admin and revokes every session they hold. */
+  async disable(db: Db, adminId: string): Promise<boolean> {
     const now = iso(this.#clock.now());
-    const done = await db`update members set disabled_at = ${now}, updated_at = ${now} where id = ${memberId} and disabled_at is null returning id`;
+    const done = await db`update admins set disabled_at = ${now}, updated_at = ${now} where id = ${adminId} and disabled_at is null returning id`;
     const rows = await db<{ tokenHash: Buffer }[]>`update admin_sessions set revoked_at = ${now}
-      where member_id = ${memberId} and revoked_at is null returning token_hash`;
+      where admin_id = ${adminId} and revoked_at is null returning token_hash`;
     await this.#forget(rows.map((r) => r.tokenHash));
     return done.length > 0;
   }
@@ -222,18 +222,18 @@ export class Members {
   async #load(hex: string): Promise<Cached> {
     const [row] = await this.#sql<{
       id: string;
-      memberId: string;
+      adminId: string;
       orgId: string;
       csrfTokenHash: Buffer;
       expiresAt: Date;
       revokedAt: Date | null;
       email: string;
-      role: MemberRole;
+      role: AdminRole;
       disabledAt: Date | null;
       plan: PlanName;
     }[]>`
-      select s.id, s.member_id, s.org_id, s.csrf_token_hash, s.expires_at, s.revoked_at, m.email, m.role, m.disabled_at, o.plan
-      from admin_sessions s join members m on m.id = s.member_id join organizations o on o.id = s.org_id
+      select s.id, s.admin_id, s.org_id, s.csrf_token_hash, s.expires_at, s.revoked_at, m.email, m.role, m.disabled_at, o.plan
+      from admin_sessions s join admins m on m.id = s.admin_id join organizations o on o.id = s.org_id
       where s.token_hash = ${Buffer.from(hex, 'hex')}`;
     if (!row) {
       this.#cache.set(hex, { unknown: true }); // no write for a token nobody issued
@@ -246,7 +246,7 @@ export class Members {
         ? { revoked: true }
         : {
             sessionId: row.id,
-            memberId: row.memberId,
+            adminId: row.adminId,
             orgId: row.orgId,
             email: row.email,
             role: row.role,
@@ -254,13 +254,13 @@ export class Members {
             expiresAt: row.expiresAt.getTime(),
             csrfHash: row.csrfTokenHash,
             api: {
-              keyId: row.memberId,
+              keyId: row.adminId,
               orgId: row.orgId,
               plan: row.plan,
               scopes: ALL_SCOPES,
               rateLimitPerMinute: PLANS[row.plan].rateLimitPerMinute,
-              rateKey: `admin:${row.memberId}:${row.orgId}`,
-              memberId: row.memberId,
+              rateKey: `admin:${row.adminId}:${row.orgId}`,
+              adminId: row.adminId,
             },
           };
     this.#cache.set(hex, s);
