@@ -1,17 +1,17 @@
 /**
  * The cluster benchmarks: `npm run bench -- --scenario cluster [options]` (bench/run.ts hands over here).
  *
- *   latency      an ask to an actor owned by another member (over Redis) against the same ask to an
- *                actor owned by the asking member (in-process), in the same run, interleaved: an echo
+ *   latency      an ask to an actor owned by another node (over Redis) against the same ask to an
+ *                actor owned by the asking node (in-process), in the same run, interleaved: an echo
  *                actor (routing only) and a real LIVE meeting actor (a HAND raised or lowered: transition + commit)
- *   failover     kill -9 of a member: until all its shards are owned again, until an actor on one of
+ *   failover     kill -9 of a node: until all its shards are owned again, until an actor on one of
  *                them answers (echo, and a LIVE meeting actor rehydrated from its snapshot)
- *   memory       heap and RSS per idle meeting actor: N actors loaded, minus the same member with them
+ *   memory       heap and RSS per idle meeting actor: N actors loaded, minus the same node with them
  *                passivated, divided by N (and again after rehydrating them from their snapshots)
- *   connections  media-gateway WebSockets one member holds (each joined to a room), heap and RSS per
+ *   connections  media-gateway WebSockets one node holds (each joined to a room), heap and RSS per
  *                connection, and ping round trips while it holds them
  *
- * Members are real (bench/servers/cluster-member.ts: startMember with Redis and Postgres) in their own
+ * Nodes are real (bench/servers/cluster-node.ts: startNode with Redis and Postgres) in their own
  * processes; the database and the Redis prefix are created for the run and removed at the end.
  */
 import { spawnSync } from 'node:child_process';
@@ -40,7 +40,7 @@ const USAGE = `npm run bench -- --scenario cluster [options]
   --per-meeting N   connections per meeting (the first a host)                    [20]
   --out FILE        JSON results                       [bench/results/cluster-<time>.json]
   --json            also print the results as one JSON object on stdout (the report goes to stderr)
-  --no-pin          do not pin members and the load to cores
+  --no-pin          do not pin nodes and the load to cores
 
 Environment: AULA_BENCH_DATABASE_URL (admin URL, a database is created and dropped), AULA_BENCH_REDIS_URL.`;
 
@@ -76,7 +76,7 @@ const hasTaskset = spawnSync('taskset', ['--version']).status === 0;
 const pin = !opt['no-pin'] && availableParallelism() >= 2 && hasTaskset;
 
 const here = new URL('.', import.meta.url).pathname;
-const MEMBER = join(here, 'servers/cluster-member.ts');
+const NODE = join(here, 'servers/cluster-node.ts');
 
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -89,8 +89,8 @@ const mean = (v: number[]) => v.reduce((a, b) => a + b, 0) / v.length;
 const mib = (b: number) => `${(b / 1048576).toFixed(1)} MiB`;
 const kib = (b: number) => `${(b / 1024).toFixed(2)} KiB`;
 
-interface MemberInfo {
-  memberId: string;
+interface NodeInfo {
+  nodeId: string;
   port: number;
   url: string;
   pid: number;
@@ -106,7 +106,7 @@ interface Memory {
   gc: boolean;
 }
 
-// ---- the run's database, Redis prefix and members -----------------------------------------------
+// ---- the run's database, Redis prefix and nodes -----------------------------------------------
 
 const { dbUrl, redisPrefix: prefix } = await scratchBackends(cleanups);
 const redis = new Redis(REDIS_URL);
@@ -118,7 +118,7 @@ cleanups.push(async () => {
 const fixtures = mkdtempSync(join(tmpdir(), 'aula-bench-cluster-'));
 cleanups.push(async () => rmSync(fixtures, { recursive: true, force: true }));
 
-const memberEnv = {
+const nodeEnv = {
   AULA_ENV: 'production',
   AULA_HOST: '127.0.0.1',
   AULA_PORT: '0',
@@ -132,23 +132,23 @@ const memberEnv = {
   AULA_MEDIA_WORKERS: '0',
 };
 
-const members: RpcChild<MemberInfo>[] = [];
-async function startMemberChild(name: string, core: number | null): Promise<RpcChild<MemberInfo>> {
-  const m = await startRpcChild<MemberInfo>(name, MEMBER, memberEnv, { core: pin ? core : null, nodeArgs: ['--expose-gc'] });
-  members.push(m);
+const nodes: RpcChild<NodeInfo>[] = [];
+async function startNodeChild(name: string, core: number | null): Promise<RpcChild<NodeInfo>> {
+  const m = await startRpcChild<NodeInfo>(name, NODE, nodeEnv, { core: pin ? core : null, nodeArgs: ['--expose-gc'] });
+  nodes.push(m);
   cleanups.push(() => m.stop());
   sql ??= postgres(dbUrl.toString(), { ...pgOptions, max: 2 }) as unknown as Sql;
   return m;
 }
 
 const placement = () => readPlacement(redis, sql!, prefix);
-async function waitSettled(ms: RpcChild<MemberInfo>[], timeoutMs = 20_000) {
-  const ids = ms.map((m) => m.info.memberId).sort();
+async function waitSettled(ms: RpcChild<NodeInfo>[], timeoutMs = 20_000) {
+  const ids = ms.map((m) => m.info.nodeId).sort();
   const desired = desiredOwners(ids);
   const until = performance.now() + timeoutMs;
   for (;;) {
     const p = await placement();
-    if (p.members.map((m) => m.id).sort().join() === ids.join() && p.shards.every((s) => s.owner === desired[s.shard])) return p;
+    if (p.nodes.map((m) => m.id).sort().join() === ids.join() && p.shards.every((s) => s.owner === desired[s.shard])) return p;
     if (performance.now() > until) throw new Error('the placement did not settle');
     await sleep(50);
   }
@@ -163,14 +163,14 @@ const say = (s: string) => {
   lines.push(s);
 };
 
-// ---- memory per idle meeting actor, connections per process (one member alone) -------------------
+// ---- memory per idle meeting actor, connections per process (one node alone) -------------------
 
-async function singleMemberParts(): Promise<void> {
-  const m = await startMemberChild('solo', 0);
+async function singleNodeParts(): Promise<void> {
+  const m = await startNodeChild('solo', 0);
   const fx = await m.call<{ orgId: string; hostUserId: string; studentUserId: string }>('setup');
   if (parts.has('memory')) {
     const base = await m.call<Memory>('memory');
-    if (!base.gc) throw new Error('the member has no gc(): run it with --expose-gc');
+    if (!base.gc) throw new Error('the node has no gc(): run it with --expose-gc');
     say(`memory: loading ${actorCount} meeting actors (created through the service; each actor is made by its INIT)`);
     const created = await m.call<{ ids: string[]; ms: number }>('createMeetings', { ...fx, count: actorCount, concurrency: 32 });
     await m.call('settle', { expect: actorCount });
@@ -182,8 +182,8 @@ async function singleMemberParts(): Promise<void> {
     await m.call('passivate');
     const emptyAgain = await m.call<Memory>('memory');
     const per = (a: Memory, b: Memory, k: keyof Memory) => ((a[k] as number) - (b[k] as number)) / actorCount;
-    // Heap: the same member with the actors loaded and with them passivated (after a full gc each time).
-    // RSS: V8 keeps the pages it grew into after a passivation, so RSS is compared with the member before any actor.
+    // Heap: the same node with the actors loaded and with them passivated (after a full gc each time).
+    // RSS: V8 keeps the pages it grew into after a passivation, so RSS is compared with the node before any actor.
     const r = {
       actors: actorCount,
       createMs: Math.round(created.ms),
@@ -266,7 +266,7 @@ async function singleMemberParts(): Promise<void> {
     if (pin) spawnSync('taskset', ['-a', '-pc', '0-' + String(availableParallelism() - 1), String(process.pid)]);
   }
   await m.stop();
-  members.splice(members.indexOf(m), 1);
+  nodes.splice(nodes.indexOf(m), 1);
 }
 
 function openRoomSocket(mediaUrl: string, token: string): Promise<WebSocket> {
@@ -299,12 +299,12 @@ function openRoomSocket(mediaUrl: string, token: string): Promise<WebSocket> {
   });
 }
 
-// ---- latency and failover (three members) -------------------------------------------------------
+// ---- latency and failover (three nodes) -------------------------------------------------------
 
 async function clusterParts(): Promise<void> {
-  const a = await startMemberChild('a', 0);
-  const b = await startMemberChild('b', 1);
-  let c = await startMemberChild('c', 1);
+  const a = await startNodeChild('a', 0);
+  const b = await startNodeChild('b', 1);
+  let c = await startNodeChild('c', 1);
   const fx = await a.call<{ orgId: string; hostUserId: string }>('setup');
   let p = await waitSettled([a, b, c]);
 
@@ -326,10 +326,10 @@ async function clusterParts(): Promise<void> {
     // a hand raised and lowered in turn (askLoop flips `raise`): a real transition and its commit every time
     const mute = (tag: string) => ({ type: 'HAND', participantId: `par_bench_${tag}`, by: `par_bench_${tag}`, raise: true });
     const cases = [
-      { name: 'echo, in-process', actorId: echoOn(a.info.memberId, 'local'), event: { type: 'PING' } },
-      { name: 'echo, over Redis', actorId: echoOn(b.info.memberId, 'remote'), event: { type: 'PING' } },
-      { name: 'meeting, in-process', actorId: `meeting:${await liveMeetingOn(a.info.memberId, 'local')}`, event: mute('local') },
-      { name: 'meeting, over Redis', actorId: `meeting:${await liveMeetingOn(b.info.memberId, 'remote')}`, event: mute('remote') },
+      { name: 'echo, in-process', actorId: echoOn(a.info.nodeId, 'local'), event: { type: 'PING' } },
+      { name: 'echo, over Redis', actorId: echoOn(b.info.nodeId, 'remote'), event: { type: 'PING' } },
+      { name: 'meeting, in-process', actorId: `meeting:${await liveMeetingOn(a.info.nodeId, 'local')}`, event: mute('local') },
+      { name: 'meeting, over Redis', actorId: `meeting:${await liveMeetingOn(b.info.nodeId, 'remote')}`, event: mute('remote') },
     ];
     for (const k of cases) await a.call('askLoop', { actorId: k.actorId, event: k.event, n: 200 });
     const samples = new Map<string, number[]>(cases.map((k) => [k.name, []]));
@@ -342,7 +342,7 @@ async function clusterParts(): Promise<void> {
       return { case: k.name, n: us.length, p50: pct(us, 50), p90: pct(us, 90), p99: pct(us, 99), mean: mean(us) };
     });
     results.latency = { asksPerCase: asks, rounds, rows };
-    say('latency (asks from member a, one at a time, interleaved in 4 rounds):');
+    say('latency (asks from node a, one at a time, interleaved in 4 rounds):');
     say('| case | asks | p50 | p90 | p99 | mean |');
     say('|---|---:|---:|---:|---:|---:|');
     for (const r of rows) say(`| ${r.case} | ${r.n} | ${(r.p50 / 1000).toFixed(3)} ms | ${(r.p90 / 1000).toFixed(3)} ms | ${(r.p99 / 1000).toFixed(3)} ms | ${(r.mean / 1000).toFixed(3)} ms |`);
@@ -354,11 +354,11 @@ async function clusterParts(): Promise<void> {
     const rounds: Record<string, number | string>[] = [];
     for (let k = 1; k <= kills; k++) {
       p = await waitSettled([a, b, c]);
-      const victimShards = p.shards.filter((s) => s.owner === c.info.memberId);
-      const echo = echoOn(c.info.memberId, `victim${k}`);
-      const meetingId = await liveMeetingOn(c.info.memberId, `victim${k}`);
+      const victimShards = p.shards.filter((s) => s.owner === c.info.nodeId);
+      const echo = echoOn(c.info.nodeId, `victim${k}`);
+      const meetingId = await liveMeetingOn(c.info.nodeId, `victim${k}`);
       const before = p;
-      const survivors = new Set([a.info.memberId, b.info.memberId]);
+      const survivors = new Set([a.info.nodeId, b.info.nodeId]);
       const t0 = Date.now();
       const reaped = c.exited.then(() => Date.now() - t0);
       c.proc.kill('SIGKILL');
@@ -376,9 +376,9 @@ async function clusterParts(): Promise<void> {
         a.call<{ ms: number; attempts: number; errors: Record<string, number> }>('untilAnswer', { actorId: `meeting:${meetingId}`, event: { type: 'HAND', participantId: `par_bench_victim${k}`, by: `par_bench_victim${k}`, raise: true }, since: t0 }),
       ]);
       rounds.push({ round: k, shards: victimShards.length, reapedMs, ownedMs, echoMs: echoAns.ms, meetingMs: meetingAns.ms, echoErrors: JSON.stringify(echoAns.errors), meetingErrors: JSON.stringify(meetingAns.errors) });
-      say(`failover ${k}: kill -9 of a member with ${victimShards.length} shards (reaped ${reapedMs} ms): all owned again ${ownedMs} ms, echo actor answered ${echoAns.ms} ms, LIVE meeting actor answered ${meetingAns.ms} ms`);
-      members.splice(members.indexOf(c), 1);
-      c = await startMemberChild('c', 1);
+      say(`failover ${k}: kill -9 of a node with ${victimShards.length} shards (reaped ${reapedMs} ms): all owned again ${ownedMs} ms, echo actor answered ${echoAns.ms} ms, LIVE meeting actor answered ${meetingAns.ms} ms`);
+      nodes.splice(nodes.indexOf(c), 1);
+      c = await startNodeChild('c', 1);
     }
     const col = (k: string) => rounds.map((r) => r[k] as number);
     results.failover = { rounds, medianOwnedMs: median(col('ownedMs')), maxOwnedMs: Math.max(...col('ownedMs')), medianMeetingMs: median(col('meetingMs')), maxMeetingMs: Math.max(...col('meetingMs')) };
@@ -389,9 +389,9 @@ async function clusterParts(): Promise<void> {
 const started = new Date();
 try {
   console.log(`cluster benchmarks: ${[...parts].join(', ')}; pinned: ${pin ? 'yes' : 'no'}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-  if (parts.has('memory') || parts.has('connections')) await singleMemberParts();
+  if (parts.has('memory') || parts.has('connections')) await singleNodeParts();
   if (parts.has('latency') || parts.has('failover')) await clusterParts();
-  const warnings = members.flatMap((m) => m.otherLines().map((l) => `${m.name}: ${l}`));
+  const warnings = nodes.flatMap((m) => m.otherLines().map((l) => `${m.name}: ${l}`));
   const out = opt.out ?? join(here, 'results', `cluster-${started.toISOString().replaceAll(':', '-').replace(/\..+/, '')}.json`);
   mkdirSync(join(out, '..'), { recursive: true });
   const saved = {
@@ -401,7 +401,7 @@ try {
     options: { parts: [...parts], asks, kills, actors: actorCount, connections: connCount, perMeeting },
     results,
     summary: lines,
-    memberLogLines: warnings.slice(-200),
+    nodeLogLines: warnings.slice(-200),
   };
   writeFileSync(out, JSON.stringify(saved, null, 2) + '\n');
   if (opt.json) process.stdout.write(JSON.stringify(saved) + '\n');

@@ -20,13 +20,13 @@ import { PLANS } from '../src/plans.ts';
 import { REDIS_URL, scratchBackends } from './lib/scratch.ts';
 import { cleanup, cleanups } from './lib/cleanup.ts';
 
-// `--scenario cluster` is its own runner (several members, no wrk): bench/cluster.ts
+// `--scenario cluster` is its own runner (several nodes, no wrk): bench/cluster.ts
 const argv = process.argv.slice(2);
 if (argv.includes('--scenario=cluster') || argv.some((a, i) => a === '--scenario' && argv[i + 1] === 'cluster')) {
   await import('./cluster.ts');
   process.exit(process.exitCode ?? 0);
 }
-// `--scenario webhooks` too (a receiver, a client, a member; no wrk): bench/webhooks.ts
+// `--scenario webhooks` too (a receiver, a client, a node; no wrk): bench/webhooks.ts
 if (argv.includes('--scenario=webhooks') || argv.some((a, i) => a === '--scenario' && argv[i + 1] === 'webhooks')) {
   await import('./webhooks.ts');
   process.exit(process.exitCode ?? 0);
@@ -36,7 +36,7 @@ if (argv.includes('--scenario=media') || argv.some((a, i) => a === '--scenario' 
   await import('./media.ts');
   process.exit(process.exitCode ?? 0);
 }
-// `--scenario storm` too (two members, teachers, students over HTTP and WebSockets; no wrk): bench/storm.ts
+// `--scenario storm` too (two nodes, teachers, students over HTTP and WebSockets; no wrk): bench/storm.ts
 if (argv.includes('--scenario=storm') || argv.some((a, i) => a === '--scenario' && argv[i + 1] === 'storm')) {
   await import('./storm.ts');
   process.exit(process.exitCode ?? 0);
@@ -48,12 +48,12 @@ const USAGE = `npm run bench -- [options]
                     (exchange runs beside pgbench's single-row insert at the same
                     concurrency, into the run's database: its database baseline)
                     cluster: actor latency, failover, memory per actor, connections
-                    per member (its own options: --scenario cluster --help)
+                    per node (its own options: --scenario cluster --help)
                     webhooks: signed deliveries against unsigned POSTs, commit-to-delivery
                     latency at 1,000 events/s (its own options: --scenario webhooks --help)
                     media: consumers one mediasoup worker carries, bare against Aula's room
                     code (its own options: --scenario media --help)
-                    storm: 2,000 students joining within 60 s on two members, per step, without
+                    storm: 2,000 students joining within 60 s on two nodes, per step, without
                     and with a flooding socket (its own options: --scenario storm --help)
   --duration S      seconds of each measured run                        [8]
   --warmup S        seconds of an unrecorded run before each one (0: none) [2]
@@ -63,16 +63,16 @@ const USAGE = `npm run bench -- [options]
   --keys N          API keys the mint load is spread over               [1024]
   --users N         students the links are minted for                   [100]
   --pool N          single-use tokens minted for exchange (0: estimate) [0]
-  --db-pool N       AULA_DATABASE_POOL of the member                    [10]
+  --db-pool N       AULA_DATABASE_POOL of the node                    [10]
   --out FILE        JSON results                     [bench/results/<scenario>-<time>.json]
   --json            also print the results as one JSON object on stdout (the report goes to stderr)
   --no-pin          do not pin servers and wrk to cores
-  --ablate LIST     after each mint run, mint again with parts of the member swapped for stand-ins:
+  --ablate LIST     after each mint run, mint again with parts of the node swapped for stand-ins:
                     a comma list of ${ABLATION_NAMES.join(', ')};
                     or "all": each alone, then all at once (see bench/lib/ablations.ts)
-  --profile         run the member under --cpu-prof; the profile goes to bench/results/profiles/
+  --profile         run the node under --cpu-prof; the profile goes to bench/results/profiles/
                     (summarize it with: node --import tsx bench/profile.ts FILE)
-  --member-node-args=ARGS  extra node flags for the member, e.g. =--no-turbo-inlining for a
+  --node-args=ARGS  extra Node.js flags for the Aula node, e.g. =--no-turbo-inlining for a
                     profile whose self times stay with the functions that spend them
 
 Environment: AULA_BENCH_DATABASE_URL (admin URL, a database is created and dropped),
@@ -94,7 +94,7 @@ const { opt, int } = benchArgs(USAGE, {
   'no-pin': { type: 'boolean', default: false },
   profile: { type: 'boolean', default: false },
   ablate: { type: 'string', default: '' },
-  'member-node-args': { type: 'string', default: '' },
+  'node-args': { type: 'string', default: '' },
 });
 
 // with --json stdout carries the results alone; the report goes to stderr
@@ -182,7 +182,7 @@ const non2xx = (r: WrkResult): number =>
   Object.keys(r.statuses).length ? Object.entries(r.statuses).reduce((n, [code, c]) => (code.startsWith('2') ? n : n + c), 0) : r.errors.status;
 const socketErrors = (r: WrkResult) => r.errors.connect + r.errors.read + r.errors.write + r.errors.timeout;
 
-/** A fresh database and Redis prefix, and the member in its own process; all removed by cleanup(). */
+/** A fresh database and Redis prefix, and the node in its own process; all removed by cleanup(). */
 async function startAula(fixtures: string): Promise<ServerChild<AulaInfo> & { dbUrl: URL }> {
   const { dbUrl, redisPrefix } = await scratchBackends(cleanups);
   if (plan!.includes('pgbench-insert')) await createPgbenchTable(dbUrl);
@@ -212,11 +212,11 @@ async function startAula(fixtures: string): Promise<ServerChild<AulaInfo> & { db
     SERVER_CORE,
     {
       timeoutMs: 600_000,
-      nodeArgs: [...(opt.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), ...opt['member-node-args'].split(/\s+/).filter(Boolean)],
+      nodeArgs: [...(opt.profile ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []), ...opt['node-args'].split(/\s+/).filter(Boolean)],
     },
   );
   cleanups.push(() => aula.stop());
-  console.log(`aula member ready in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${aula.info.keys} keys, ${userCount} users, ${aula.info.tokens} exchange tokens`);
+  console.log(`aula node ready in ${((performance.now() - t0) / 1000).toFixed(1)} s: ${aula.info.keys} keys, ${userCount} users, ${aula.info.tokens} exchange tokens`);
   return Object.assign(aula, { dbUrl });
 }
 
@@ -348,7 +348,7 @@ async function main(): Promise<void> {
     const share = exchange.rps / pgbench.rps;
     console.log(`exchange is ${(share * 100).toFixed(1)}% of pgbench's single-row insert rate at the same concurrency (target: at least 50%): ${share >= 0.5 ? 'met' : 'NOT met'}`);
     if (exchange.serverUsPerRequest !== null) {
-      console.log(`exchange costs the member ${exchange.serverUsPerRequest.toFixed(0)} µs of CPU (target: at most 100): ${exchange.serverUsPerRequest <= 100 ? 'met' : 'NOT met'}`);
+      console.log(`exchange costs the node ${exchange.serverUsPerRequest.toFixed(0)} µs of CPU (target: at most 100): ${exchange.serverUsPerRequest <= 100 ? 'met' : 'NOT met'}`);
     }
   }
   if (flagged.length) console.log('Runs with errors are not valid measurements.');
@@ -367,7 +367,7 @@ async function main(): Promise<void> {
   writeFileSync(out, JSON.stringify(results, null, 2) + '\n');
   if (opt.json) process.stdout.write(JSON.stringify(results) + '\n');
   console.log(`results: ${out}`);
-  if (opt.profile) console.log(`member CPU profile (written when it exits): ${profileDir}/`);
+  if (opt.profile) console.log(`node CPU profile (written when it exits): ${profileDir}/`);
   process.exitCode = flagged.length ? 1 : 0;
 }
 

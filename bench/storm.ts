@@ -7,7 +7,7 @@
  * token, opens the room socket and waits for `joined`; in the rooms whose teacher sends audio, every Nth
  * student (--media-sample, in a process of its own) then joins the room's media with mediasoup-client on
  * libwebrtc until the first RTP packet of the teacher's audio. Two
- * members in their own processes (same Postgres and Redis) serve HTTP and the media gateway; requests
+ * nodes in their own processes (same Postgres and Redis) serve HTTP and the media gateway; requests
  * and sockets are spread over both, round robin, as a load balancer would. The storm runs without and
  * with one socket flooding commands in a room of its own, and the other rooms' per-step p99 are compared.
  * See bench/README.md, "The join storm scenario".
@@ -28,7 +28,7 @@ import { benchArgs } from './lib/args.ts';
 import { snapshot, usage, type CpuUsage } from './lib/cpu.ts';
 import { startRpcChild, type RpcChild } from './lib/rpc.ts';
 import { REDIS_URL, scratchBackends } from './lib/scratch.ts';
-import { Members } from './lib/storm-client.ts';
+import { Nodes } from './lib/storm-client.ts';
 import { epochNow, inMediaSample, leaveAll, runSchedule, spread, STEPS, type Step, type StudentContext, type StudentRecord } from './lib/storm-student.ts';
 import { cleanup, cleanups } from './lib/cleanup.ts';
 
@@ -48,8 +48,8 @@ const USAGE = `npm run bench -- --scenario storm [options]
   --rounds N          with --flood both: N pairs of storms, off,on then on,off, … [1]
   --warmup N          students of an unrecorded storm first, at the same rate (0: none) [200]
   --keys N            API keys the customer's backend mints with                 [8]
-  --connections N     HTTP keep-alive connections per member (undici)           [64]
-  --media-workers N   mediasoup workers per member                               [1]
+  --connections N     HTTP keep-alive connections per node (undici)           [64]
+  --media-workers N   mediasoup workers per node                               [1]
   --step-timeout S    a step that takes longer is an error                       [30]
   --leave-seconds S   after a storm, the students leave evenly over S seconds     [10]
   --json              print the results as JSON on stdout (the report goes to stderr)
@@ -110,7 +110,7 @@ const floodReconnect = opt['flood-reconnect'] === 'on';
 const asJson = opt.json;
 
 const here = new URL('.', import.meta.url).pathname;
-const MEMBER = join(here, 'servers/cluster-member.ts');
+const NODE = join(here, 'servers/cluster-node.ts');
 const TEACHERS = join(here, 'servers/storm-teachers.ts');
 const FLOODER = join(here, 'servers/storm-flooder.ts');
 
@@ -143,7 +143,7 @@ const STEP_WHAT: Record<Step, string> = {
   'first packet': 'media sample only: from `joined` to the first RTP packet of the teacher\'s audio (media-join, 2 transports, media-ready, consume, consumer-resume, ICE+DTLS)',
 };
 
-// ---- the run's database, Redis prefix, members, teachers and flooder --------------------------------
+// ---- the run's database, Redis prefix, nodes, teachers and flooder --------------------------------
 
 const { dbUrl, redisPrefix: prefix } = await scratchBackends(cleanups);
 const redis = new Redis(REDIS_URL);
@@ -153,7 +153,7 @@ cleanups.push(async () => {
   await sql.end({ timeout: 1 });
 });
 
-const memberEnv = {
+const nodeEnv = {
   AULA_ENV: 'production',
   AULA_HOST: '127.0.0.1',
   AULA_PORT: '0',
@@ -171,31 +171,31 @@ const memberEnv = {
   AULA_MEDIA_PORT_MAX: '47999',
 };
 
-interface MemberLogs {
+interface NodeLogs {
   byMsg: Record<string, number>;
   examples: string[];
 }
 
-interface MemberInfo {
-  memberId: string;
+interface NodeInfo {
+  nodeId: string;
   port: number;
   url: string;
   pid: number;
 }
 
-async function waitSettled(ms: RpcChild<MemberInfo>[], timeoutMs = 30_000): Promise<void> {
-  const ids = ms.map((m) => m.info.memberId).sort();
+async function waitSettled(ms: RpcChild<NodeInfo>[], timeoutMs = 30_000): Promise<void> {
+  const ids = ms.map((m) => m.info.nodeId).sort();
   const desired = desiredOwners(ids);
   const until = performance.now() + timeoutMs;
   for (;;) {
     const p = await readPlacement(redis, sql, prefix);
-    if (p.members.map((m) => m.id).sort().join() === ids.join() && p.shards.every((s) => s.owner === desired[s.shard])) return;
+    if (p.nodes.map((m) => m.id).sort().join() === ids.join() && p.shards.every((s) => s.owner === desired[s.shard])) return;
     if (performance.now() > until) throw new Error('the shard placement did not settle');
     await sleep(100);
   }
 }
 
-/** mediasoup worker processes of a member (its children named mediasoup-worker). */
+/** mediasoup worker processes of a node (its children named mediasoup-worker). */
 function workerPids(parent: number): number[] {
   const out: number[] = [];
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
@@ -237,16 +237,16 @@ say(
     `load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}; tree ${git.commit ?? '?'}${git.dirty.length ? ` + ${git.dirty.length} changed server files` : ''}`,
 );
 
-const members: RpcChild<MemberInfo>[] = [];
+const nodes: RpcChild<NodeInfo>[] = [];
 for (const name of ['a', 'b']) {
-  const m = await startRpcChild<MemberInfo>(name, MEMBER, memberEnv);
-  members.push(m);
+  const m = await startRpcChild<NodeInfo>(name, NODE, nodeEnv);
+  nodes.push(m);
   cleanups.push(() => m.stop());
 }
-await waitSettled(members);
-/** What the members log (warn and above), tallied by message, per storm; the first lines of each kind kept. */
-const memberLogs = members.map(() => ({ byMsg: {} as Record<string, number>, examples: [] as string[] }));
-members.forEach((m, k) => {
+await waitSettled(nodes);
+/** What the nodes log (warn and above), tallied by message, per storm; the first lines of each kind kept. */
+const nodeLogs = nodes.map(() => ({ byMsg: {} as Record<string, number>, examples: [] as string[] }));
+nodes.forEach((m, k) => {
   for (const stream of [m.proc.stdout!, m.proc.stderr!]) {
     createInterface({ input: stream }).on('line', (line) => {
       if (line.startsWith('BENCH_')) return;
@@ -257,22 +257,22 @@ members.forEach((m, k) => {
       } catch {
         // not JSON
       }
-      const t = memberLogs[k]!;
+      const t = nodeLogs[k]!;
       if (!t.byMsg[msg]) t.examples.push(line.slice(0, 600));
       t.byMsg[msg] = (t.byMsg[msg] ?? 0) + 1;
     });
   }
 });
 const takeLogs = (): Record<string, { byMsg: Record<string, number>; examples: string[] }> => {
-  const out = Object.fromEntries(members.map((m, k) => [m.name, memberLogs[k]!]));
-  memberLogs.forEach((_, k) => (memberLogs[k] = { byMsg: {}, examples: [] }));
+  const out = Object.fromEntries(nodes.map((m, k) => [m.name, nodeLogs[k]!]));
+  nodeLogs.forEach((_, k) => (nodeLogs[k] = { byMsg: {}, examples: [] }));
   return out;
 };
-const urls = members.map((m) => m.info.url);
-const memberWorkers = members.map((m) => workerPids(m.info.pid));
-say(`members: ${members.map((m, k) => `${m.name} ${m.info.url} (pid ${m.info.pid}, workers ${memberWorkers[k]!.join(',') || 'none'})`).join('; ')}`);
+const urls = nodes.map((m) => m.info.url);
+const nodeWorkers = nodes.map((m) => workerPids(m.info.pid));
+say(`nodes: ${nodes.map((m, k) => `${m.name} ${m.info.url} (pid ${m.info.pid}, workers ${nodeWorkers[k]!.join(',') || 'none'})`).join('; ')}`);
 
-const fx = await members[0]!.call<{ orgId: string; keys: string[]; teacherIds: string[]; classIds: string[]; studentIds: string[]; flooderId: string; ms: number }>('stormSetup', {
+const fx = await nodes[0]!.call<{ orgId: string; keys: string[]; teacherIds: string[]; classIds: string[]; studentIds: string[]; flooderId: string; ms: number }>('stormSetup', {
   students: Math.max(studentCount, warmupCount),
   rooms: roomCount,
   keys: keyCount,
@@ -286,7 +286,7 @@ cleanups.push(() => mediaProc.stop());
 const flooderProc = opt.flood === 'off' ? null : await startRpcChild<{ pid: number }>('flooder', FLOODER, {});
 if (flooderProc) cleanups.push(() => flooderProc.stop());
 
-const lb = new Members(urls, httpConnections);
+const lb = new Nodes(urls, httpConnections);
 cleanups.push(() => lb.close());
 const BACKEND_IP = '198.51.100.7';
 
@@ -306,7 +306,7 @@ interface PhaseResult {
   errorsByStep: Record<string, Record<string, number>>;
   errorSamples: string[];
   droppedInClass: Record<string, number>;
-  leave: { closed: Record<string, number>; refused: Record<string, number>; ms: number; closeP50: number; closeP99: number; cpu: CpuUsage | null; db: { commits: number; rollbacks: number; walBytes: number }; serverLogs: Record<string, MemberLogs> };
+  leave: { closed: Record<string, number>; refused: Record<string, number>; ms: number; closeP50: number; closeP99: number; cpu: CpuUsage | null; db: { commits: number; rollbacks: number; walBytes: number }; serverLogs: Record<string, NodeLogs> };
   /** the 5 s before the first student */
   idle: { cpu: CpuUsage | null; db: { commits: number; rollbacks: number; walBytes: number }; seconds: number };
   db: { commits: number; rollbacks: number; walBytes: number };
@@ -318,8 +318,8 @@ interface PhaseResult {
   cpu: CpuUsage | null;
   teachers: unknown;
   flooder: unknown;
-  /** what each member logged at warn and above during the storm (from the 5 s before the first student to the last answer), by message */
-  serverLogs: Record<string, MemberLogs>;
+  /** what each node logged at warn and above during the storm (from the 5 s before the first student to the last answer), by message */
+  serverLogs: Record<string, NodeLogs>;
   mediaBreakdownMs: Record<string, { p50: number; p99: number }>;
   timeline: { fromS: number; toS: number; students: number; errors: number; p99: Record<string, number> }[];
   /** raw per-student values per step, for the comparison (not written for the warmup) */
@@ -333,7 +333,7 @@ async function storm(name: string, n: number, flood: boolean): Promise<PhaseResu
   const intervalMs = spanMs / n;
   const loadAverageBefore = loadavg();
   say(`\n[${name}] ${n} students over ${(spanMs / 1000).toFixed(1)} s${flood ? `, one socket flooding ${floodRate} commands/s in a room of its own` : ''}; load average ${loadAverageBefore.map((l) => l.toFixed(2)).join(' ')}`);
-  const mt = await members[0]!.call<{ rooms: { id: string; slug: string; waitingRoom: boolean }[]; flood: { id: string; slug: string } | null }>('stormMeetings', {
+  const mt = await nodes[0]!.call<{ rooms: { id: string; slug: string; waitingRoom: boolean }[]; flood: { id: string; slug: string } | null }>('stormMeetings', {
     orgId: fx.orgId,
     classIds: fx.classIds,
     teacherIds: fx.teacherIds,
@@ -376,8 +376,8 @@ async function storm(name: string, n: number, flood: boolean): Promise<PhaseResu
 
   const ELD_RESOLUTION_MS = 5;
   const eld = monitorEventLoopDelay({ resolution: ELD_RESOLUTION_MS });
-  const pids: Record<string, number> = { 'member a': members[0]!.info.pid, 'member b': members[1]!.info.pid, teachers: teachersProc.info.pid, load: process.pid, 'media students': mediaProc.info.pid };
-  memberWorkers.forEach((ws, k) => ws.forEach((pid, w) => (pids[`worker ${'ab'[k]}${ws.length > 1 ? w : ''}`] = pid)));
+  const pids: Record<string, number> = { 'node a': nodes[0]!.info.pid, 'node b': nodes[1]!.info.pid, teachers: teachersProc.info.pid, load: process.pid, 'media students': mediaProc.info.pid };
+  nodeWorkers.forEach((ws, k) => ws.forEach((pid, w) => (pids[`worker ${'ab'[k]}${ws.length > 1 ? w : ''}`] = pid)));
   if (flood) pids.flooder = flooderProc!.info.pid;
   // a baseline: the same processes for 5 s before the first student (teachers in, the flood running if any)
   const idle0 = snapshot(pids);
@@ -525,13 +525,13 @@ function reportPhase(r: PhaseResult): void {
   const c = (k: string) => (g[k] ?? 0).toFixed(2);
   const workers = Object.keys(g).filter((k) => k.startsWith('worker'));
   say(
-    `[${r.name}] CPU (cores): member a ${c('member a')}, member b ${c('member b')}, ${workers.map((k) => `${k} ${c(k)}`).join(', ')}, postgres ${c('postgres')}, redis ${c('redis')}, load generator ${c('load')}, media students ${c('media students')}, teachers ${c('teachers')}${r.flood ? `, flooder ${c('flooder')}` : ''}, other (noise) ${(r.cpu?.other ?? NaN).toFixed(2)}; busy ${(r.cpu?.cores.reduce((x, y) => x + y, 0) ?? NaN).toFixed(2)} of ${r.cpu?.cores.length ?? '?'}`,
+    `[${r.name}] CPU (cores): node a ${c('node a')}, node b ${c('node b')}, ${workers.map((k) => `${k} ${c(k)}`).join(', ')}, postgres ${c('postgres')}, redis ${c('redis')}, load generator ${c('load')}, media students ${c('media students')}, teachers ${c('teachers')}${r.flood ? `, flooder ${c('flooder')}` : ''}, other (noise) ${(r.cpu?.other ?? NaN).toFixed(2)}; busy ${(r.cpu?.cores.reduce((x, y) => x + y, 0) ?? NaN).toFixed(2)} of ${r.cpu?.cores.length ?? '?'}`,
   );
   const ig = r.idle.cpu?.groups ?? {};
-  const members2 = (x: Record<string, number>) => (x['member a'] ?? 0) + (x['member b'] ?? 0);
+  const nodes2 = (x: Record<string, number>) => (x['node a'] ?? 0) + (x['node b'] ?? 0);
   const perStudent = (cores: number) => (cores * r.wallMs) / r.students;
   say(
-    `[${r.name}] server cost per student: members ${fmtMs(perStudent(members2(g)))} of CPU (${fmtMs(perStudent(members2(g) - members2(ig)))} over the 5 s before the storm, which ran at ${members2(ig).toFixed(2)} cores), postgres ${fmtMs(perStudent((g.postgres ?? 0) - (ig.postgres ?? 0)))}; ` +
+    `[${r.name}] server cost per student: nodes ${fmtMs(perStudent(nodes2(g)))} of CPU (${fmtMs(perStudent(nodes2(g) - nodes2(ig)))} over the 5 s before the storm, which ran at ${nodes2(ig).toFixed(2)} cores), postgres ${fmtMs(perStudent((g.postgres ?? 0) - (ig.postgres ?? 0)))}; ` +
       `${(r.db.commits / r.students).toFixed(1)} commits and ${Math.round(r.db.walBytes / r.students / 1024)} KiB of WAL per student (${r.db.rollbacks} rollbacks; before the storm ${(r.idle.db.commits / r.idle.seconds).toFixed(0)} commits/s); meeting snapshots at the end ${Math.round(r.meetingSnapshots.avgBytes / 1024)} KiB on average`,
   );
   say(
@@ -539,26 +539,26 @@ function reportPhase(r: PhaseResult): void {
   );
   if (Object.keys(r.droppedInClass).length) say(`[${r.name}] sockets closed while in class: ${JSON.stringify(r.droppedInClass)}`);
   const lg = r.leave.cpu?.groups ?? {};
-  const countLogs = (l: Record<string, MemberLogs>) => Object.values(l).reduce((x, m) => x + Object.values(m.byMsg).reduce((a, b) => a + b, 0), 0);
+  const countLogs = (l: Record<string, NodeLogs>) => Object.values(l).reduce((x, m) => x + Object.values(m.byMsg).reduce((a, b) => a + b, 0), 0);
   const leaveLogs = countLogs(r.leave.serverLogs);
   say(
-    `[${r.name}] leave: closed ${JSON.stringify(r.leave.closed)}${Object.keys(r.leave.refused).length ? `, refused ${JSON.stringify(r.leave.refused)}` : ''} in ${(r.leave.ms / 1000).toFixed(1)} s (from leave to close p50 ${fmtMs(r.leave.closeP50)}, p99 ${fmtMs(r.leave.closeP99)}; members ${((lg['member a'] ?? 0) + (lg['member b'] ?? 0)).toFixed(2)} cores, postgres ${(lg.postgres ?? 0).toFixed(2)}, ${(r.leave.db.commits / r.students).toFixed(1)} commits and ${Math.round(r.leave.db.walBytes / r.students / 1024)} KiB of WAL per leave${leaveLogs ? `; ${leaveLogs} server log lines` : ''}); teachers: ${JSON.stringify(r.teachers)}`,
+    `[${r.name}] leave: closed ${JSON.stringify(r.leave.closed)}${Object.keys(r.leave.refused).length ? `, refused ${JSON.stringify(r.leave.refused)}` : ''} in ${(r.leave.ms / 1000).toFixed(1)} s (from leave to close p50 ${fmtMs(r.leave.closeP50)}, p99 ${fmtMs(r.leave.closeP99)}; nodes ${((lg['node a'] ?? 0) + (lg['node b'] ?? 0)).toFixed(2)} cores, postgres ${(lg.postgres ?? 0).toFixed(2)}, ${(r.leave.db.commits / r.students).toFixed(1)} commits and ${Math.round(r.leave.db.walBytes / r.students / 1024)} KiB of WAL per leave${leaveLogs ? `; ${leaveLogs} server log lines` : ''}); teachers: ${JSON.stringify(r.teachers)}`,
   );
   if (r.flooder) {
     const f = r.flooder as { sent: number; ok: number; refused: Record<string, number>; closes: Record<string, number>; reconnects: number; reconnectFailures: Record<string, number>; floodMs: number; skipped: number };
     const s = f.floodMs / 1000;
     say(
-      `[${r.name}] the flood alone (the 5 s before the first student): members ${members2(ig).toFixed(2)} cores, postgres ${(ig.postgres ?? 0).toFixed(2)}, ${(r.idle.db.commits / r.idle.seconds).toFixed(0)} commits/s`,
+      `[${r.name}] the flood alone (the 5 s before the first student): nodes ${nodes2(ig).toFixed(2)} cores, postgres ${(ig.postgres ?? 0).toFixed(2)}, ${(r.idle.db.commits / r.idle.seconds).toFixed(0)} commits/s`,
     );
     say(
       `[${r.name}] flooder: ${f.sent} commands in ${s.toFixed(1)} s (${Math.round(f.sent / s)}/s; ${f.skipped} not sent while reconnecting), ${f.ok} accepted (${(f.ok / s).toFixed(1)}/s reached the actor), refused ${JSON.stringify(f.refused)}, closes ${JSON.stringify(f.closes)}, ${f.reconnects} reconnects${Object.keys(f.reconnectFailures).length ? ` (failed ${JSON.stringify(f.reconnectFailures)})` : ''}`,
     );
   }
   for (const [m, l] of Object.entries(r.serverLogs)) {
-    if (Object.keys(l.byMsg).length) say(`[${r.name}] member ${m} logged (warn and above): ${Object.entries(l.byMsg).map(([k, v]) => `${v} × ${k}`).join('; ')}`);
+    if (Object.keys(l.byMsg).length) say(`[${r.name}] node ${m} logged (warn and above): ${Object.entries(l.byMsg).map(([k, v]) => `${v} × ${k}`).join('; ')}`);
   }
   for (const [m, l] of Object.entries(r.leave.serverLogs)) {
-    if (Object.keys(l.byMsg).length) say(`[${r.name}] member ${m} logged while they left: ${Object.entries(l.byMsg).map(([k, v]) => `${v} × ${k}`).join('; ')}`);
+    if (Object.keys(l.byMsg).length) say(`[${r.name}] node ${m} logged while they left: ${Object.entries(l.byMsg).map(([k, v]) => `${v} × ${k}`).join('; ')}`);
   }
   for (const e of r.errorSamples.slice(0, 5)) say(`[${r.name}] error: ${e}`);
 }
@@ -656,9 +656,9 @@ try {
   if (totalErrors) process.exitCode = 1;
 } catch (err) {
   console.error((err as Error).stack ?? err);
-  for (const m of members) {
+  for (const m of nodes) {
     const l = m.otherLines().slice(-10);
-    if (l.length) console.error(`member ${m.name}, last lines:\n${l.join('\n')}`);
+    if (l.length) console.error(`node ${m.name}, last lines:\n${l.join('\n')}`);
   }
   process.exitCode = 1;
 } finally {

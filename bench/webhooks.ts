@@ -9,13 +9,13 @@
  *               connection per attempt costs; and `deliver()` with eight fixed signature headers, to
  *               tell computing them from sending them. CPU µs per delivery from the client's
  *               process.cpuUsage().
- *   latency     a real member in this process (Postgres, Redis), an organization on `pro` and one
+ *   latency     a real node in this process (Postgres, Redis), an organization on `pro` and one
  *               endpoint pointing at the receiver; events emitted at a steady rate (default 1,000/s),
  *               each in its own transaction (`transaction` + `outbox.emit`, so the after-commit wake-up
  *               fires as in production); per event, the time from its commit to the first request for
  *               its id at the receiver.
- *   cross       the same with a second member in its own process that owns the endpoint's shard: the
- *               events are committed (and fanned out) on this member, the sends happen on the other one
+ *   cross       the same with a second node in its own process that owns the endpoint's shard: the
+ *               events are committed (and fanned out) on this node, the sends happen on the other one
  *               after the wake-up over the Redis bus. Says whether the lag stayed flat: p99 of each
  *               second of emission (first third against last third, and its slope), the backlog
  *               sampled every second, and the backlog when emission stopped.
@@ -227,11 +227,11 @@ const USAGE = `npm run bench -- --scenario webhooks [options]
   --sweep-retries N     a step not sustained while other processes used over a quarter of a core
                         is run again, up to N times                            [1]
   --warmup S            seconds of unrecorded emission before it (and throughput warmup runs) [2]
-  --db-pool N           AULA_DATABASE_POOL of the members                      [10]
-  --endpoint-concurrency N  AULA_WEBHOOK_CONCURRENCY of the members            [8, the default]
+  --db-pool N           AULA_DATABASE_POOL of the nodes                      [10]
+  --endpoint-concurrency N  AULA_WEBHOOK_CONCURRENCY of the nodes            [8, the default]
   --out FILE            JSON results                 [bench/results/webhooks-<time>.json]
   --json                print the results as one JSON object on stdout (the report goes to stderr)
-  --profile             run member B (cross parts) under --cpu-prof; the profile goes to bench/results/profiles/
+  --profile             run node B (cross parts) under --cpu-prof; the profile goes to bench/results/profiles/
                         (summarize it with: node --import tsx bench/profile.ts FILE)
   --no-pin              do not pin the receiver and the client to cores
 
@@ -428,10 +428,10 @@ async function runnerMain(): Promise<void> {
       await client.stop();
     }
 
-    // ---- latency: a real member in this process ------------------------------------------------
+    // ---- latency: a real node in this process ------------------------------------------------
     if (parts.has('latency') || parts.has('cross') || parts.has('cross-sweep')) {
       const { loadConfig } = await import('../src/config.ts');
-      const { startMember } = await import('../src/member.ts');
+      const { startNode } = await import('../src/node.ts');
       const { createLogger } = await import('../src/logger.ts');
       const { createOrg } = await import('../src/services/orgs.ts');
       const { transaction } = await import('../src/db/tx.ts');
@@ -443,7 +443,7 @@ async function runnerMain(): Promise<void> {
       const { desiredOwners } = await import('../src/cluster/placement.ts');
 
       const { dbUrl, redisPrefix: prefix } = await scratchBackends(cleanups);
-      const memberEnv = {
+      const nodeEnv = {
         AULA_ENV: 'test',
         AULA_HOST: '127.0.0.1',
         AULA_PORT: '0',
@@ -451,17 +451,17 @@ async function runnerMain(): Promise<void> {
         AULA_DATABASE_POOL: String(dbPool),
         AULA_REDIS_URL: REDIS_URL,
         AULA_REDIS_PREFIX: prefix,
-        // Both members must open the endpoint's sealed secret: one key for the run.
+        // Both nodes must open the endpoint's sealed secret: one key for the run.
         AULA_SECRET_KEY: randomBytes(32).toString('base64url'),
         AULA_LOG_LEVEL: 'warn',
         AULA_WEBHOOK_CONCURRENCY: String(endpointConcurrency),
         WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
       };
-      const memberConfig = loadConfig(memberEnv);
+      const nodeConfig = loadConfig(nodeEnv);
       // its logs on stderr: with --json, stdout holds only the results
-      const member = await startMember({ config: memberConfig, logger: createLogger(memberConfig, {}, 2) });
-      cleanups.push(() => member.close());
-      const { app } = member;
+      const node = await startNode({ config: nodeConfig, logger: createLogger(nodeConfig, {}, 2) });
+      cleanups.push(() => node.close());
+      const { app } = node;
       const { sql } = app;
 
       const addEndpoint = async (orgId: string, pick: (id: string) => boolean = () => true) => {
@@ -519,7 +519,7 @@ async function runnerMain(): Promise<void> {
 
       /** How long the latency parts wait, after emission, for every event to arrive; the percentiles leave out what has not (reported as missing). */
       const DRAIN_TIMEOUT_MS = 300_000;
-      // The runner's own connection for watching the backlog, so that sampling it takes nothing from the member's pool.
+      // The runner's own connection for watching the backlog, so that sampling it takes nothing from the node's pool.
       const watch = postgres(dbUrl.toString(), { max: 1, onnotice: () => {} });
       cleanups.push(() => watch.end({ timeout: 1 }));
       const backlog = async (endpointId: string) =>
@@ -555,7 +555,7 @@ async function runnerMain(): Promise<void> {
           }, DRAIN_TIMEOUT_MS);
         }
         await receiver.call('record', { on: true });
-        const pids = { member: process.pid, receiver: receiver.pid, ...extraPids };
+        const pids = { node: process.pid, receiver: receiver.pid, ...extraPids };
         const cpuBefore = snapshot(pids);
         const started = nowUs();
         // the backlog once a second while events are emitted: a queue that grows is the direct sign of not keeping up
@@ -660,9 +660,9 @@ async function runnerMain(): Promise<void> {
           messages: Object.fromEntries(statuses.map((s) => [s.status, s.n])),
           attempts: Object.fromEntries(attempts.map((s) => [s.status, s.n])),
           cpu: cpu && {
-            memberCores: cpu.groups.member,
-            memberUsPerEvent: (cpu.groups.member! * (endedUs - started)) / emitted.length,
-            ...(extraPids.memberB ? { memberBCores: cpu.groups.memberB, memberBUsPerEvent: (cpu.groups.memberB! * (endedUs - started)) / emitted.length } : {}),
+            nodeCores: cpu.groups.node,
+            nodeUsPerEvent: (cpu.groups.node! * (endedUs - started)) / emitted.length,
+            ...(extraPids.nodeB ? { nodeBCores: cpu.groups.nodeB, nodeBUsPerEvent: (cpu.groups.nodeB! * (endedUs - started)) / emitted.length } : {}),
             postgresCores: cpu.groups.postgres,
             redisCores: cpu.groups.redis,
             receiverCores: cpu.groups.receiver,
@@ -690,8 +690,8 @@ async function runnerMain(): Promise<void> {
         say(`    messages ${JSON.stringify(res.messages)}, attempts ${JSON.stringify(res.attempts)}`);
         if (res.cpu) {
           say(
-            `    CPU (cores): this process (member${extraPids.memberB ? ' A' : ''} and the emitter) ${res.cpu.memberCores!.toFixed(2)} = ${res.cpu.memberUsPerEvent.toFixed(0)} µs/event` +
-              `${extraPids.memberB ? `, member B ${res.cpu.memberBCores!.toFixed(2)} = ${res.cpu.memberBUsPerEvent!.toFixed(0)} µs/event` : ''}` +
+            `    CPU (cores): this process (node${extraPids.nodeB ? ' A' : ''} and the emitter) ${res.cpu.nodeCores!.toFixed(2)} = ${res.cpu.nodeUsPerEvent.toFixed(0)} µs/event` +
+              `${extraPids.nodeB ? `, node B ${res.cpu.nodeBCores!.toFixed(2)} = ${res.cpu.nodeBUsPerEvent!.toFixed(0)} µs/event` : ''}` +
               `, postgres ${res.cpu.postgresCores!.toFixed(2)}, redis ${res.cpu.redisCores!.toFixed(2)}, receiver ${res.cpu.receiverCores!.toFixed(2)}, other ${res.cpu.otherCores.toFixed(2)}${res.cpu.otherCores > NOISY_CORES ? ' (~ noisy)' : ''}`,
           );
         }
@@ -699,37 +699,37 @@ async function runnerMain(): Promise<void> {
       };
 
       if (parts.has('latency')) {
-        say(`\nlatency: one member in this process (AULA_DATABASE_POOL=${dbPool}, AULA_WEBHOOK_CONCURRENCY=${endpointConcurrency}), one endpoint, ${rates.join(', then ')} events/s for ${seconds} s`);
+        say(`\nlatency: one node in this process (AULA_DATABASE_POOL=${dbPool}, AULA_WEBHOOK_CONCURRENCY=${endpointConcurrency}), one endpoint, ${rates.join(', then ')} events/s for ${seconds} s`);
         const org = await createOrg(sql, app.clock, { name: 'Bench Webhooks', plan: 'pro' });
         const ep = await addEndpoint(org.id);
-        await waitFor('the member to own the endpoint\'s shard', () => app.cluster.owned().has(shardOf(webhookActor(ep))));
+        await waitFor('the node to own the endpoint\'s shard', () => app.cluster.owned().has(shardOf(webhookActor(ep))));
         results.latency = [];
-        for (const rate of rates) (results.latency as unknown[]).push(await measure(`one member, ${rate}/s`, rate, org.id, ep));
+        for (const rate of rates) (results.latency as unknown[]).push(await measure(`one node, ${rate}/s`, rate, org.id, ep));
         await sql`update webhook_endpoints set status = 'DISABLED' where id = ${ep}`;
       }
 
       if (parts.has('cross') || parts.has('cross-sweep')) {
-        say(`\ncross: events committed on member A (this process), the endpoint's shard owned by member B (its own process): the wake-up goes over the Redis bus`);
+        say(`\ncross: events committed on node A (this process), the endpoint's shard owned by node B (its own process): the wake-up goes over the Redis bus`);
         const profileDir = join(here, 'results', 'profiles');
-        const b = await startRpcChild<{ memberId: string; pid: number }>('member-b', join(here, 'servers/cluster-member.ts'), memberEnv, {
+        const b = await startRpcChild<{ nodeId: string; pid: number }>('node-b', join(here, 'servers/cluster-node.ts'), nodeEnv, {
           core: null,
           ...(opt.profile ? { nodeArgs: ['--cpu-prof', '--cpu-prof-dir', profileDir] } : {}),
         });
-        if (opt.profile) say(`member B (pid ${b.pid}) runs under --cpu-prof; its profile is written to ${profileDir}/ when it exits`);
+        if (opt.profile) say(`node B (pid ${b.pid}) runs under --cpu-prof; its profile is written to ${profileDir}/ when it exits`);
         cleanups.push(() => b.stop());
-        const ids = [app.cluster.memberId, b.info.memberId];
+        const ids = [app.cluster.nodeId, b.info.nodeId];
         const desired = desiredOwners(ids);
         const org = await createOrg(sql, app.clock, { name: 'Bench Webhooks Cross', plan: 'pro' });
-        const ep = await addEndpoint(org.id, (id) => desired[shardOf(webhookActor(id))] === b.info.memberId);
+        const ep = await addEndpoint(org.id, (id) => desired[shardOf(webhookActor(id))] === b.info.nodeId);
         const shard = shardOf(webhookActor(ep));
         await waitFor(
-          'member B to own the endpoint\'s shard',
+          'node B to own the endpoint\'s shard',
           async () => !app.cluster.owned().has(shard) && (await b.call<{ owned: number[] }>('info')).owned.includes(shard),
           60_000,
         );
         if (parts.has('cross')) {
           results.cross = [];
-          for (const rate of rates) (results.cross as unknown[]).push(await measure(`A commits, B sends, ${rate}/s`, rate, org.id, ep, { memberB: b.pid }));
+          for (const rate of rates) (results.cross as unknown[]).push(await measure(`A commits, B sends, ${rate}/s`, rate, org.id, ep, { nodeB: b.pid }));
         }
         if (parts.has('cross-sweep')) {
           say(`\ncross-sweep: ${sweepRates.join(', ')} events/s, ${seconds} s each, until a step is not sustained`);
@@ -739,7 +739,7 @@ async function runnerMain(): Promise<void> {
           for (const rate of sweepRates) {
             let r: Step;
             for (let attempt = 0; ; attempt++) {
-              const m = await measure(`sweep, A commits, B sends, ${rate}/s`, rate, org.id, ep, { memberB: b.pid });
+              const m = await measure(`sweep, A commits, B sends, ${rate}/s`, rate, org.id, ep, { nodeB: b.pid });
               r = { ...m, noisy: (m.cpu?.otherCores ?? 0) > NOISY_CORES, retried: attempt };
               say(
                 `    => ${r.sustained ? 'sustained' : `NOT sustained (${[r.achievedRate < rate * 0.97 ? `emitted ${fmt(r.achievedRate)}/s` : '', r.keptUp ? '' : 'did not keep up', r.trend.p99NotRising ? '' : 'p99 rising'].filter(Boolean).join(', ')})`}` +
@@ -775,7 +775,7 @@ async function runnerMain(): Promise<void> {
         say(
           `| ${r.label} | ${(r.p99BySecondUs as number[]).map((u) => (u / 1000).toFixed(0)).join(' ')} | ${msOf(r.trend.p99FirstThirdUs)} | ${msOf(r.trend.p99LastThirdUs)} | ${r.trend.p99SlopeMsPerS.toFixed(1)} ms/s |` +
             ` ${(r.trend.backlogBySecond as { events: number; messages: number }[]).map((b) => fmt(b.events + b.messages)).join(' ')} |` +
-            ` ${r.cpu ? [r.cpu.memberCores, r.cpu.memberBCores, r.cpu.postgresCores, r.cpu.otherCores].filter((c: number | undefined) => c !== undefined).map((c: number) => c.toFixed(2)).join(', ') : '-'} | ${r.trend.flat ? 'yes' : '**no**'} |`,
+            ` ${r.cpu ? [r.cpu.nodeCores, r.cpu.nodeBCores, r.cpu.postgresCores, r.cpu.otherCores].filter((c: number | undefined) => c !== undefined).map((c: number) => c.toFixed(2)).join(', ') : '-'} | ${r.trend.flat ? 'yes' : '**no**'} |`,
         );
       }
     }

@@ -22,7 +22,7 @@ export interface RouteSpec {
   /**
    * `apiKey`: the public API (an API key, or a signed-in admin's `Bearer aula_as_…` session).
    * `admin`: the admin surface (a signed-in owner or admin, by cookie or bearer session; a `:orgId`
-   * path parameter must be the member's organization). `session`: a meeting session's accessToken.
+   * path parameter must be the admin's organization). `session`: a meeting session's accessToken.
    */
   auth: 'none' | 'apiKey' | 'session' | 'admin';
   /** Any one of these scopes suffices. */

@@ -288,7 +288,7 @@ async function handle(
     const session = spec.auth === 'session' ? app.services.sessions.authenticate(info.headers.authorization) : null;
     const caller = apiKey ?? admin?.api;
     if (caller) {
-      // Most requests are answered from the points this member holds for the key: no await then.
+      // Most requests are answered from the points this node holds for the key: no await then.
       const got = app.rateLimits.consume('key', caller.rateKey, caller.rateLimitPerMinute);
       limit = checkLimit(got instanceof Promise ? await got : got, 'key');
     }

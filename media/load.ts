@@ -9,18 +9,18 @@ export interface WorkerLoad {
   cpu: number;
 }
 
-/** A worker of some member that could take a room. */
+/** A worker of some node that could take a room. */
 export interface Candidate {
-  memberId: string;
+  nodeId: string;
   worker: number;
 }
 
-/** How often a member publishes its workers' load, and how long the entry counts as alive without a refresh. */
+/** How often a node publishes its workers' load, and how long the entry counts as alive without a refresh. */
 export const LOAD_PERIOD_MS = 500;
 export const LOAD_TTL_MS = 2000;
 
-// KEYS: zset of members scored by expiry (Redis time, ms), hash member -> load JSON.
-// ARGV: member id ('' to only read), load JSON, ttl ms. Returns [now, member1, load1, member2, load2, ...] of live members.
+// KEYS: zset of nodes scored by expiry (Redis time, ms), hash node -> load JSON.
+// ARGV: node id ('' to only read), load JSON, ttl ms. Returns [now, node1, load1, node2, load2, ...] of live nodes.
 const PUBLISH_AND_READ = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -43,25 +43,25 @@ return out
 `;
 
 /**
- * The media load of every live member: each member with workers publishes theirs to Redis every
- * LOAD_PERIOD_MS, and reads everyone's in the same round trip. A member whose entry is not refreshed
+ * The media load of every live node: each node with workers publishes theirs to Redis every
+ * LOAD_PERIOD_MS, and reads everyone's in the same round trip. A node whose entry is not refreshed
  * within LOAD_TTL_MS (killed, frozen, cut off) is no longer a place for media, and rooms placed on it
- * are re-placed (src/services/rooms.ts). Without Redis, the table is this member's own pool.
+ * are re-placed (src/services/rooms.ts). Without Redis, the table is this node's own pool.
  */
 export class MediaLoad {
   readonly #redis: Redis | null;
-  readonly #keys: { members: string; load: string };
-  readonly #memberId: string;
+  readonly #keys: { nodes: string; load: string };
+  readonly #nodeId: string;
   readonly #pool: WorkerPool | null;
   readonly #log: Logger;
   #table = new Map<string, WorkerLoad[]>();
   #timer: NodeJS.Timeout | null = null;
   #listeners: (() => void)[] = [];
 
-  constructor(opts: { redis: Redis | null; prefix: string; memberId: string; pool: WorkerPool | null; log: Logger }) {
+  constructor(opts: { redis: Redis | null; prefix: string; nodeId: string; pool: WorkerPool | null; log: Logger }) {
     this.#redis = opts.redis;
-    this.#keys = { members: `${opts.prefix}media:members`, load: `${opts.prefix}media:load` };
-    this.#memberId = opts.memberId;
+    this.#keys = { nodes: `${opts.prefix}media:nodes`, load: `${opts.prefix}media:load` };
+    this.#nodeId = opts.nodeId;
     this.#pool = opts.pool;
     this.#log = opts.log;
   }
@@ -82,11 +82,11 @@ export class MediaLoad {
     this.#timer = null;
   }
 
-  /** Drops this member's entry at once (a clean shutdown), so rooms on it are re-placed without waiting for the TTL. */
+  /** Drops this node's entry at once (a clean shutdown), so rooms on it are re-placed without waiting for the TTL. */
   async withdraw(): Promise<void> {
     this.stop();
     if (!this.#redis) return;
-    await this.#redis.multi().zrem(this.#keys.members, this.#memberId).hdel(this.#keys.load, this.#memberId).exec().catch(() => {});
+    await this.#redis.multi().zrem(this.#keys.nodes, this.#nodeId).hdel(this.#keys.load, this.#nodeId).exec().catch(() => {});
   }
 
   ownLoad(): WorkerLoad[] {
@@ -96,45 +96,45 @@ export class MediaLoad {
   async refresh(): Promise<void> {
     const own = this.ownLoad();
     if (!this.#redis) {
-      this.#table = new Map(own.length ? [[this.#memberId, own]] : []);
+      this.#table = new Map(own.length ? [[this.#nodeId, own]] : []);
     } else {
       try {
-        const publish = own.length ? this.#memberId : '';
-        const out = (await this.#redis.eval(PUBLISH_AND_READ, 2, this.#keys.members, this.#keys.load, publish, JSON.stringify(own), LOAD_TTL_MS)) as (string | number)[];
+        const publish = own.length ? this.#nodeId : '';
+        const out = (await this.#redis.eval(PUBLISH_AND_READ, 2, this.#keys.nodes, this.#keys.load, publish, JSON.stringify(own), LOAD_TTL_MS)) as (string | number)[];
         const table = new Map<string, WorkerLoad[]>();
         for (let i = 1; i + 1 < out.length; i += 2) {
           try {
             table.set(String(out[i]), JSON.parse(String(out[i + 1])) as WorkerLoad[]);
           } catch {
-            // a malformed entry is skipped until its member writes it again
+            // a malformed entry is skipped until its node writes it again
           }
         }
         this.#table = table;
       } catch (err) {
         this.#log.warn({ err: (err as Error).message }, 'could not publish or read media load');
-        return; // keep the last table: a Redis hiccup must not look like every media member dying
+        return; // keep the last table: a Redis hiccup must not look like every media node dying
       }
     }
     for (const l of this.#listeners) l();
   }
 
-  /** Whether a member is a live place for media (its load entry is fresh). */
-  alive(memberId: string): boolean {
-    return this.#table.has(memberId);
+  /** Whether a node is a live place for media (its load entry is fresh). */
+  alive(nodeId: string): boolean {
+    return this.#table.has(nodeId);
   }
 
   /**
-   * The least-loaded worker of any live member: fewest consumers, then lowest CPU; a worker above
+   * The least-loaded worker of any live node: fewest consumers, then lowest CPU; a worker above
    * 80% of a core is taken only when nothing else is left.
    */
   candidate(): Candidate | null {
     let best: (Candidate & { score: number }) | null = null;
-    for (const [memberId, workers] of this.#table) {
+    for (const [nodeId, workers] of this.#table) {
       for (const w of workers) {
         const score = (w.cpu > 0.8 ? 1e9 : 0) + w.consumers + w.cpu;
-        if (!best || score < best.score) best = { memberId, worker: w.worker, score };
+        if (!best || score < best.score) best = { nodeId, worker: w.worker, score };
       }
     }
-    return best ? { memberId: best.memberId, worker: best.worker } : null;
+    return best ? { nodeId: best.nodeId, worker: best.worker } : null;
   }
 }

@@ -11,12 +11,12 @@ import type { MediaLoad } from './load.ts';
 import { RoomMedia, type MediaTarget } from './room.ts';
 import type { WorkerPool } from './workers.ts';
 
-/** A participant's signaling request, relayed by the member that holds its socket to the member that hosts the room's media. */
+/** A participant's signaling request, relayed by the node that holds its socket to the node that hosts the room's media. */
 export interface MediaRelayRequest {
   meetingId: string;
-  /** The placement revision the relaying member knows: a request for a placement this member does not host is refused. */
+  /** The placement revision the relaying node knows: a request for a placement this node does not host is refused. */
   placementRev: number;
-  /** The room revision at which the relaying member knew the participant was in. */
+  /** The room revision at which the relaying node knew the participant was in. */
   roomRev: number;
   participantId: string;
   roomRole: RoomRole;
@@ -24,7 +24,7 @@ export interface MediaRelayRequest {
 }
 
 export interface MediaRoomsOptions {
-  memberId: string;
+  nodeId: string;
   pool: WorkerPool;
   load: MediaLoad;
   rooms: RoomClients;
@@ -37,10 +37,10 @@ export interface MediaRoomsOptions {
 }
 
 /**
- * The rooms whose media this member hosts. Signaling arrives as relayed requests (one handler per
+ * The rooms whose media this node hosts. Signaling arrives as relayed requests (one handler per
  * request type, each a few lines on RoomMedia); the room's roster, settings and placement arrive as
  * the meeting actor's room messages, the same ones sockets hear. A room is opened on the first request
- * for a placement that names this member, and closed when the placement moves or the room empties.
+ * for a placement that names this node, and closed when the placement moves or the room empties.
  */
 export class MediaRooms {
   readonly #o: MediaRoomsOptions;
@@ -134,7 +134,7 @@ export class MediaRooms {
   }
 
   #hosts(media: MediaPlacement | null, rev: number): boolean {
-    return media !== null && media.memberId === this.#o.memberId && media.rev === rev;
+    return media !== null && media.nodeId === this.#o.nodeId && media.rev === rev;
   }
 
   #close(meetingId: string, room: RoomMedia, why: string): void {

@@ -45,8 +45,8 @@ const notFound = (what: string) => new AppError('not_found', { message: `No such
 const holdReason = (code: string): ProducerPauseReason => (code === 'muted_by_host' ? 'muted-by-host' : code === 'floor_required' ? 'floor' : 'policy');
 
 /**
- * One live room's media on this member: a main router on the placed worker where every producer
- * lands, and more routers on other workers of this member for receivers once a worker carries its
+ * One live room's media on this node: a main router on the placed worker where every producer
+ * lands, and more routers on other workers of this node for receivers once a worker carries its
  * share of consumers (producers are piped to them with pipeToRouter). Every participant receives every
  * other participant's producers; consumers start paused and the client resumes them. The meeting
  * actor's roster and settings (RoomAccess) decide what may be sent: a locked microphone is held paused
@@ -378,7 +378,7 @@ export class RoomMedia {
 
   /**
    * The router a new receiver goes on: the room's router on a worker that still has room for the
-   * consumers this receiver will need; otherwise a router on the least-loaded worker of this member
+   * consumers this receiver will need; otherwise a router on the least-loaded worker of this node
    * (made for the room on first use).
    */
   async #recvRouter(): Promise<{ router: Router; worker: MediaWorker }> {

@@ -34,7 +34,7 @@ export interface WorkerPoolEvents {
 }
 
 /**
- * The member's mediasoup workers, one per core by default, each with one WebRtcServer listening on one
+ * The node's mediasoup workers, one per core by default, each with one WebRtcServer listening on one
  * UDP and one TCP port from the configured range (the first free one). A worker that dies is replaced
  * at the same index and `replaced` is emitted, so its rooms can be re-placed.
  */
@@ -69,7 +69,7 @@ export class WorkerPool extends EventEmitter<WorkerPoolEvents> {
     return this.#workers.filter((w): w is MediaWorker => w !== null);
   }
 
-  /** The worker of this member with the fewest consumers (CPU breaks ties), optionally only those with room for `need` more under `capacity`. */
+  /** The worker of this node with the fewest consumers (CPU breaks ties), optionally only those with room for `need` more under `capacity`. */
   leastLoaded(capacity = Infinity, need = 0): MediaWorker | null {
     let best: MediaWorker | null = null;
     for (const w of this.all()) {

@@ -33,7 +33,7 @@ import type { Sessions } from './services/sessions.ts';
 import type { Tokens } from './services/tokens.ts';
 import type { Users } from './services/users.ts';
 
-/** Everything a member runs with, built once at start and handed to the HTTP layer. */
+/** Everything a node runs with, built once at start and handed to the HTTP layer. */
 export interface App {
   config: Config;
   log: Logger;
@@ -43,15 +43,15 @@ export interface App {
   redis: Redis | null;
   bus: Bus;
   rateLimits: RateLimits;
-  /** Membership, shards and the one way to reach an actor (`cluster.ask` / `cluster.send`). */
+  /** Node registry, shards and the one way to reach an actor (`cluster.ask` / `cluster.send`). */
   cluster: Cluster;
   /** The typed clients of the meeting and waiting-room actors (`rooms.meeting.ask(id, 'JOIN', ...)`). */
   rooms: RoomClients;
-  /** The room sockets open on this member. */
+  /** The room sockets open on this node. */
   connections: Connections;
-  /** This member's mediasoup workers and the rooms whose media it hosts (null when AULA_MEDIA_WORKERS is 0 or the worker cannot start). */
+  /** This node's mediasoup workers and the rooms whose media it hosts (null when AULA_MEDIA_WORKERS is 0 or the worker cannot start). */
   media: { pool: WorkerPool; rooms: MediaRooms } | null;
-  /** Every media member's load, for placing rooms. */
+  /** Every media node's load, for placing rooms. */
   mediaLoad: MediaLoad;
   actors: ActorRuntime;
   timers: DurableTimers;
@@ -62,7 +62,7 @@ export interface App {
   tokens: Tokens;
   /** Sends email_outbox rows (AULA_SMTP_URL). */
   mailer: Mailer;
-  /** This member's Prometheus metrics (src/metrics.ts). */
+  /** This node's Prometheus metrics (src/metrics.ts). */
   metrics: Metrics;
   baseUrl: string;
   services: {
@@ -82,7 +82,7 @@ export interface App {
     orgOrigins: OrgOrigins;
     /** Webhook endpoints, their secrets, test events, delivery log and redeliveries. */
     webhookEndpoints: WebhookEndpoints;
-    /** Room sockets: joining, commands, media signaling relayed to the room's media member. */
+    /** Room sockets: joining, commands, media signaling relayed to the room's media node. */
     rooms: Rooms;
   };
 }

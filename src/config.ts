@@ -43,12 +43,12 @@ export const configSchema = z.object({
   /** Outgoing email (owner and admin notifications); unset: emails stay queued in email_outbox, unsent. */
   AULA_SMTP_URL: z.url({ protocol: /^smtps?$/, hostname: /./, error: 'must be an smtp:// or smtps:// URL with a host' }).optional(),
   AULA_MAIL_FROM: z.string().min(3).max(320).regex(/^[^\r\n]*@[^\r\n]*$/, 'must be an address, or "Name <address>", on one line').default('Aula <no-reply@localhost>'),
-  /** Webhook sends in flight at once per endpoint, and per member over all endpoints. */
+  /** Webhook sends in flight at once per endpoint, and per node over all endpoints. */
   AULA_WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(8),
   AULA_WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(10_000).default(512),
-  /** How often a member looks for due webhook sends and undispatched events besides being woken. */
+  /** How often a node looks for due webhook sends and undispatched events besides being woken. */
   AULA_WEBHOOK_POLL_MS: z.coerce.number().int().min(10).max(60_000).default(500),
-  /** mediasoup workers on this member (one per core by default); 0 makes a member that only signals and never hosts media. */
+  /** mediasoup workers on this node (one per core by default); 0 makes a node that only signals and never hosts media. */
   AULA_MEDIA_WORKERS: z.coerce.number().int().min(0).max(256).default(availableParallelism()),
   /** Where workers listen for ICE/RTP; each worker takes one port (UDP and TCP) from the range, the first free one. */
   AULA_MEDIA_LISTEN_IP: z.string().refine((v) => isIP(v) !== 0, 'must be an IPv4 or IPv6 address').default('0.0.0.0'),

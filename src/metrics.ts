@@ -1,18 +1,18 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
-/** What the gauges read when Prometheus scrapes: the member's own state, asked for at that moment. */
+/** What the gauges read when Prometheus scrapes: the node's own state, asked for at that moment. */
 export interface MetricSources {
-  /** Room sockets open on this member. */
+  /** Room sockets open on this node. */
   sockets(): number;
-  /** Rooms whose media this member hosts, and their participants, producers and consumers here. */
+  /** Rooms whose media this node hosts, and their participants, producers and consumers here. */
   media(): Promise<{ rooms: number; participants: number; producers: number; consumers: number }>;
-  /** This member's mediasoup workers: each one's share of a core over the last sample, and its consumers. */
+  /** This node's mediasoup workers: each one's share of a core over the last sample, and its consumers. */
   workers(): { index: number; cpu: number; consumers: number }[];
-  /** Events waiting in this member's actor mailboxes. */
+  /** Events waiting in this node's actor mailboxes. */
   mailboxDepth(): number;
-  /** Shards this member owns, and the cluster's members as the placement names them. */
+  /** Shards this node owns, and the cluster's nodes as the placement names them. */
   shardsOwned(): number;
-  clusterMembers(): Promise<number>;
+  clusterNodes(): Promise<number>;
 }
 
 const REQUEST_SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -65,7 +65,7 @@ export class RouteMeter {
 }
 
 /**
- * One member's Prometheus metrics (prom-client), in a registry of its own: several members may share
+ * One node's Prometheus metrics (prom-client), in a registry of its own: several nodes may share
  * a process (the tests do), so nothing here is global. Counters and histograms are recorded where the
  * work happens; gauges are read from `MetricSources` on each scrape. Names and labels: docs/metrics.md.
  */
@@ -120,15 +120,15 @@ export class Metrics {
       registers,
     });
     const metrics = this;
-    new Gauge({ name: 'aula_room_sockets', help: 'Room sockets open on this member.', registers, collect() {
+    new Gauge({ name: 'aula_room_sockets', help: 'Room sockets open on this node.', registers, collect() {
       if (metrics.#sources) this.set(metrics.#sources.sockets());
     } });
     const media = { rooms: 'aula_media_rooms', participants: 'aula_media_participants', producers: 'aula_media_producers', consumers: 'aula_media_consumers' } as const;
     const helps = {
-      rooms: 'Live rooms whose media this member hosts.',
-      participants: 'Participants with media on this member.',
-      producers: 'mediasoup producers (tracks sent in) on this member.',
-      consumers: 'mediasoup consumers (tracks sent out) on this member.',
+      rooms: 'Live rooms whose media this node hosts.',
+      participants: 'Participants with media on this node.',
+      producers: 'mediasoup producers (tracks sent in) on this node.',
+      consumers: 'mediasoup consumers (tracks sent out) on this node.',
     };
     // one read of the media state per scrape, shared by the four gauges
     let read: Promise<Awaited<ReturnType<MetricSources['media']>>> | null = null;
@@ -147,18 +147,18 @@ export class Metrics {
       this.reset();
       for (const w of metrics.#sources?.workers() ?? []) this.set({ worker: String(w.index) }, w.consumers);
     } });
-    new Gauge({ name: 'aula_actor_mailbox_depth', help: 'Events waiting in this member\'s actor mailboxes.', registers, collect() {
+    new Gauge({ name: 'aula_actor_mailbox_depth', help: 'Events waiting in this node\'s actor mailboxes.', registers, collect() {
       if (metrics.#sources) this.set(metrics.#sources.mailboxDepth());
     } });
-    new Gauge({ name: 'aula_cluster_shards_owned', help: 'Shards this member owns.', registers, collect() {
+    new Gauge({ name: 'aula_cluster_shards_owned', help: 'Shards this node owns.', registers, collect() {
       if (metrics.#sources) this.set(metrics.#sources.shardsOwned());
     } });
-    new Gauge({ name: 'aula_cluster_members', help: 'Members of the cluster, as its placement names them.', registers, async collect() {
-      if (metrics.#sources) this.set(await metrics.#sources.clusterMembers().catch(() => 0));
+    new Gauge({ name: 'aula_cluster_nodes', help: 'Nodes of the cluster, as its placement names them.', registers, async collect() {
+      if (metrics.#sources) this.set(await metrics.#sources.clusterNodes().catch(() => 0));
     } });
   }
 
-  /** Where the gauges read from; given once the member is assembled. */
+  /** Where the gauges read from; given once the node is assembled. */
   observe(sources: MetricSources): void {
     this.#sources = sources;
   }

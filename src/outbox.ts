@@ -18,8 +18,8 @@ export type EventType = (typeof EVENT_TYPES)[number];
 
 /**
  * The outbox: every event is a row written in the transaction that makes the change it reports, so the
- * event exists if and only if the change committed. One per member; its webhook delivery hears, through
- * `onCommit`, when this member committed events, and fans them out at once instead of at its next poll.
+ * event exists if and only if the change committed. One per node; its webhook delivery hears, through
+ * `onCommit`, when this node committed events, and fans them out at once instead of at its next poll.
  */
 export class Outbox {
   readonly #listeners = new Set<() => void>();
@@ -52,7 +52,7 @@ export class Outbox {
     return id;
   }
 
-  /** Called after every commit (in this member) that wrote events; returns the unsubscribe. */
+  /** Called after every commit (in this node) that wrote events; returns the unsubscribe. */
   onCommit(listener: () => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);

@@ -8,7 +8,7 @@ export const MAINTENANCE_TIMERS = { purge: 'purge' } as const;
 
 /**
  * The cluster's housekeeping, one actor for the whole cluster (`maintenance:retention`): a durable
- * timer that fires every hour on whichever member owns its shard, and a purge that runs in the
+ * timer that fires every hour on whichever node owns its shard, and a purge that runs in the
  * timer's transaction. Being an actor makes it run once, survive takeovers and follow the clock.
  */
 export const maintenanceMachine = setup({

@@ -7,7 +7,7 @@ const ev = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) => z.o
 
 /** Sent once to a fresh actor: it arms its first run. */
 export const initEvent = ev('INIT', {});
-/** Sent by every member at start: makes sure the actor exists (and so its timer is armed). */
+/** Sent by every node at start: makes sure the actor exists (and so its timer is armed). */
 export const ensureEvent = ev('ENSURE', {});
 export const timerEvent = ev('TIMER', { name: z.string().min(1).max(300) });
 

@@ -58,8 +58,8 @@ const ev = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) => z.o
 
 /** Sent once by the host after creating the actor from a row: arms the timers the current state needs. */
 export const initEvent = ev('INIT', {});
-/** Where a room's media could go: a worker of a member, chosen by load (media/load.ts). */
-export const mediaCandidate = z.object({ memberId: id, worker: z.number().int().nonnegative() });
+/** Where a room's media could go: a worker of a node, chosen by load (media/load.ts). */
+export const mediaCandidate = z.object({ nodeId: id, worker: z.number().int().nonnegative() });
 
 /**
  * A media-gateway connection opened for a participant; the same participantId again is a reconnect, and

@@ -36,7 +36,7 @@ export interface Participant {
 }
 
 export type MediaCandidate = z.infer<typeof mediaCandidate>;
-/** Where the room's media lives: a worker of a member. `rev` grows with every (re-)placement. */
+/** Where the room's media lives: a worker of a node. `rev` grows with every (re-)placement. */
 export interface MediaPlacement extends MediaCandidate {
   rev: number;
 }
@@ -76,7 +76,7 @@ export interface MeetingContext {
   participants: Record<string, Participant>;
   /** Sessions removed by a host: they may not join again. */
   removedSessions: string[];
-  /** Placed when the room goes LIVE, re-placed when its media member or worker dies; null otherwise. */
+  /** Placed when the room goes LIVE, re-placed when its media node or worker dies; null otherwise. */
   media: MediaPlacement | null;
   /** Grows with every roster and settings change, so the media rooms applies only newer room state. */
   rev: number;

@@ -15,7 +15,7 @@ import type {
 
 const ms = (s: string | null | undefined): number | null => (s == null ? null : Date.parse(s));
 
-/** Roster order: by join time, then id, so every member renders the same list. */
+/** Roster order: by join time, then id, so every node renders the same list. */
 export const byJoin = (a: Participant, b: Participant): number => a.joinedAt - b.joinedAt || (a.participantId < b.participantId ? -1 : 1);
 
 export function initialMeetingContext(input: MeetingInput): MeetingContext {

@@ -1,5 +1,5 @@
 /**
- * Parts of the mint path that bench/servers/aula.ts can swap for cheaper stand-ins on the running member,
+ * Parts of the mint path that bench/servers/aula.ts can swap for cheaper stand-ins on the running node,
  * so a run with one part removed shows what that part costs (`npm run bench -- --ablate all`).
  */
 export const ABLATIONS = {

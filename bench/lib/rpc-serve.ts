@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline';
 
 /**
- * The child side of bench/lib/rpc.ts for bench processes that are not members (the join storm's teachers
+ * The child side of bench/lib/rpc.ts for bench processes that are not nodes (the join storm's teachers
  * and flooder): answers `{"id","cmd","args"}` lines on stdin with `BENCH_REPLY` lines, after printing
  * `BENCH_READY {info}`. stdin closing calls `onClose`.
  */

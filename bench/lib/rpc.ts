@@ -1,6 +1,6 @@
 // A benchmark child process driven over stdin/stdout JSON lines: `BENCH_READY {json}` once, then one
 // `BENCH_REPLY {"id","ok","value"|"error"}` per `{"id","cmd","args"}` line it reads. Other output lines
-// (the member's logs at warn and above) are kept for the report.
+// (the node's logs at warn and above) are kept for the report.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
@@ -13,7 +13,7 @@ export interface RpcChild<T> {
   /** Lines that were not protocol lines. */
   otherLines(): string[];
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  /** SIGTERM (the member drains), SIGKILL after 15 s. */
+  /** SIGTERM (the node drains), SIGKILL after 15 s. */
   stop(): Promise<void>;
 }
 

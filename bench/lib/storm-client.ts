@@ -1,6 +1,6 @@
 /**
  * The client side of the join storm (bench/storm.ts and its teacher and flooder processes): HTTP over
- * undici keep-alive pools, one per member, and room sockets with `ws`, spread over the members the way
+ * undici keep-alive pools, one per node, and room sockets with `ws`, spread over the nodes the way
  * a load balancer in front of them would (round robin per request and per socket).
  */
 import { Pool } from 'undici';
@@ -24,8 +24,8 @@ export class StepError extends Error {
   }
 }
 
-/** The members behind one address, as a round-robin load balancer sees them. */
-export class Members {
+/** The nodes behind one address, as a round-robin load balancer sees them. */
+export class Nodes {
   readonly urls: string[];
   readonly #pools: Pool[];
   #http = 0;
@@ -36,24 +36,24 @@ export class Members {
    * 10 s, and a request sent on one just as the server closes it fails (ECONNRESET) through no fault of
    * either side, which a storm would count as an error.
    */
-  constructor(urls: string[], connectionsPerMember: number) {
+  constructor(urls: string[], connectionsPerNode: number) {
     this.urls = urls;
-    this.#pools = urls.map((u) => new Pool(u, { connections: connectionsPerMember, pipelining: 1, keepAliveTimeout: 4_000, keepAliveMaxTimeout: 4_000 }));
+    this.#pools = urls.map((u) => new Pool(u, { connections: connectionsPerNode, pipelining: 1, keepAliveTimeout: 4_000, keepAliveMaxTimeout: 4_000 }));
   }
 
-  /** The member the next request goes to. */
+  /** The node the next request goes to. */
   nextHttp(): number {
     return this.#http++ % this.urls.length;
   }
 
-  /** The member the next socket goes to. */
+  /** The node the next socket goes to. */
   nextWs(): number {
     return this.#ws++ % this.urls.length;
   }
 
-  /** One JSON request to the next member; the time from sending to the whole body read. */
-  async request(method: 'GET' | 'POST', path: string, opts: { body?: unknown; headers?: Record<string, string>; member?: number; timeoutMs?: number } = {}): Promise<HttpResult> {
-    const member = opts.member ?? this.nextHttp();
+  /** One JSON request to the next node; the time from sending to the whole body read. */
+  async request(method: 'GET' | 'POST', path: string, opts: { body?: unknown; headers?: Record<string, string>; node?: number; timeoutMs?: number } = {}): Promise<HttpResult> {
+    const node = opts.node ?? this.nextHttp();
     const headers: Record<string, string> = { ...opts.headers };
     let body: string | undefined;
     if (opts.body !== undefined) {
@@ -61,7 +61,7 @@ export class Members {
       headers['content-type'] = 'application/json';
     }
     const t0 = performance.now();
-    const res = await this.#pools[member]!.request({
+    const res = await this.#pools[node]!.request({
       method,
       path,
       headers,
@@ -80,10 +80,10 @@ export class Members {
     return { status: res.statusCode, body: parsed, ms };
   }
 
-  /** A room socket URL on member `member`: the path of the `mediaUrl` the API answered, with the token. */
-  socketUrl(member: number, mediaUrl: string, token: string): string {
+  /** A room socket URL on node `node`: the path of the `mediaUrl` the API answered, with the token. */
+  socketUrl(node: number, mediaUrl: string, token: string): string {
     const u = new URL(mediaUrl);
-    const base = new URL(this.urls[member]!);
+    const base = new URL(this.urls[node]!);
     return `ws://${base.host}${u.pathname}?token=${encodeURIComponent(token)}&device=web`;
   }
 

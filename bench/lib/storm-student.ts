@@ -7,7 +7,7 @@
  * The room socket stays open (the student stays in class) until the storm is over.
  */
 import type WebSocket from 'ws';
-import { Commands, type Members, messageType, ok, openSocket, StepError } from './storm-client.ts';
+import { Commands, type Nodes, messageType, ok, openSocket, StepError } from './storm-client.ts';
 import type { StormPeer } from './storm-media.ts';
 
 export const STEPS = ['mint', 'exchange', 'admission', 'room token', 'ws join', 'first packet'] as const;
@@ -35,7 +35,7 @@ export interface StormRoom {
 }
 
 export interface StudentContext {
-  lb: Members;
+  lb: Nodes;
   rooms: StormRoom[];
   keys: string[];
   studentIds: string[];
@@ -125,7 +125,7 @@ export async function runStudent(ctx: StudentContext, i: number, due: number, me
     const at = await first;
     rec.steps['first packet'] = at - joinedAt;
     // measured: the consumers are paused on the server (consumer-pause), so that a hundred libwebrtc
-    // receivers decoding audio for the rest of the storm do not take the machine's CPU from the members
+    // receivers decoding audio for the rest of the storm do not take the machine's CPU from the nodes
     await peer.pauseAll();
     rec.mediaTimes = { mediaJoin: t.mediaJoin! - joinedAt, transports: t.transports! - joinedAt, mediaReady: t.mediaReady! - joinedAt, resumed: peer.firstResumedAt - joinedAt, firstPacket: at - joinedAt };
   } catch (err) {

@@ -1,6 +1,6 @@
 -- POST /api/v1/join-tokens/exchange {token, deviceId}: every request spends a different single-use
 -- token from the pool the server launcher minted, on its own device id and from its own client address
--- (X-Forwarded-For, the member trusts the proxy), so no request is a replay and none meets the per-IP
+-- (X-Forwarded-For, the node trusts the proxy), so no request is a replay and none meets the per-IP
 -- limit. Threads take interleaved indexes; `next_index` tells the runner where the next run starts.
 -- args: tokens file, first index (0-based), thread count
 local tokens = {}

@@ -1,3 +1,3 @@
--- GET /healthz on the Aula member: no auth, no body, a constant answer. What the request pipeline costs
+-- GET /healthz on the Aula node: no auth, no body, a constant answer. What the request pipeline costs
 -- by itself (request id, header copy, logger child, error envelope, response headers) over bare uWS.
 wrk.path = "/healthz"

@@ -1,15 +1,15 @@
 /**
- * A real Aula member for the benchmarks, in its own process. The parent creates the database and passes
- * the member's configuration as AULA_* variables; this process starts the member, creates the fixtures
- * through the services (as test/helpers/member.ts does) and prints one line `BENCH_READY {json}`.
+ * A real Aula node for the benchmarks, in its own process. The parent creates the database and passes
+ * the node's configuration as AULA_* variables; this process starts the node, creates the fixtures
+ * through the services (as test/helpers/node.ts does) and prints one line `BENCH_READY {json}`.
  *
  * Fixtures: one organization on the enterprise plan, BENCH_KEYS API keys with only `join-links:write`,
  * BENCH_USERS students, one scheduled meeting (ORG_MEMBERS access, no waiting room), and a pool of
  * BENCH_TOKENS single-use join tokens minted through JoinLinks.mint (the service call the mint route
- * makes), written to BENCH_DIR for the exchange scenario. Exits on SIGTERM after closing the member.
+ * makes), written to BENCH_DIR for the exchange scenario. Exits on SIGTERM after closing the node.
  *
  * Ablations, to see where a request's time goes without editing the server: a JSON line on stdin,
- * `{"ablate": ["rate-limit-local", ...]}`, swaps the named parts of the running member for cheaper
+ * `{"ablate": ["rate-limit-local", ...]}`, swaps the named parts of the running node for cheaper
  * stand-ins (and restores every part not named); answered with `BENCH_ACK`. See bench/lib/ablations.ts.
  */
 import { writeFileSync } from 'node:fs';
@@ -17,11 +17,11 @@ import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { routes } from '../../http/routes/index.ts';
 import { RateLimits, type RateLimitResult } from '../../src/cluster/rate-limit.ts';
-import { startMember } from '../../src/member.ts';
+import { startNode } from '../../src/node.ts';
 import { createOrg } from '../../src/services/orgs.ts';
 import { ABLATIONS } from '../lib/ablations.ts';
 import { RouteMeter } from '../../src/metrics.ts';
-import { closeOnSignals } from '../lib/member.ts';
+import { closeOnSignals } from '../lib/node.ts';
 
 const count = (name: string, fallback: number): number => {
   const v = Number(process.env[name] ?? fallback);
@@ -35,9 +35,9 @@ const tokens = count('BENCH_TOKENS', 0);
 const dir = process.env.BENCH_DIR;
 if (!dir) throw new Error('BENCH_DIR is required');
 
-const member = await startMember();
-const { app } = member;
-const shutdown = closeOnSignals(member);
+const node = await startNode();
+const { app } = node;
+const shutdown = closeOnSignals(node);
 
 const mintRoute = routes.find((r) => r.spec.path === '/public/meetings/:id/join-links');
 if (!mintRoute) throw new Error('mint route not found');
@@ -124,7 +124,7 @@ try {
   writeFileSync(tokensFile, pool.join('\n') + (pool.length ? '\n' : ''));
   process.stdout.write(
     'BENCH_READY ' +
-      JSON.stringify({ port: member.port, orgId: org.id, meetingId: meeting.id, keys: keyList.length, users: userIds.length, tokens: pool.length, keysFile, usersFile, tokensFile }) +
+      JSON.stringify({ port: node.port, orgId: org.id, meetingId: meeting.id, keys: keyList.length, users: userIds.length, tokens: pool.length, keysFile, usersFile, tokensFile }) +
       '\n',
   );
 } catch (err) {

@@ -11,7 +11,7 @@
  */
 import type WebSocket from 'ws';
 import { serveRpc } from '../lib/rpc-serve.ts';
-import { Members, messageType, ok, openSocket } from '../lib/storm-client.ts';
+import { Nodes, messageType, ok, openSocket } from '../lib/storm-client.ts';
 
 interface Stats {
   sent: number;
@@ -28,7 +28,7 @@ interface Stats {
   floodMs: number;
 }
 
-let members: Members | null = null;
+let nodes: Nodes | null = null;
 let ws: WebSocket | null = null;
 let flooding = false;
 let timer: NodeJS.Timeout | null = null;
@@ -39,8 +39,8 @@ const bump = (o: Record<string, number>, k: string) => (o[k] = (o[k] ?? 0) + 1);
 const commands: Record<string, (args: any) => Promise<unknown>> = {
   /** Joins the flood room and starts flooding; resolves once the first socket joined. */
   async start({ urls, key, meetingId, userId, rate, reconnect }: { urls: string[]; key: string; meetingId: string; userId: string; rate: number; reconnect: boolean }) {
-    members ??= new Members(urls, 2);
-    const m = members;
+    nodes ??= new Nodes(urls, 2);
+    const m = nodes;
     stats = { sent: 0, skipped: 0, acked: 0, ok: 0, refused: {}, closes: {}, reconnects: 0, reconnectFailures: {}, reconnectMs: [], floodMs: 0 };
     const link = await ok('flood mint', m.request('POST', `/api/v1/public/meetings/${meetingId}/join-links`, { body: { userId }, headers: { authorization: `Bearer ${key}` } }));
     const s = await ok('flood exchange', m.request('POST', '/api/v1/join-tokens/exchange', { body: { token: link.body.data.token, deviceId: `flooder-${meetingId}` }, headers: { 'x-forwarded-for': '172.16.0.1' } }));
@@ -117,7 +117,7 @@ const commands: Record<string, (args: any) => Promise<unknown>> = {
 const shutdown = () => {
   flooding = false;
   ws?.terminate();
-  void members?.close();
+  void nodes?.close();
   setTimeout(() => process.exit(0), 100);
 };
 process.on('SIGTERM', shutdown);

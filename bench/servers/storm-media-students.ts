@@ -8,11 +8,11 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type WebSocket from 'ws';
 import { serveRpc } from '../lib/rpc-serve.ts';
-import { Members } from '../lib/storm-client.ts';
+import { Nodes } from '../lib/storm-client.ts';
 import { exitNow, StormPeer } from '../lib/storm-media.ts';
 import { leaveAll, runSchedule, type StormRoom, type StudentContext } from '../lib/storm-student.ts';
 
-let lb: Members | null = null;
+let lb: Nodes | null = null;
 let held: { ws: WebSocket; peer: StormPeer | null }[] = [];
 let dropped: Record<string, number> = {};
 let leaving = false;
@@ -20,7 +20,7 @@ const ELD_RESOLUTION_MS = 5;
 
 const commands: Record<string, (args: any) => Promise<unknown>> = {
   async run(a: { urls: string[]; connections: number; rooms: StormRoom[]; keys: string[]; studentIds: string[]; ipBlock: number; stepTimeoutMs: number; backendIp: string; indices: number[]; t0Epoch: number; intervalMs: number }) {
-    lb ??= new Members(a.urls, a.connections);
+    lb ??= new Nodes(a.urls, a.connections);
     held = [];
     dropped = {};
     leaving = false;

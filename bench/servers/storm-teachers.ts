@@ -9,7 +9,7 @@
  */
 import type WebSocket from 'ws';
 import { serveRpc } from '../lib/rpc-serve.ts';
-import { Commands, Members, ok, openSocket, StepError } from '../lib/storm-client.ts';
+import { Commands, Nodes, ok, openSocket, StepError } from '../lib/storm-client.ts';
 import { exitNow, StormPeer } from '../lib/storm-media.ts';
 import { pool } from '../lib/pool.ts';
 
@@ -26,7 +26,7 @@ interface Teacher {
   asked: Set<string>;
 }
 
-let members: Members | null = null;
+let nodes: Nodes | null = null;
 let teachers: Teacher[] = [];
 const stats = { admits: 0, admitErrors: {} as Record<string, number>, closedEarly: {} as Record<string, number> };
 let ending = false;
@@ -49,8 +49,8 @@ const commands: Record<string, (args: any) => Promise<unknown>> = {
   /** Every teacher into their room (media joined as the page does), those of rooms in `audio` sending a tone; resolves once all are in. */
   async enter({ urls, key, rooms, hostUserIds, ipBlock, audio }: { urls: string[]; key: string; rooms: Room[]; hostUserIds: string[]; ipBlock: number; audio: number[] }) {
     const sending = new Set(audio);
-    members ??= new Members(urls, 8);
-    const m = members;
+    nodes ??= new Nodes(urls, 8);
+    const m = nodes;
     ending = false;
     stats.admits = 0;
     stats.admitErrors = {};
@@ -105,7 +105,7 @@ const commands: Record<string, (args: any) => Promise<unknown>> = {
 
 const shutdown = () => {
   for (const t of teachers) t.peer.close();
-  void members?.close();
+  void nodes?.close();
   setTimeout(() => exitNow(0), 100);
 };
 process.on('SIGTERM', shutdown);

@@ -15,7 +15,7 @@ const answers = (check: Promise<unknown>, what: string): Promise<'ok' | 'down'> 
     () => 'down' as const,
   );
 
-/** Prometheus's scrape: the member's metrics, behind its token when one is set. */
+/** Prometheus's scrape: the node's metrics, behind its token when one is set. */
 export async function metricsResponse(app: App, authorization: string | undefined): Promise<{ contentType: string; body: string }> {
   const token = app.config.AULA_METRICS_TOKEN;
   if (token !== undefined && (authorization === undefined || !safeEqual(authorization, `Bearer ${token}`))) throw new AppError('metrics_token_invalid');
@@ -55,7 +55,7 @@ export const healthRoutes = [
       root: true,
       tag: 'Operations',
       auth: 'none',
-      summary: 'Prometheus metrics of the member that answers (docs/metrics.md).',
+      summary: 'Prometheus metrics of the node that answers (docs/metrics.md).',
       description: 'With AULA_METRICS_TOKEN set, only for "Authorization: Bearer <token>". With AULA_METRICS_PORT set, served on that port instead, and route_not_found here.',
       raw: ['text/plain'],
       errors: ['metrics_token_invalid', 'route_not_found'],

@@ -28,7 +28,7 @@ export const orgRoutes = [
       auth: 'admin',
       summary: 'Rename the organization or set its allowed origins.',
       description:
-        'allowedOrigins replaces the list: origins (scheme, host and optional port; http or https) whose pages may put the room in an iframe with the embedding SDK, at most 50. The room page answers with `Content-Security-Policy: frame-ancestors` built from it; running members pick a change up at once.',
+        'allowedOrigins replaces the list: origins (scheme, host and optional port; http or https) whose pages may put the room in an iframe with the embedding SDK, at most 50. The room page answers with `Content-Security-Policy: frame-ancestors` built from it; running nodes pick a change up at once.',
       params: orgParams,
       body: z.strictObject({ name: z.string().trim().min(1).max(200).optional(), allowedOrigins: allowedOrigins.optional() }),
       response: organization,

@@ -28,7 +28,7 @@ export const COMMAND_BUDGET = {
   idleMs: 30_000,
 } as const;
 
-/** One session's budget on this member, shared by its sockets. */
+/** One session's budget on this node, shared by its sockets. */
 interface SessionBudget {
   bucket: TokenBucket;
   strikes: number;
@@ -102,7 +102,7 @@ function uwsConnection(identity: ConnectionIdentity): UwsConnection {
 /**
  * The room WebSocket at `/api/v1/meetings/:slug/media?token=<mediaToken>`: transport only. It checks the
  * token at the upgrade, parses and validates each frame against the room protocol, holds each socket to
- * its command budget, hands the command to the rooms service and sends the ack. Any member takes any
+ * its command budget, hands the command to the rooms service and sends the ack. Any node takes any
  * socket; src/services/rooms.ts does the rest.
  */
 export class MediaGateway {

@@ -47,7 +47,7 @@ export const adminsCommands: Command[] = [
   },
   {
     name: 'admins disable',
-    summary: 'Disable an owner or admin: sign-in refused, every session revoked on every running member at once.',
+    summary: 'Disable an owner or admin: sign-in refused, every session revoked on every running node at once.',
     synopsis: 'ADMIN_ID [--json]',
     description: 'Disabling a disabled admin changes nothing and succeeds; an unknown id exits 1.',
     positionals: [{ name: 'ADMIN_ID', help: 'the owner or admin (adm_…); --id ADMIN_ID works too' }],

@@ -6,13 +6,13 @@ import type { Logger } from '../logger.ts';
 import { connectRedis } from '../cluster/redis.ts';
 
 /**
- * The bus a CLI command publishes on: the members' Redis bus when there is one, so a change they cache
- * (a revoked API key, a disabled admin's sessions) reaches every running member at once instead of
+ * The bus a CLI command publishes on: the nodes' Redis bus when there is one, so a change they cache
+ * (a revoked API key, a disabled admin's sessions) reaches every running node at once instead of
  * when their caches expire (60 seconds at most); in process otherwise (without Redis there is one
- * member; when it holds the embedded database the command runs inside it, on its own bus: control.ts). Connected on first use.
+ * node; when it holds the embedded database the command runs inside it, on its own bus: control.ts). Connected on first use.
  *
  * The change is committed before it is published, so a publish that fails does not fail the command:
- * it warns that running members will see the change when their caches expire.
+ * it warns that running nodes will see the change when their caches expire.
  */
 export function cliBus(config: Config, log: Logger): { get: () => Bus; close: () => Promise<void> } {
   let redis: Redis | null = null;
@@ -26,7 +26,7 @@ export function cliBus(config: Config, log: Logger): { get: () => Bus; close: ()
       return (bus = {
         publish: (channel, message) =>
           inner.publish(channel, message).catch((err: Error) => {
-            process.stderr.write(`aula: warning: done, but running members could not be told (${err.message}); they will see it within 60 seconds\n`);
+            process.stderr.write(`aula: warning: done, but running nodes could not be told (${err.message}); they will see it within 60 seconds\n`);
           }),
         subscribe: (channel, handler) => inner.subscribe(channel, handler),
         close: () => inner.close(),

@@ -53,7 +53,7 @@ type Response = { ok: true; result: unknown } | { ok: false; error: { exitCode: 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
 /**
- * Opens the channel of a running member and writes its address into the data folder. `handle` runs one
+ * Opens the channel of a running node and writes its address into the data folder. `handle` runs one
  * operation; a CommandFailure it throws is the CLI's message and exit code, anything else is logged here.
  */
 export async function startControl(opts: { dataDir: string; log: Logger; handle: (op: string, args: unknown) => Promise<unknown> }): Promise<{ close(): Promise<void> }> {
@@ -124,7 +124,7 @@ export async function startControl(opts: { dataDir: string; log: Logger; handle:
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync(tmp, JSON.stringify({ pid: process.pid, port, token } satisfies ControlFile) + '\n', { mode: 0o600 });
   renameSync(tmp, file); // readers never see half a file
-  log.info({ port, file }, 'aula commands accepted: the CLI runs them here while this member holds the embedded database');
+  log.info({ port, file }, 'aula commands accepted: the CLI runs them here while this node holds the embedded database');
 
   let closed: Promise<void> | null = null;
   return {

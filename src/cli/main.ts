@@ -26,7 +26,7 @@ function table(head: string[], rows: string[][]): string {
 const commands: Command[] = [
   {
     name: 'serve',
-    summary: 'Start a server member; migrations run at start.',
+    summary: 'Start a server node; migrations run at start.',
     synopsis: '[--workers N] [--fail-fast]',
     description:
       'The database is AULA_DATABASE_URL, or the embedded one (PGlite) in AULA_DATA_DIR. Before starting it waits for\n' +
@@ -34,7 +34,7 @@ const commands: Command[] = [
       'not and trying again after 1, 2, 4 … 30 s. SIGTERM or SIGINT drains it. While it holds the embedded database,\n' +
       'the other aula commands run inside it.',
     options: {
-      workers: { type: 'string', value: 'N', help: 'N member processes on one port, a dead one restarted (1 to 256, default 1);\nneeds AULA_DATABASE_URL and AULA_REDIS_URL (exit 78 without)' },
+      workers: { type: 'string', value: 'N', help: 'N node processes on one port, a dead one restarted (1 to 256, default 1);\nneeds AULA_DATABASE_URL and AULA_REDIS_URL (exit 78 without)' },
       'fail-fast': { type: 'boolean', help: 'exit 69 instead of retrying when PostgreSQL or Redis does not answer' },
     },
     async run(o) {
@@ -42,10 +42,10 @@ const commands: Command[] = [
       const n = Number(workers);
       if (!/^\d+$/.test(workers) || n < 1 || n > 256) throw new UsageError('--workers must be a whole number from 1 to 256', 'serve');
       // a worker started by a primary skips this: the primary waited already
-      const [{ loadConfig }, { waitForServices }, { serveMember, serveWorkers }] = await Promise.all([import('../config.ts'), import('./preflight.ts'), import('./serve.ts')]);
+      const [{ loadConfig }, { waitForServices }, { serveNode, serveWorkers }] = await Promise.all([import('../config.ts'), import('./preflight.ts'), import('./serve.ts')]);
       if (!process.env.AULA_WORKER) await waitForServices(loadConfig(), { failFast: !!o['fail-fast'] });
       if (n > 1) return await serveWorkers(n);
-      await serveMember();
+      await serveNode();
       return -1;
     },
   },
@@ -82,7 +82,7 @@ const commands: Command[] = [
     name: 'org update',
     summary: 'Rename an organization, or set the origins allowed to frame the room.',
     synopsis: 'ORG_ID [--name NAME] [--allowed-origins ORIGINS] [--json]',
-    description: 'Prints the organization. Running members see new allowed origins at once (docs/sdk.md).',
+    description: 'Prints the organization. Running nodes see new allowed origins at once (docs/sdk.md).',
     positionals: [{ name: 'ORG_ID', help: 'the organization (org_…); --id ORG_ID works too' }],
     options: {
       id: { type: 'string', value: 'ORG_ID', help: 'the organization, as a flag' },
@@ -148,7 +148,7 @@ const commands: Command[] = [
   },
   {
     name: 'keys revoke',
-    summary: 'Revoke an API key; running members refuse it at once.',
+    summary: 'Revoke an API key; running nodes refuse it at once.',
     synopsis: 'KEY_ID [--json]',
     description: 'Revoking a revoked key changes nothing and succeeds; an unknown id exits 1.',
     positionals: [{ name: 'KEY_ID', help: 'the key’s id (key_…, from aula keys list); --id KEY_ID works too' }],
@@ -163,7 +163,7 @@ const commands: Command[] = [
   ...adminsCommands,
   {
     name: 'cluster status',
-    summary: 'Show the members, and each shard’s owner and fencing epoch (read-only).',
+    summary: 'Show the nodes, and each shard’s owner and fencing epoch (read-only).',
     synopsis: '[--json]',
     options: { json },
     async run(o) {
@@ -179,7 +179,7 @@ const GROUPS: Record<string, string> = {
   org: 'Organizations.',
   keys: 'API keys, which the customer’s backend calls the API with.',
   admins: 'Organization owners and admins, who sign in with email and password.',
-  cluster: 'The members of a cluster and where the shards are.',
+  cluster: 'The nodes of a cluster and where the shards are.',
 };
 
 function commandRows(cmds: Command[]): string {

@@ -25,13 +25,13 @@ import { CommandFailure, OwnerGone, sendToServer } from './control.ts';
 
 export { CommandFailure };
 
-/** What an operation runs with: the database and, for a change running members cache, a way to tell them. */
+/** What an operation runs with: the database and, for a change running nodes cache, a way to tell them. */
 export interface OpContext {
   sql: Sql;
   clock: Clock;
   /** Brings the schema up to date; returns the migrations it applied. */
   migrate(): Promise<number[]>;
-  /** The API keys service; `publishing`: its revocations must reach running members' caches. */
+  /** The API keys service; `publishing`: its revocations must reach running nodes' caches. */
   apiKeys(publishing: boolean): ApiKeys;
   admins(publishing: boolean): Admins;
   publish(channel: string, message: Record<string, unknown>): Promise<void>;
@@ -96,7 +96,7 @@ const ops = {
     };
   },
   async 'keys.revoke'(ctx: OpContext, a: OpArgs<'keys.revoke'>) {
-    // published on the members' bus (or, inside the server, its own): running members refuse the key at once
+    // published on the nodes' bus (or, inside the server, its own): running nodes refuse the key at once
     const now = await ctx.apiKeys(true).revoke(ctx.sql, a.id);
     const [row] = await ctx.sql<{ revokedAt: Date | null }[]>`select revoked_at from api_keys where id = ${a.id}`;
     if (!row) throw new CommandFailure(`no API key ${a.id}`);
@@ -107,7 +107,7 @@ const ops = {
     return { id: m.id, orgId: m.orgId, email: m.email, role: m.role, createdAt: m.createdAt };
   },
   async 'admins.disable'(ctx: OpContext, a: OpArgs<'admins.disable'>) {
-    // the revoked sessions are published on the members' bus, so running members drop them at once
+    // the revoked sessions are published on the nodes' bus, so running nodes drop them at once
     const now = await ctx.admins(true).disable(ctx.sql, a.id);
     const [row] = await ctx.sql<{ disabledAt: Date | null }[]>`select disabled_at from admins where id = ${a.id}`;
     if (!row) throw new CommandFailure(`no admin ${a.id}`);
@@ -136,8 +136,8 @@ export async function executeOp(ctx: OpContext, op: string, args: unknown): Prom
   }
 }
 
-/** The context of an operation run inside a running member (the command channel): its connection, bus and services. */
-export function memberContext(app: App): OpContext {
+/** The context of an operation run inside a running node (the command channel): its connection, bus and services. */
+export function nodeContext(app: App): OpContext {
   return {
     sql: app.sql,
     clock: app.clock,

@@ -1,12 +1,12 @@
-// `aula serve [--workers N]`: one member in this process, or a primary that runs N member processes
+// `aula serve [--workers N]`: one node in this process, or a primary that runs N node processes
 // on one port (SO_REUSEPORT, which uWS sets on Linux) and keeps them running.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { loadConfig, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../logger.ts';
-import { startMember } from '../member.ts';
+import { startNode } from '../node.ts';
 import { startControl } from './control.ts';
-import { executeOp, memberContext } from './ops.ts';
+import { executeOp, nodeContext } from './ops.ts';
 
 /** Exit code of a configuration the command refuses (sysexits EX_CONFIG), as for a bad AULA_ variable. */
 export const EX_CONFIG = 78;
@@ -19,42 +19,42 @@ const HEALTHY_AFTER_MS = 10_000;
 const SHUTDOWN_KILL_MS = 45_000;
 
 /** Messages a worker sends its primary over the IPC channel. */
-type WorkerMessage = { type: 'listening'; port: number; memberId: string };
+type WorkerMessage = { type: 'listening'; port: number; nodeId: string };
 
 /**
- * Runs one member in this process until SIGTERM or SIGINT, which drain it (its shards are handed
+ * Runs one node in this process until SIGTERM or SIGINT, which drain it (its shards are handed
  * over) and exit. Started by a primary (`AULA_WORKER` set, an IPC channel open), it also drains and
  * exits when the primary goes away, so a killed primary leaves no orphans behind, and it ignores the
  * second copy of a signal (a terminal's Ctrl-C reaches the whole process group, and the primary
  * forwards it too).
  */
-export async function serveMember(): Promise<void> {
+export async function serveNode(): Promise<void> {
   const config = loadConfig();
   const worker = process.env.AULA_WORKER ? Number(process.env.AULA_WORKER) : null;
   const logger = createLogger(config, worker ? { worker } : {});
-  const member = await startMember({ config, logger });
+  const node = await startNode({ config, logger });
   // Holding the embedded database (PGlite, one session), this process runs the CLI's commands for it (control.ts).
-  const ctx = memberContext(member.app);
-  const control = member.app.database.embedded
+  const ctx = nodeContext(node.app);
+  const control = node.app.database.embedded
     ? await startControl({ dataDir: config.AULA_DATA_DIR, log: logger, handle: (op, args) => executeOp(ctx, op, args) })
     : null;
   let stopping = false;
   const stop = (why: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ why }, 'aula member stopping');
+    logger.info({ why }, 'aula node stopping');
     Promise.resolve(control?.close())
-      .then(() => member.close())
+      .then(() => node.close())
       .then(
         () => process.exit(0),
         (err) => {
-          logger.error({ err }, 'aula member did not close cleanly');
+          logger.error({ err }, 'aula node did not close cleanly');
           process.exit(1);
         },
       );
   };
   if (process.send && process.channel) {
-    const msg: WorkerMessage = { type: 'listening', port: member.port, memberId: member.app.cluster.memberId };
+    const msg: WorkerMessage = { type: 'listening', port: node.port, nodeId: node.app.cluster.nodeId };
     process.send(msg);
     process.channel.unref();
     process.once('disconnect', () => stop('the primary went away'));
@@ -88,7 +88,7 @@ interface Slot {
 }
 
 /**
- * The primary of `aula serve --workers N`: starts N members on one port, forwards SIGTERM/SIGINT to
+ * The primary of `aula serve --workers N`: starts N nodes on one port, forwards SIGTERM/SIGINT to
  * them and waits for their drains, restarts one that dies unexpectedly (with backoff, never during
  * shutdown). Resolves with the exit code once every worker has exited. Refuses (78) without
  * AULA_REDIS_URL and AULA_DATABASE_URL: the embedded database and the in-process cluster are one process's.

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 
 export type BusHandler = (message: Record<string, unknown>) => void;
 
-/** Fire-and-forget notifications between members: cache invalidation, job wake-ups. */
+/** Fire-and-forget notifications between nodes: cache invalidation, job wake-ups. */
 export interface Bus {
   publish(channel: string, message: Record<string, unknown>): Promise<void>;
   subscribe(channel: string, handler: BusHandler): void;
@@ -25,7 +25,7 @@ export class LocalBus implements Bus {
 }
 
 /**
- * Redis pub/sub. The publishing member also runs its own handlers at once, so its next request reads
+ * Redis pub/sub. The publishing node also runs its own handlers at once, so its next request reads
  * its own writes; the echo that arrives back from Redis is dropped by origin id.
  */
 export class RedisBus implements Bus {

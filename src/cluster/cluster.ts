@@ -1,6 +1,6 @@
 import { AppError, errorCatalog, type ErrorCode } from '../errors.ts';
 
-/** Actors are placed by shard, shards by member. Changing this needs a migration of the `shards` rows. */
+/** Actors are placed by shard, shards by node. Changing this needs a migration of the `shards` rows. */
 export const SHARD_COUNT = 64;
 
 /** The shard of an actor: FNV-1a (32 bit) of its id, stable across processes and releases. */
@@ -15,7 +15,7 @@ export function shardOf(actorId: string): number {
   return (h >>> 0) % SHARD_COUNT;
 }
 
-export interface PlacementMember {
+export interface PlacementNode {
   id: string;
   host: string;
   pid: number;
@@ -25,14 +25,14 @@ export interface PlacementMember {
 
 export interface PlacementShard {
   shard: number;
-  /** The lease holder in Redis (the member messages are routed to); with no Redis, the owner recorded in Postgres. */
+  /** The lease holder in Redis (the node messages are routed to); with no Redis, the owner recorded in Postgres. */
   owner: string | null;
   /** The fencing epoch in Postgres. */
   epoch: number;
 }
 
 export interface Placement {
-  members: PlacementMember[];
+  nodes: PlacementNode[];
   shards: PlacementShard[];
 }
 
@@ -51,18 +51,18 @@ export interface AskOptions {
 }
 
 /**
- * Membership, shard leases and the one way to reach an actor. The host (actor runtime) sets the
+ * Node registry, shard leases and the one way to reach an actor. The host (actor runtime) sets the
  * handler and listens to the shard lifecycle; everyone else only calls `send` and `ask`.
  */
 export interface Cluster {
-  readonly memberId: string;
+  readonly nodeId: string;
   /**
-   * Registers the member and takes the shards that are free and belong to it. `handler` (the actor
-   * host) is called for messages to actors on shards this member owns; its value is the ask reply.
+   * Registers the node and takes the shards that are free and belong to it. `handler` (the actor
+   * host) is called for messages to actors on shards this node owns; its value is the ask reply.
    */
   start(handler: ActorHandler): Promise<void>;
   stop(opts?: StopOptions): Promise<void>;
-  /** Shard -> epoch for every shard this member holds now (including one being handed over). */
+  /** Shard -> epoch for every shard this node holds now (including one being handed over). */
   owned(): ReadonlyMap<number, number>;
   placement(): Promise<Placement>;
   /** After the epoch bump: the host may load and run the shard's actors with this epoch. */
@@ -75,31 +75,31 @@ export interface Cluster {
   send(actorId: string, event: Record<string, unknown>): Promise<void>;
   /** Delivers an event and resolves with the handler's value; rejects with the handler's error or ActorUnavailableError. */
   ask<T = unknown>(actorId: string, event: Record<string, unknown>, opts?: AskOptions): Promise<T>;
-  /** Answers calls addressed to this member for `service`. */
+  /** Answers calls addressed to this node for `service`. */
   serve(service: string, handler: ServiceHandler): void;
   /**
-   * Calls `service` on one member (this one: in process) and resolves with its value; rejects with the
-   * handler's error, or MemberUnavailableError when the member does not answer in time. Never retried:
-   * the caller decides (a member that is gone stays gone).
+   * Calls `service` on one node (this one: in process) and resolves with its value; rejects with the
+   * handler's error, or NodeUnavailableError when the node does not answer in time. Never retried:
+   * the caller decides (a node that is gone stays gone).
    */
-  call<T = unknown>(memberId: string, service: string, payload: Record<string, unknown>, opts?: AskOptions): Promise<T>;
+  call<T = unknown>(nodeId: string, service: string, payload: Record<string, unknown>, opts?: AskOptions): Promise<T>;
 }
 
 export const DEFAULT_ASK_TIMEOUT_MS = 5000;
 
-/** A service a member answers for calls addressed to it (not to an actor): e.g. `media`, the rooms whose media it hosts. */
+/** A service a node answers for calls addressed to it (not to an actor): e.g. `media`, the rooms whose media it hosts. */
 export type ServiceHandler = (payload: Record<string, unknown>) => Promise<unknown>;
 
-/** The member a call was addressed to did not answer (gone, not listening, or too slow). Retryable. */
-export class MemberUnavailableError extends AppError {
-  override name = 'MemberUnavailableError';
-  constructor(memberId: string, why: string) {
-    super('service_unavailable', { message: `member ${memberId} did not answer (${why})`, details: { memberId, reason: why } });
+/** The node a call was addressed to did not answer (gone, not listening, or too slow). Retryable. */
+export class NodeUnavailableError extends AppError {
+  override name = 'NodeUnavailableError';
+  constructor(nodeId: string, why: string) {
+    super('service_unavailable', { message: `node ${nodeId} did not answer (${why})`, details: { nodeId, reason: why } });
   }
 }
 
-/** The services this member serves, shared by both cluster implementations. */
-export class MemberServices {
+/** The services this node serves, shared by both cluster implementations. */
+export class NodeServices {
   readonly #handlers = new Map<string, ServiceHandler>();
 
   serve(service: string, handler: ServiceHandler): void {
@@ -109,7 +109,7 @@ export class MemberServices {
   /** Runs the handler here; an unknown service is a bug of the caller, answered as not_found. */
   invoke(service: string, payload: Record<string, unknown>): Promise<unknown> {
     const h = this.#handlers.get(service);
-    if (!h) return Promise.reject(new AppError('not_found', { message: `no service ${service} on this member` }));
+    if (!h) return Promise.reject(new AppError('not_found', { message: `no service ${service} on this node` }));
     try {
       return Promise.resolve(h(payload));
     } catch (err) {

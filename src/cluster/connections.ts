@@ -27,26 +27,26 @@ export interface RoomConnection extends ConnectionIdentity {
   end(reason: CloseReason): void;
 }
 
-/** Who a message is for on this member. */
+/** Who a message is for on this node. */
 export type Audience = { participantId: string } | { all: true } | { role: 'hosts' } | { queue: string };
 
 /**
- * Which room sockets are open on this member, found by participant, user, room or waiting-room entry;
- * and, in Redis, which connection ids each member holds (`conns:<memberId>`), so that when a member
+ * Which room sockets are open on this node, found by participant, user, room or waiting-room entry;
+ * and, in Redis, which connection ids each node holds (`conns:<nodeId>`), so that when a node
  * dies the others can report its connections gone (it cannot).
  */
 export class Connections {
   readonly #redis: Redis | null;
   readonly #prefix: string;
-  readonly #memberId: string;
+  readonly #nodeId: string;
   readonly #log: Logger;
   readonly #byTopic = new Map<string, Set<RoomConnection>>();
   readonly #all = new Set<RoomConnection>();
 
-  constructor(opts: { redis: Redis | null; prefix: string; memberId: string; log: Logger }) {
+  constructor(opts: { redis: Redis | null; prefix: string; nodeId: string; log: Logger }) {
     this.#redis = opts.redis;
     this.#prefix = opts.prefix;
-    this.#memberId = opts.memberId;
+    this.#nodeId = opts.nodeId;
     this.#log = opts.log;
   }
 
@@ -54,8 +54,8 @@ export class Connections {
     return this.#all.size;
   }
 
-  #key(memberId = this.#memberId): string {
-    return `${this.#prefix}conns:${memberId}`;
+  #key(nodeId = this.#nodeId): string {
+    return `${this.#prefix}conns:${nodeId}`;
   }
 
   add(c: RoomConnection): void {
@@ -65,7 +65,7 @@ export class Connections {
       if (!s) this.#byTopic.set(t, (s = new Set()));
       s.add(c);
     }
-    // Fire and forget, but never unhandled: a refusal (Redis gone, the member closing) must not end the process.
+    // Fire and forget, but never unhandled: a refusal (Redis gone, the node closing) must not end the process.
     if (c.kind === 'room') this.#redis?.hset(this.#key(), c.connectionId, JSON.stringify({ m: c.meetingId, p: c.participantId })).catch((err) => this.#lost(err, 'record'));
   }
 
@@ -94,7 +94,7 @@ export class Connections {
     return [...(this.#byTopic.get(`u:${userId}`) ?? [])];
   }
 
-  /** Whether this member holds a participant's socket in this meeting. */
+  /** Whether this node holds a participant's socket in this meeting. */
   hasRoom(meetingId: string): boolean {
     return this.#byTopic.has(`room:${meetingId}`);
   }
@@ -104,16 +104,16 @@ export class Connections {
   }
 
   /**
-   * Reports the connections of members whose registration expired (they cannot), each once: `report`
+   * Reports the connections of nodes whose registration expired (they cannot), each once: `report`
    * is called per connection and the entry removed. Idempotent in the meeting actor.
    */
-  async sweepDeadMembers(report: (meetingId: string, participantId: string, connectionId: string) => Promise<void>): Promise<number> {
+  async sweepDeadNodes(report: (meetingId: string, participantId: string, connectionId: string) => Promise<void>): Promise<number> {
     const redis = this.#redis;
     if (!redis) return 0;
     const [sec, usec] = await redis.time();
     const now = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
-    const live = new Set(await redis.zrangebyscore(clusterKeys(this.#prefix).members, now, '+inf'));
-    live.add(this.#memberId);
+    const live = new Set(await redis.zrangebyscore(clusterKeys(this.#prefix).nodes, now, '+inf'));
+    live.add(this.#nodeId);
     const prefix = this.#key('');
     let reported = 0;
     let cursor = '0';

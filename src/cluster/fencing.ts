@@ -2,7 +2,7 @@ import type { Db, Sql } from '../db/index.ts';
 import { ActorUnavailableError } from './cluster.ts';
 
 /**
- * A write refused because the shard's epoch moved on: another member took the shard, so this one's
+ * A write refused because the shard's epoch moved on: another node took the shard, so this one's
  * view of the actor is stale. The transaction it was thrown in must roll back (it does when the
  * error escapes `sql.begin`). Retryable: the caller's retry reaches the new owner.
  */
@@ -48,12 +48,12 @@ export async function lockEpochs(tx: Db, shards: readonly number[]): Promise<Map
 /** How long a takeover waits for a former owner's in-flight write to commit before trying again later. */
 const ACQUIRE_LOCK_TIMEOUT = '2s';
 
-/** Fences a shard for `memberId`: every earlier owner's writes are refused from now on. Returns the new epoch. */
-export async function acquireEpoch(sql: Sql, shard: number, memberId: string): Promise<number> {
+/** Fences a shard for `nodeId`: every earlier owner's writes are refused from now on. Returns the new epoch. */
+export async function acquireEpoch(sql: Sql, shard: number, nodeId: string): Promise<number> {
   const rows = await sql.begin(async (tx) => {
     await tx.unsafe(`set local lock_timeout = '${ACQUIRE_LOCK_TIMEOUT}'`);
     return tx<{ epoch: string }[]>`
-      update shards set epoch = epoch + 1, owner = ${memberId}, acquired_at = now() where id = ${shard} returning epoch`;
+      update shards set epoch = epoch + 1, owner = ${nodeId}, acquired_at = now() where id = ${shard} returning epoch`;
   });
   const row = rows[0];
   if (!row) throw new Error(`shard ${shard} has no row in shards (SHARD_COUNT and the 0002_cluster migration disagree)`);
@@ -61,6 +61,6 @@ export async function acquireEpoch(sql: Sql, shard: number, memberId: string): P
 }
 
 /** After a hand-over, records that nobody holds the shard. Does not bump the epoch; a no-op if someone else took it since. */
-export async function releaseEpoch(sql: Sql, shard: number, memberId: string, epoch: number): Promise<void> {
-  await sql`update shards set owner = null where id = ${shard} and owner = ${memberId} and epoch = ${epoch}`;
+export async function releaseEpoch(sql: Sql, shard: number, nodeId: string, epoch: number): Promise<void> {
+  await sql`update shards set owner = null where id = ${shard} and owner = ${nodeId} and epoch = ${epoch}`;
 }

@@ -6,8 +6,8 @@ import type { Logger } from '../logger.ts';
 import {
   ActorUnavailableError,
   DEFAULT_ASK_TIMEOUT_MS,
-  MemberServices,
-  MemberUnavailableError,
+  NodeServices,
+  NodeUnavailableError,
   type ServiceHandler,
   SHARD_COUNT,
   ShardEvents,
@@ -24,21 +24,21 @@ import { readPlacement } from './placement.ts';
 
 export interface LocalClusterOptions {
   sql: Sql;
-  memberId?: string;
+  nodeId?: string;
   log?: Logger;
   askTimeoutMs?: number;
 }
 
-export function newMemberId(): string {
+export function newNodeId(): string {
   return `m-${randomBytes(6).toString('hex')}`;
 }
 
 /**
- * One process, no Redis: this member owns every shard. Epochs still come from Postgres, through the
+ * One process, no Redis: this node owns every shard. Epochs still come from Postgres, through the
  * same fencing code as the Redis cluster, so the host's writes are checked the same way.
  */
 export class LocalCluster implements Cluster {
-  readonly memberId: string;
+  readonly nodeId: string;
   readonly #sql: Sql;
   readonly #log: Logger;
   readonly #askTimeoutMs: number;
@@ -47,12 +47,12 @@ export class LocalCluster implements Cluster {
   readonly #startedAt = new Date().toISOString();
   #handler: ActorHandler | null = null;
   #running = false;
-  readonly #services = new MemberServices();
+  readonly #services = new NodeServices();
 
   constructor(opts: LocalClusterOptions) {
-    this.memberId = opts.memberId ?? newMemberId();
+    this.nodeId = opts.nodeId ?? newNodeId();
     this.#sql = opts.sql;
-    this.#log = (opts.log ?? pino({ level: 'silent' })).child({ memberId: this.memberId });
+    this.#log = (opts.log ?? pino({ level: 'silent' })).child({ nodeId: this.nodeId });
     this.#askTimeoutMs = opts.askTimeoutMs ?? DEFAULT_ASK_TIMEOUT_MS;
     this.#events = new ShardEvents((event, shard, err) => this.#log.error({ err, event, shard }, 'shard listener failed'));
   }
@@ -62,7 +62,7 @@ export class LocalCluster implements Cluster {
     this.#handler = handler;
     this.#running = true;
     for (let shard = 0; shard < SHARD_COUNT; shard++) {
-      const epoch = await acquireEpoch(this.#sql, shard, this.memberId);
+      const epoch = await acquireEpoch(this.#sql, shard, this.nodeId);
       this.#owned.set(shard, epoch);
       this.#events.acquired(shard, epoch);
     }
@@ -79,7 +79,7 @@ export class LocalCluster implements Cluster {
     }
     this.#owned.clear();
     for (const [shard, epoch] of shards) {
-      await releaseEpoch(this.#sql, shard, this.memberId, epoch).catch((err) => this.#log.warn({ err, shard }, 'could not record the release'));
+      await releaseEpoch(this.#sql, shard, this.nodeId, epoch).catch((err) => this.#log.warn({ err, shard }, 'could not record the release'));
     }
   }
 
@@ -90,7 +90,7 @@ export class LocalCluster implements Cluster {
   async placement(): Promise<Placement> {
     const p = await readPlacement(null, this.#sql, '');
     if (this.#running) {
-      p.members = [{ id: this.memberId, host: hostname(), pid: process.pid, startedAt: this.#startedAt, lastSeenMsAgo: 0 }];
+      p.nodes = [{ id: this.nodeId, host: hostname(), pid: process.pid, startedAt: this.#startedAt, lastSeenMsAgo: 0 }];
     }
     return p;
   }
@@ -128,8 +128,8 @@ export class LocalCluster implements Cluster {
     this.#services.serve(service, handler);
   }
 
-  async call<T = unknown>(memberId: string, service: string, payload: Record<string, unknown>): Promise<T> {
-    if (memberId !== this.memberId || !this.#running) throw new MemberUnavailableError(memberId, 'one process, no Redis: only this member exists');
+  async call<T = unknown>(nodeId: string, service: string, payload: Record<string, unknown>): Promise<T> {
+    if (nodeId !== this.nodeId || !this.#running) throw new NodeUnavailableError(nodeId, 'one process, no Redis: only this node exists');
     return (await this.#services.invoke(service, payload)) as T;
   }
 
@@ -137,7 +137,7 @@ export class LocalCluster implements Cluster {
     const shard = shardOf(actorId);
     const epoch = this.#owned.get(shard);
     if (!this.#running || !this.#handler || epoch === undefined) {
-      throw new ActorUnavailableError({ message: 'this member is not serving actors', details: { actorId, shard } });
+      throw new ActorUnavailableError({ message: 'this node is not serving actors', details: { actorId, shard } });
     }
     return { handler: this.#handler, shard, epoch };
   }

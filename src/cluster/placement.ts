@@ -1,23 +1,23 @@
 import type { Redis } from 'ioredis';
 import type { Sql } from '../db/index.ts';
-import { SHARD_COUNT, type Placement, type PlacementMember } from './cluster.ts';
+import { SHARD_COUNT, type Placement, type PlacementNode } from './cluster.ts';
 
 /** Every Redis key and channel of the cluster, under the configured prefix. */
 export function clusterKeys(prefix: string) {
   return {
-    /** Sorted set: member id scored by the Redis time (ms) its registration expires. */
-    members: `${prefix}cluster:members`,
-    /** Hash: member id -> JSON MemberInfo. */
+    /** Sorted set: node id scored by the Redis time (ms) its registration expires. */
+    nodes: `${prefix}cluster:nodes`,
+    /** Hash: node id -> JSON NodeInfo. */
     info: `${prefix}cluster:info`,
-    /** Channel: joins, leaves and released shards, so members rebalance without waiting for a tick. */
+    /** Channel: joins, leaves and released shards, so nodes rebalance without waiting for a tick. */
     events: `${prefix}cluster:events`,
     lease: (shard: number) => `${prefix}shard:${shard}`,
-    inbox: (memberId: string) => `${prefix}inbox:${memberId}`,
-    reply: (memberId: string) => `${prefix}reply:${memberId}`,
+    inbox: (nodeId: string) => `${prefix}inbox:${nodeId}`,
+    reply: (nodeId: string) => `${prefix}reply:${nodeId}`,
   };
 }
 
-export interface MemberInfo {
+export interface NodeInfo {
   host: string;
   pid: number;
   startedAt: string;
@@ -34,25 +34,25 @@ function fmix32(h: number): number {
   return h >>> 0;
 }
 
-/** Rendezvous weight of (member, shard): FNV-1a with murmur3's finaliser, so similar ids still spread. */
-function weight(memberId: string, shard: number): number {
+/** Rendezvous weight of (node, shard): FNV-1a with murmur3's finaliser, so similar ids still spread. */
+function weight(nodeId: string, shard: number): number {
   let h = 0x811c9dc5;
-  const s = `${memberId}\u0000${shard}`;
+  const s = `${nodeId}\u0000${shard}`;
   for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
   return fmix32(h >>> 0);
 }
 
 /**
- * The desired owner of every shard: the live member with the highest weight for it (rendezvous
- * hashing). Every member computes the same answer from the same member list, and a join or leave
- * moves only the shards that the joining or leaving member wins or held.
+ * The desired owner of every shard: the live node with the highest weight for it (rendezvous
+ * hashing). Every node computes the same answer from the same node list, and a join or leave
+ * moves only the shards that the joining or leaving node wins or held.
  */
-export function desiredOwners(memberIds: readonly string[]): (string | null)[] {
+export function desiredOwners(nodeIds: readonly string[]): (string | null)[] {
   const out: (string | null)[] = [];
   for (let shard = 0; shard < SHARD_COUNT; shard++) {
     let best: string | null = null;
     let bestW = -1;
-    for (const id of memberIds) {
+    for (const id of nodeIds) {
       const w = weight(id, shard);
       if (w > bestW || (w === bestW && best !== null && id > best)) {
         best = id;
@@ -65,25 +65,25 @@ export function desiredOwners(memberIds: readonly string[]): (string | null)[] {
 }
 
 /**
- * Who is in the cluster and who holds each shard, read from where it lives: members and leases in
- * Redis, epochs in Postgres. With no Redis (one process), owners come from Postgres and members are empty.
+ * Who is in the cluster and who holds each shard, read from where it lives: nodes and leases in
+ * Redis, epochs in Postgres. With no Redis (one process), owners come from Postgres and nodes are empty.
  */
 export async function readPlacement(redis: Redis | null, sql: Sql, prefix: string): Promise<Placement> {
   const rows = await sql<{ id: number; epoch: string; owner: string | null }[]>`select id, epoch, owner from shards order by id`;
   if (!redis) {
-    return { members: [], shards: rows.map((r) => ({ shard: r.id, owner: r.owner, epoch: Number(r.epoch) })) };
+    return { nodes: [], shards: rows.map((r) => ({ shard: r.id, owner: r.owner, epoch: Number(r.epoch) })) };
   }
   const keys = clusterKeys(prefix);
   const [sec, micro] = await redis.time();
   const now = Number(sec) * 1000 + Math.floor(Number(micro) / 1000);
-  const ids = await redis.zrangebyscore(keys.members, now, '+inf');
+  const ids = await redis.zrangebyscore(keys.nodes, now, '+inf');
   const infos = ids.length ? await redis.hmget(keys.info, ...ids) : [];
-  const members: PlacementMember[] = ids.map((id, i) => {
-    let info: Partial<MemberInfo> = {};
+  const nodes: PlacementNode[] = ids.map((id, i) => {
+    let info: Partial<NodeInfo> = {};
     try {
-      info = JSON.parse(infos[i] ?? '{}') as MemberInfo;
+      info = JSON.parse(infos[i] ?? '{}') as NodeInfo;
     } catch {
-      // a member mid-registration: list it with what we know
+      // a node mid-registration: list it with what we know
     }
     return {
       id,
@@ -94,7 +94,7 @@ export async function readPlacement(redis: Redis | null, sql: Sql, prefix: strin
     };
   });
   const holders = await redis.mget(...rows.map((r) => keys.lease(r.id)));
-  return { members, shards: rows.map((r, i) => ({ shard: r.id, owner: holders[i] ?? null, epoch: Number(r.epoch) })) };
+  return { nodes, shards: rows.map((r, i) => ({ shard: r.id, owner: holders[i] ?? null, epoch: Number(r.epoch) })) };
 }
 
 /** The placement as `aula cluster status` prints it. */
@@ -102,8 +102,8 @@ export function formatPlacement(p: Placement): string {
   const lines: string[] = [];
   const held = new Map<string, number>();
   for (const s of p.shards) if (s.owner) held.set(s.owner, (held.get(s.owner) ?? 0) + 1);
-  lines.push(`${p.members.length} member${p.members.length === 1 ? '' : 's'}`);
-  for (const m of p.members) {
+  lines.push(`${p.nodes.length} node${p.nodes.length === 1 ? '' : 's'}`);
+  for (const m of p.nodes) {
     lines.push(`  ${m.id}  ${m.host}:${m.pid}  started ${m.startedAt}  seen ${m.lastSeenMsAgo} ms ago  ${held.get(m.id) ?? 0} shards`);
   }
   const unowned = p.shards.filter((s) => !s.owner).length;

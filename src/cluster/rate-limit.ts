@@ -16,11 +16,11 @@ const LEASE_HORIZON_MS = 1_000;
 /** The largest lease is this share of the budget (and at most MAX_LEASE): 1/64 strands at most 1.6%. */
 const LEASE_SHARE = 64;
 const MAX_LEASE = 64;
-/** Below this share of the budget left in the window, a member leases only what is waiting. */
+/** Below this share of the budget left in the window, a node leases only what is waiting. */
 const EXACT_BELOW = 0.25;
 const SWEEP_MS = 30_000;
 
-/** What this member holds of one (bucket, key) window. */
+/** What this node holds of one (bucket, key) window. */
 interface Lease {
   /** the budget the points were leased against */
   perMinute: number;
@@ -42,19 +42,19 @@ interface Lease {
 
 /**
  * Fixed one-minute windows per (bucket, key), counted by rate-limiter-flexible: shared by every
- * member through Redis when there is one, in process otherwise; if Redis stops answering, each member
+ * node through Redis when there is one, in process otherwise; if Redis stops answering, each node
  * falls back to its own in-memory window rather than failing requests.
  *
- * A member does not ask Redis for every request. It takes points from the shared counter in leases
+ * A node does not ask Redis for every request. It takes points from the shared counter in leases
  * and spends them locally, so most requests are answered without a round trip:
  * - requests that arrive while a grant is on its way wait for it and are granted together;
- * - a key busy on this member gets a speculative lease sized to last about a second at its rate here,
+ * - a key busy on this node gets a speculative lease sized to last about a second at its rate here,
  *   at most 1/64 of the budget (and 64), and only while more than a quarter of the window's budget
- *   is left; below that, a member asks only for what is waiting, so near the limit the count is exact;
+ *   is left; below that, a node asks only for what is waiting, so near the limit the count is exact;
  * - a window found exhausted is refused locally until it ends (nothing can free points sooner).
- * Points are counted in Redis when leased, so the members together never admit more than the
- * budget; what a member leased and did not use before the window ended is lost (at most one
- * lease per member, 1/64 of the budget). X-RateLimit-Remaining is the shared count as this member
+ * Points are counted in Redis when leased, so the nodes together never admit more than the
+ * budget; what a node leased and did not use before the window ended is lost (at most one
+ * lease per node, 1/64 of the budget). X-RateLimit-Remaining is the shared count as this node
  * last saw it plus what it still holds.
  */
 export class RateLimits {
@@ -66,7 +66,7 @@ export class RateLimits {
   readonly #sweep: NodeJS.Timeout;
   readonly #clock: Clock;
 
-  /** `clock` places this member's view of each window and measures a key's rate; the windows themselves are Redis's. */
+  /** `clock` places this node's view of each window and measures a key's rate; the windows themselves are Redis's. */
   constructor(redis: Redis | null, prefix: string, clock: Clock = systemClock) {
     this.#redis = redis;
     this.#prefix = `${prefix}rl:`;
@@ -92,7 +92,7 @@ export class RateLimits {
     return l;
   }
 
-  /** Takes one point; answered without a promise when this member holds points for the key, or knows it has none. */
+  /** Takes one point; answered without a promise when this node holds points for the key, or knows it has none. */
   consume(bucket: string, key: string, perMinute: number): RateLimitResult | Promise<RateLimitResult> {
     let leases = this.#leases.get(bucket);
     if (!leases) this.#leases.set(bucket, (leases = new Map()));
@@ -105,7 +105,7 @@ export class RateLimits {
     return this.#take(lease, this.#clock.now()) ?? this.#wait(lease, bucket, key);
   }
 
-  /** A point from what this member holds, a refusal it can give alone, or null: ask Redis. */
+  /** A point from what this node holds, a refusal it can give alone, or null: ask Redis. */
   #take(lease: Lease, now: number): RateLimitResult | null {
     if (now >= lease.resetAtMs) {
       lease.left = 0;

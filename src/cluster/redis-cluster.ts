@@ -8,7 +8,7 @@ import {
   DEFAULT_ASK_TIMEOUT_MS,
   SHARD_COUNT,
   ShardEvents,
-  MemberServices,
+  NodeServices,
   type ActorHandler,
   type AskOptions,
   type ServiceHandler,
@@ -18,7 +18,7 @@ import {
 } from './cluster.ts';
 import { sleep, within } from './deadline.ts';
 import { acquireEpoch, releaseEpoch } from './fencing.ts';
-import { newMemberId } from './local-cluster.ts';
+import { newNodeId } from './local-cluster.ts';
 import { clusterKeys, desiredOwners, readPlacement } from './placement.ts';
 import { RedisRouter, type Inbound, type InboundCall, type Reply } from './redis-router.ts';
 import { clusterCommands, type ClusterCommands } from './redis-scripts.ts';
@@ -27,8 +27,8 @@ import { clusterCommands, type ClusterCommands } from './redis-scripts.ts';
 export const CLUSTER_DEFAULTS = {
   /** Heartbeat and lease renewal period. */
   tickMs: 1000,
-  /** A member not heard from for this long is gone. */
-  memberTtlMs: 3000,
+  /** A node not heard from for this long is gone. */
+  nodeTtlMs: 3000,
   /** PX of a shard lease. */
   leaseMs: 3000,
   /** A lease not renewed (counted from when the renewal was sent) for this long is given up: 2/3 of leaseMs. */
@@ -46,7 +46,7 @@ export interface RedisClusterOptions extends Partial<Timings> {
   redis: Redis;
   sql: Sql;
   prefix: string;
-  memberId?: string;
+  nodeId?: string;
   log?: Logger;
   askTimeoutMs?: number;
 }
@@ -61,13 +61,13 @@ interface Lease {
 }
 
 /**
- * Members heartbeat in Redis; every member computes each shard's desired owner from the live members
+ * Nodes heartbeat in Redis; every node computes each shard's desired owner from the live nodes
  * by rendezvous hashing; a shard is held by a Redis lease (SET NX PX, renewed by compare-and-pexpire)
- * and fenced by a Postgres epoch bumped on every acquisition. Messages to actors on other members go
+ * and fenced by a Postgres epoch bumped on every acquisition. Messages to actors on other nodes go
  * over Redis pub/sub with a request id and a deadline.
  */
 export class RedisCluster implements Cluster {
-  readonly memberId: string;
+  readonly nodeId: string;
   readonly #t: Timings;
   readonly #askTimeoutMs: number;
   readonly #cmd: Redis & ClusterCommands;
@@ -84,11 +84,11 @@ export class RedisCluster implements Cluster {
   readonly #leases = new Map<number, Lease>();
   /** Shards with an acquisition or a hand-over in progress. */
   readonly #busy = new Set<number>();
-  #members: string[] = [];
-  /** desiredOwners(#members), kept in step with it. */
+  #nodes: string[] = [];
+  /** desiredOwners(#nodes), kept in step with it. */
   #desired: (string | null)[] = [];
   readonly #router: RedisRouter;
-  readonly #services = new MemberServices();
+  readonly #services = new NodeServices();
 
   #timer: NodeJS.Timeout | null = null;
   #timerDue = Infinity;
@@ -98,10 +98,10 @@ export class RedisCluster implements Cluster {
   #stopping: Promise<void> | null = null;
 
   constructor(opts: RedisClusterOptions) {
-    this.memberId = opts.memberId ?? newMemberId();
+    this.nodeId = opts.nodeId ?? newNodeId();
     this.#t = {
       tickMs: opts.tickMs ?? CLUSTER_DEFAULTS.tickMs,
-      memberTtlMs: opts.memberTtlMs ?? CLUSTER_DEFAULTS.memberTtlMs,
+      nodeTtlMs: opts.nodeTtlMs ?? CLUSTER_DEFAULTS.nodeTtlMs,
       leaseMs: opts.leaseMs ?? CLUSTER_DEFAULTS.leaseMs,
       stepDownMs: opts.stepDownMs ?? Math.round(((opts.leaseMs ?? CLUSTER_DEFAULTS.leaseMs) * 2) / 3),
       drainTimeoutMs: opts.drainTimeoutMs ?? CLUSTER_DEFAULTS.drainTimeoutMs,
@@ -113,9 +113,9 @@ export class RedisCluster implements Cluster {
     this.#sql = opts.sql;
     this.#prefix = opts.prefix;
     this.#keys = clusterKeys(opts.prefix);
-    this.#log = (opts.log ?? pino({ level: 'silent' })).child({ memberId: this.memberId });
+    this.#log = (opts.log ?? pino({ level: 'silent' })).child({ nodeId: this.nodeId });
     this.#events = new ShardEvents((event, shard, err) => this.#log.error({ err, event, shard }, 'shard listener failed'));
-    const name = (role: string) => `${opts.prefix}cluster:${this.memberId}:${role}`.replace(/[^\w:.-]/g, '_');
+    const name = (role: string) => `${opts.prefix}cluster:${this.nodeId}:${role}`.replace(/[^\w:.-]/g, '_');
     this.#cmd = clusterCommands(opts.redis.duplicate({ connectionName: name('cmd') }));
     // A subscriber must never have a command queued behind its SUBSCRIBE: autopipelining could send the
     // ready check or CLIENT SETNAME after it on a reconnect, which Redis refuses in subscriber mode
@@ -126,7 +126,7 @@ export class RedisCluster implements Cluster {
     }
     this.#router = new RedisRouter(
       {
-        memberId: this.memberId,
+        nodeId: this.nodeId,
         accepting: () => this.#state === 'running' || this.#state === 'leaving',
         serving: (shard) => this.#serving(shard),
         services: this.#services,
@@ -146,13 +146,13 @@ export class RedisCluster implements Cluster {
   // ---- lifecycle -------------------------------------------------------------------------------
 
   async start(handler: ActorHandler): Promise<void> {
-    if (this.#state !== 'idle') throw new Error(`cluster member ${this.memberId} was already started`);
+    if (this.#state !== 'idle') throw new Error(`cluster node ${this.nodeId} was already started`);
     this.#handler = handler;
     this.#state = 'running';
     try {
       this.#sub.on('message', (channel: string, raw: string) => this.#onMessage(channel, raw));
-      // listening before registering: nobody routes to this member before it can hear
-      await within(this.#sub.subscribe(this.#keys.inbox(this.memberId), this.#keys.reply(this.memberId), this.#keys.events), this.#t.leaseMs, 'subscribe');
+      // listening before registering: nobody routes to this node before it can hear
+      await within(this.#sub.subscribe(this.#keys.inbox(this.nodeId), this.#keys.reply(this.nodeId), this.#keys.events), this.#t.leaseMs, 'subscribe');
       await this.#heartbeat();
       this.#watchdog = setInterval(() => this.#checkLeases(), Math.min(100, this.#t.tickMs / 4));
       await Promise.all(await this.#tick());
@@ -162,7 +162,7 @@ export class RedisCluster implements Cluster {
       await this.stop();
       throw err;
     }
-    this.#log.info({ owned: this.owned().size }, 'cluster member started');
+    this.#log.info({ owned: this.owned().size }, 'cluster node started');
   }
 
   /** Idempotent; a second call waits for the first. */
@@ -199,7 +199,7 @@ export class RedisCluster implements Cluster {
     }
   }
 
-  /** Leaves the member list first, so the others plan without it, then hands every shard over. */
+  /** Leaves the node list first, so the others plan without it, then hands every shard over. */
   async #drain(): Promise<void> {
     this.#state = 'leaving';
     await within(this.#deregister(), this.#t.leaseMs, 'deregister').catch((err) => this.#log.warn({ err }, 'could not deregister'));
@@ -231,29 +231,29 @@ export class RedisCluster implements Cluster {
     this.#events.on(event, l);
   }
 
-  // ---- membership and leases -------------------------------------------------------------------
+  // ---- node registry and leases -------------------------------------------------------------------
 
   async #heartbeat(): Promise<void> {
     const register = this.#state === 'running' ? '1' : '0';
     const [nowRaw, flat] = await within(
-      this.#cmd.aulaHeartbeat(this.#keys.members, this.#keys.info, this.memberId, this.#t.memberTtlMs, this.#info, register),
+      this.#cmd.aulaHeartbeat(this.#keys.nodes, this.#keys.info, this.nodeId, this.#t.nodeTtlMs, this.#info, register),
       this.#t.leaseMs,
       'heartbeat',
     );
     const now = Number(nowRaw);
-    const members: string[] = [];
+    const nodes: string[] = [];
     let nextExpiry = Infinity;
     for (let i = 0; i < flat.length; i += 2) {
       const id = flat[i]!;
-      members.push(id);
-      if (id !== this.memberId) nextExpiry = Math.min(nextExpiry, Number(flat[i + 1]));
+      nodes.push(id);
+      if (id !== this.nodeId) nextExpiry = Math.min(nextExpiry, Number(flat[i + 1]));
     }
-    members.sort();
-    if (members.join('\n') !== this.#members.join('\n')) {
-      this.#members = members;
-      this.#desired = desiredOwners(members);
+    nodes.sort();
+    if (nodes.join('\n') !== this.#nodes.join('\n')) {
+      this.#nodes = nodes;
+      this.#desired = desiredOwners(nodes);
     }
-    // A dead member's registration runs out between ticks: look again just after, not a tick later.
+    // A dead node's registration runs out between ticks: look again just after, not a tick later.
     if (nextExpiry - now < this.#t.tickMs) this.#schedule(Math.max(0, nextExpiry - now) + 5);
   }
 
@@ -262,7 +262,7 @@ export class RedisCluster implements Cluster {
     if (!leases.length) return;
     const sent = performance.now();
     const res = await within(
-      this.#cmd.aulaRenew(leases.length, ...leases.map((l) => this.#keys.lease(l.shard)), this.memberId, this.#t.leaseMs),
+      this.#cmd.aulaRenew(leases.length, ...leases.map((l) => this.#keys.lease(l.shard)), this.nodeId, this.#t.leaseMs),
       this.#t.leaseMs,
       'renew',
     );
@@ -312,7 +312,7 @@ export class RedisCluster implements Cluster {
       if (this.#state !== 'running' && this.#state !== 'leaving') return tasks;
       for (let shard = 0; shard < SHARD_COUNT; shard++) {
         if (this.#busy.has(shard)) continue;
-        const mine = this.#state === 'running' && this.#desired[shard] === this.memberId;
+        const mine = this.#state === 'running' && this.#desired[shard] === this.nodeId;
         const lease = this.#leases.get(shard);
         if (lease && !mine && lease.epoch !== null) tasks.push(this.#release(lease));
         else if (!lease && mine) tasks.push(this.#acquire(shard));
@@ -357,7 +357,7 @@ export class RedisCluster implements Cluster {
     this.#busy.add(shard);
     try {
       const sent = performance.now();
-      const [taken, pttl] = await within(this.#cmd.aulaAcquire(this.#keys.lease(shard), this.memberId, this.#t.leaseMs), this.#t.leaseMs, 'acquire');
+      const [taken, pttl] = await within(this.#cmd.aulaAcquire(this.#keys.lease(shard), this.nodeId, this.#t.leaseMs), this.#t.leaseMs, 'acquire');
       if (!taken) {
         // the former owner's lease runs out before the next tick: try again just after it does
         if (pttl > 0 && pttl < this.#t.tickMs) this.#schedule(pttl + 5);
@@ -368,7 +368,7 @@ export class RedisCluster implements Cluster {
       this.#leases.set(shard, lease);
       let epoch: number;
       try {
-        epoch = await acquireEpoch(this.#sql, shard, this.memberId);
+        epoch = await acquireEpoch(this.#sql, shard, this.nodeId);
       } catch (err) {
         this.#log.warn({ err, shard }, 'could not fence the shard in Postgres; giving the lease back');
         if (this.#leases.get(shard) === lease) {
@@ -387,11 +387,11 @@ export class RedisCluster implements Cluster {
         this.#leases.delete(shard);
         return await this.#giveUp(lease);
       }
-      this.#router.remember(shard, this.memberId);
+      this.#router.remember(shard, this.nodeId);
       this.#log.info({ shard, epoch }, 'shard acquired');
       this.#events.acquired(shard, epoch);
-      // the member list may have changed while this was in flight (a join): plan again now, not a tick later
-      if (this.#desiredOwner(shard) !== this.memberId) this.#schedule(0);
+      // the node list may have changed while this was in flight (a join): plan again now, not a tick later
+      if (this.#desiredOwner(shard) !== this.nodeId) this.#schedule(0);
     } catch (err) {
       this.#log.warn({ err: err instanceof Error ? err.message : err, shard }, 'shard acquisition failed');
     } finally {
@@ -412,7 +412,7 @@ export class RedisCluster implements Cluster {
       this.#router.forget(shard);
       await this.#giveUp(lease);
       this.#log.debug({ shard, epoch: lease.epoch }, 'shard handed over');
-      if (this.#state === 'running' && this.#desiredOwner(shard) === this.memberId) this.#schedule(0);
+      if (this.#state === 'running' && this.#desiredOwner(shard) === this.nodeId) this.#schedule(0);
     } catch (err) {
       this.#log.warn({ err: err instanceof Error ? err.message : err, shard }, 'shard hand-over failed');
     } finally {
@@ -422,18 +422,18 @@ export class RedisCluster implements Cluster {
 
   /** Deletes the lease if still ours, tells the others, and records in Postgres that nobody holds the shard. */
   async #giveUp(lease: Lease): Promise<void> {
-    await within(this.#cmd.aulaRelease(this.#keys.lease(lease.shard), this.memberId), this.#t.leaseMs, 'release');
+    await within(this.#cmd.aulaRelease(this.#keys.lease(lease.shard), this.nodeId), this.#t.leaseMs, 'release');
     await this.#announce({ type: 'released', shard: lease.shard });
-    if (lease.epoch !== null) await releaseEpoch(this.#sql, lease.shard, this.memberId, lease.epoch);
+    if (lease.epoch !== null) await releaseEpoch(this.#sql, lease.shard, this.nodeId, lease.epoch);
   }
 
   async #deregister(): Promise<void> {
-    await this.#cmd.multi().zrem(this.#keys.members, this.memberId).hdel(this.#keys.info, this.memberId).exec();
+    await this.#cmd.multi().zrem(this.#keys.nodes, this.nodeId).hdel(this.#keys.info, this.nodeId).exec();
     await this.#announce({ type: 'leave' });
   }
 
   async #announce(msg: Record<string, unknown>): Promise<void> {
-    await this.#cmd.publish(this.#keys.events, JSON.stringify({ ...msg, from: this.memberId })).catch(() => 0);
+    await this.#cmd.publish(this.#keys.events, JSON.stringify({ ...msg, from: this.nodeId })).catch(() => 0);
   }
 
   // ---- routing ---------------------------------------------------------------------------------
@@ -450,11 +450,11 @@ export class RedisCluster implements Cluster {
     this.#services.serve(service, handler);
   }
 
-  call<T = unknown>(memberId: string, service: string, payload: Record<string, unknown>, opts: AskOptions = {}): Promise<T> {
-    return this.#router.call(memberId, service, payload, opts.timeoutMs ?? this.#askTimeoutMs) as Promise<T>;
+  call<T = unknown>(nodeId: string, service: string, payload: Record<string, unknown>, opts: AskOptions = {}): Promise<T> {
+    return this.#router.call(nodeId, service, payload, opts.timeoutMs ?? this.#askTimeoutMs) as Promise<T>;
   }
 
-  /** The lease of a shard this member serves now: fenced, not being handed over, renewed in time. */
+  /** The lease of a shard this node serves now: fenced, not being handed over, renewed in time. */
   #serving(shard: number): { handler: ActorHandler; epoch: number } | null {
     const lease = this.#leases.get(shard);
     if (!lease || lease.epoch === null || lease.releasing || !this.#handler) return null;
@@ -471,8 +471,8 @@ export class RedisCluster implements Cluster {
       return;
     }
     if (typeof msg !== 'object' || msg === null) return;
-    if (channel === this.#keys.reply(this.memberId)) this.#router.onReply(msg as Reply);
-    else if (channel === this.#keys.inbox(this.memberId)) this.#router.onInbound(msg as Inbound | InboundCall);
-    else if (channel === this.#keys.events && (msg as { from?: string }).from !== this.memberId) this.#schedule(0);
+    if (channel === this.#keys.reply(this.nodeId)) this.#router.onReply(msg as Reply);
+    else if (channel === this.#keys.inbox(this.nodeId)) this.#router.onInbound(msg as Inbound | InboundCall);
+    else if (channel === this.#keys.events && (msg as { from?: string }).from !== this.nodeId) this.#schedule(0);
   }
 }

@@ -1,25 +1,25 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logger.ts';
-import { ActorUnavailableError, fromWireError, invoke, MemberUnavailableError, shardOf, toWireError, type ActorHandler, type MemberServices, type WireError } from './cluster.ts';
+import { ActorUnavailableError, fromWireError, invoke, NodeUnavailableError, shardOf, toWireError, type ActorHandler, type NodeServices, type WireError } from './cluster.ts';
 import { sleep, TimeoutError, within } from './deadline.ts';
 import { FencedError } from './fencing.ts';
 import type { clusterKeys } from './placement.ts';
 
-/** What the router needs from the member it routes for. */
+/** What the router needs from the node it routes for. */
 export interface RouterHost {
-  readonly memberId: string;
-  /** Whether this member takes send/ask calls now (running or draining). */
+  readonly nodeId: string;
+  /** Whether this node takes send/ask calls now (running or draining). */
   accepting(): boolean;
-  /** The handler and epoch when this member serves the shard now: fenced, not being handed over, renewed in time. */
+  /** The handler and epoch when this node serves the shard now: fenced, not being handed over, renewed in time. */
   serving(shard: number): { handler: ActorHandler; epoch: number } | null;
-  /** The handler's write was refused for a stale epoch: this member no longer owns the shard, whatever its lease says. */
+  /** The handler's write was refused for a stale epoch: this node no longer owns the shard, whatever its lease says. */
   fenced(shard: number, epoch: number): void;
-  /** The services this member answers member-addressed calls for. */
-  readonly services: MemberServices;
+  /** The services this node answers node-addressed calls for. */
+  readonly services: NodeServices;
 }
 
-/** A call addressed to one member's service (not to an actor), on the same inbox. */
+/** A call addressed to one node's service (not to an actor), on the same inbox. */
 export interface InboundCall {
   requestId: string;
   replyTo: string;
@@ -27,7 +27,7 @@ export interface InboundCall {
   payload: Record<string, unknown>;
 }
 
-/** On `<prefix>inbox:<member>`. */
+/** On `<prefix>inbox:<node>`. */
 export interface Inbound {
   requestId: string;
   replyTo: string;
@@ -36,14 +36,14 @@ export interface Inbound {
   expectReply: boolean;
 }
 
-/** On `<prefix>reply:<member>`. A send() is answered with `ok` once the owner has taken the event. */
+/** On `<prefix>reply:<node>`. A send() is answered with `ok` once the owner has taken the event. */
 export type Reply = { requestId: string; ok: true; value?: unknown } | { requestId: string; error: 'not_owner' } | ({ requestId: string; error: 'failed' } & WireError);
 
 type Outcome = { kind: 'ok'; value: unknown } | { kind: 'retry'; why: string } | { kind: 'error'; error: Error };
 
 /**
  * send/ask over Redis: resolve the shard's owner from its lease key (cached briefly), call the handler
- * when it is this member, else publish to the owner's inbox and wait for the reply by request id.
+ * when it is this node, else publish to the owner's inbox and wait for the reply by request id.
  */
 export class RedisRouter {
   readonly #host: RouterHost;
@@ -70,9 +70,9 @@ export class RedisRouter {
     this.#ownerCache.delete(shard);
   }
 
-  /** Every call still waiting for a reply gives up (the member is stopping). */
+  /** Every call still waiting for a reply gives up (the node is stopping). */
   close(): void {
-    for (const settle of this.#pending.values()) settle({ kind: 'retry', why: 'this member stopped' });
+    for (const settle of this.#pending.values()) settle({ kind: 'retry', why: 'this node stopped' });
     this.#pending.clear();
   }
 
@@ -90,7 +90,7 @@ export class RedisRouter {
     const unavailable = (reason: string) =>
       new ActorUnavailableError({ message: `actor ${actorId} did not answer within ${timeoutMs} ms (${reason})`, details: { actorId, shard, owner, reason } });
     for (;;) {
-      if (!this.#host.accepting()) throw unavailable('this member is not running');
+      if (!this.#host.accepting()) throw unavailable('this node is not running');
       const remaining = deadline - performance.now();
       if (remaining <= 0) throw unavailable(why);
       const local = this.#host.serving(shard);
@@ -98,14 +98,14 @@ export class RedisRouter {
       if (!local && this.#cmd.status !== 'ready') throw unavailable('Redis is not reachable');
       let outcome: Outcome;
       if (local) {
-        owner = this.#host.memberId;
+        owner = this.#host.nodeId;
         outcome = await this.#runLocal(local.handler, { actorId, event }, shard, local.epoch, expectReply, deadline);
       } else {
         outcome = await this.#resolveOwner(shard, remaining).then(
           (o): Promise<Outcome> | Outcome => {
             owner = o;
             if (o === null) return { kind: 'retry', why: 'no owner (shard moving)' };
-            if (o === this.#host.memberId) return { kind: 'retry', why: 'shard being acquired or handed over here' };
+            if (o === this.#host.nodeId) return { kind: 'retry', why: 'shard being acquired or handed over here' };
             return this.#remote(o, actorId, event, expectReply, deadline);
           },
           (err: unknown): Outcome => ({ kind: 'retry', why: err instanceof Error ? err.message : String(err) }),
@@ -129,7 +129,7 @@ export class RedisRouter {
     try {
       return { kind: 'ok', value: await within(run, deadline - performance.now(), 'handler') };
     } catch (err) {
-      if (err instanceof TimeoutError) return { kind: 'error', error: new ActorUnavailableError({ message: `actor ${msg.actorId} did not answer in time`, details: { actorId: msg.actorId, shard, owner: this.#host.memberId, reason: 'timeout' } }) };
+      if (err instanceof TimeoutError) return { kind: 'error', error: new ActorUnavailableError({ message: `actor ${msg.actorId} did not answer in time`, details: { actorId: msg.actorId, shard, owner: this.#host.nodeId, reason: 'timeout' } }) };
       if (err instanceof FencedError) {
         this.#host.fenced(shard, epoch);
         return { kind: 'retry', why: 'fenced' };
@@ -154,7 +154,7 @@ export class RedisRouter {
       timer = setTimeout(() => resolve({ kind: 'error', error: new ActorUnavailableError({ message: `actor ${actorId} on ${owner} did not answer in time`, details: { actorId, shard: shardOf(actorId), owner, reason: 'timeout' } }) }), Math.max(0, deadline - performance.now()));
     });
     try {
-      const body: Inbound = { requestId, replyTo: this.#host.memberId, actorId, event, expectReply };
+      const body: Inbound = { requestId, replyTo: this.#host.nodeId, actorId, event, expectReply };
       let receivers: number;
       try {
         receivers = await within(this.#cmd.publish(this.#keys.inbox(owner), JSON.stringify(body)), deadline - performance.now(), 'publish');
@@ -171,31 +171,31 @@ export class RedisRouter {
 
 
   /**
-   * A call to one member's service: in process when it is this member, else over its inbox. Not retried:
-   * a member that is not listening, or does not answer by the deadline, is reported unavailable.
+   * A call to one node's service: in process when it is this node, else over its inbox. Not retried:
+   * a node that is not listening, or does not answer by the deadline, is reported unavailable.
    */
-  async call(memberId: string, service: string, payload: Record<string, unknown>, timeoutMs: number): Promise<unknown> {
-    if (!this.#host.accepting()) throw new MemberUnavailableError(memberId, 'this member is not running');
-    if (memberId === this.#host.memberId) return this.#host.services.invoke(service, payload);
-    if (this.#cmd.status !== 'ready') throw new MemberUnavailableError(memberId, 'Redis is not reachable');
+  async call(nodeId: string, service: string, payload: Record<string, unknown>, timeoutMs: number): Promise<unknown> {
+    if (!this.#host.accepting()) throw new NodeUnavailableError(nodeId, 'this node is not running');
+    if (nodeId === this.#host.nodeId) return this.#host.services.invoke(service, payload);
+    if (this.#cmd.status !== 'ready') throw new NodeUnavailableError(nodeId, 'Redis is not reachable');
     const requestId = randomUUID();
     let timer: NodeJS.Timeout | undefined;
     const result = new Promise<Outcome>((resolve) => {
       this.#pending.set(requestId, resolve);
-      timer = setTimeout(() => resolve({ kind: 'error', error: new MemberUnavailableError(memberId, 'timeout') }), timeoutMs);
+      timer = setTimeout(() => resolve({ kind: 'error', error: new NodeUnavailableError(nodeId, 'timeout') }), timeoutMs);
     });
     try {
-      const body: InboundCall = { requestId, replyTo: this.#host.memberId, service, payload };
+      const body: InboundCall = { requestId, replyTo: this.#host.nodeId, service, payload };
       let receivers: number;
       try {
-        receivers = await within(this.#cmd.publish(this.#keys.inbox(memberId), JSON.stringify(body)), timeoutMs, 'publish');
+        receivers = await within(this.#cmd.publish(this.#keys.inbox(nodeId), JSON.stringify(body)), timeoutMs, 'publish');
       } catch (err) {
-        throw new MemberUnavailableError(memberId, err instanceof Error ? err.message : String(err));
+        throw new NodeUnavailableError(nodeId, err instanceof Error ? err.message : String(err));
       }
-      if (receivers === 0) throw new MemberUnavailableError(memberId, 'not listening');
+      if (receivers === 0) throw new NodeUnavailableError(nodeId, 'not listening');
       const outcome = await result;
       if (outcome.kind === 'ok') return outcome.value;
-      if (outcome.kind === 'retry') throw new MemberUnavailableError(memberId, outcome.why);
+      if (outcome.kind === 'retry') throw new NodeUnavailableError(nodeId, outcome.why);
       throw outcome.error;
     } finally {
       clearTimeout(timer);
@@ -209,7 +209,7 @@ export class RedisRouter {
     this.#log.warn({ err, actorId, shard }, 'send: the handler failed');
   }
 
-  /** A message on this member's reply channel. */
+  /** A message on this node's reply channel. */
   onReply(r: Reply): void {
     const settle = typeof r.requestId === 'string' ? this.#pending.get(r.requestId) : undefined;
     if (!settle) return; // late: the asker gave up
@@ -218,7 +218,7 @@ export class RedisRouter {
     else settle({ kind: 'error', error: fromWireError(r) });
   }
 
-  /** A message on this member's inbox channel: an actor message or a member call. */
+  /** A message on this node's inbox channel: an actor message or a node call. */
   onInbound(m: Inbound | InboundCall): void {
     if ('service' in m) return this.#onCall(m);
     if (typeof m.requestId !== 'string' || typeof m.replyTo !== 'string' || typeof m.actorId !== 'string' || typeof m.event !== 'object' || m.event === null) return;

@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
 
 /**
- * Registers the member (unless ARGV[4] is '0', when it is leaving), prunes members whose
- * registration expired, and returns the Redis time with the live members and their expiries.
- * Redis's clock is the only one used, so members' clocks may disagree.
+ * Registers the node (unless ARGV[4] is '0', when it is leaving), prunes nodes whose
+ * registration expired, and returns the Redis time with the live nodes and their expiries.
+ * Redis's clock is the only one used, so nodes' clocks may disagree.
  */
 const HEARTBEAT = `
 local t = redis.call('TIME')
@@ -35,7 +35,7 @@ return out
 `;
 
 /**
- * SET NX PX, except that a lease this member still holds (it stepped down before the lease expired)
+ * SET NX PX, except that a lease this node still holds (it stepped down before the lease expired)
  * is taken again: the epoch bump that follows fences the earlier tenure all the same.
  * Returns {1, 0} when taken, {0, pttl} when someone else holds it.
  */
@@ -57,10 +57,10 @@ return 0
 `;
 
 export interface ClusterCommands {
-  aulaHeartbeat(members: string, info: string, memberId: string, ttlMs: number, infoJson: string, register: '1' | '0'): Promise<[string, string[]]>;
+  aulaHeartbeat(nodes: string, info: string, nodeId: string, ttlMs: number, infoJson: string, register: '1' | '0'): Promise<[string, string[]]>;
   aulaRenew(...args: (string | number)[]): Promise<number[]>;
-  aulaAcquire(lease: string, memberId: string, leaseMs: number): Promise<[number, number]>;
-  aulaRelease(lease: string, memberId: string): Promise<number>;
+  aulaAcquire(lease: string, nodeId: string, leaseMs: number): Promise<[number, number]>;
+  aulaRelease(lease: string, nodeId: string): Promise<number>;
 }
 
 /** The cluster's scripts as commands on `redis` (EVALSHA, loaded on first use). */

@@ -21,7 +21,7 @@ export function listMigrations(): Migration[] {
 
 /**
  * Applies every migration not yet recorded, each in its own transaction, under an advisory lock so
- * several members starting at once apply each migration exactly once.
+ * several nodes starting at once apply each migration exactly once.
  */
 export async function migrate(sql: Sql, log?: Logger): Promise<number[]> {
   const applied: number[] = [];

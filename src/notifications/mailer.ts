@@ -7,13 +7,13 @@ import type { Logger } from '../logger.ts';
 /** After the 1st to 5th failed attempt; the 6th failure is final (`failed_at`). About 8.6 hours in all. */
 export const MAIL_RETRY_DELAYS_MS: readonly number[] = [60_000, 5 * 60_000, 30 * 60_000, 2 * 3_600_000, 6 * 3_600_000];
 export const MAIL_MAX_ATTEMPTS = MAIL_RETRY_DELAYS_MS.length + 1;
-/** How long a claimed email is reserved for the member sending it; longer than one send may take. */
+/** How long a claimed email is reserved for the node sending it; longer than one send may take. */
 export const MAIL_LEASE_MS = 5 * 60_000;
 /** One send (connect, greeting, TLS, the whole SMTP dialogue) is abandoned after this, in real time. */
 export const MAIL_SEND_TIMEOUT_MS = 60_000;
 /** An email not sent within 7 days of being written (e.g. AULA_SMTP_URL set a month later) is dropped as stale. */
 export const MAIL_MAX_AGE_MS = 7 * 24 * 3_600_000;
-/** How often a member looks for due emails. */
+/** How often a node looks for due emails. */
 export const MAIL_POLL_MS = 5_000;
 
 export interface MailerOptions {
@@ -58,10 +58,10 @@ function fromDomain(from: string): string {
 }
 
 /**
- * Sends `email_outbox` rows over SMTP (nodemailer, AULA_SMTP_URL). Every member runs one: a member
- * claims due rows with `for update skip locked` and a `claimed_until` lease, so no two members send a
- * row at once, and a member that dies mid-send leaves its rows to others once the lease runs out.
- * Delivery is at least once: a member that dies after the server accepted a message but before
+ * Sends `email_outbox` rows over SMTP (nodemailer, AULA_SMTP_URL). Every node runs one: a node
+ * claims due rows with `for update skip locked` and a `claimed_until` lease, so no two nodes send a
+ * row at once, and a node that dies mid-send leaves its rows to others once the lease runs out.
+ * Delivery is at least once: a node that dies after the server accepted a message but before
  * recording it sends it again after the lease (the Message-ID, `<emailId@domain>`, stays the same).
  * Failures are retried after 1 min, 5 min, 30 min, 2 h and 6 h; then, or at once when the server
  * refuses the recipient for good (5xx), the row gets `failed_at` and `last_error`.

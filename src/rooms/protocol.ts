@@ -33,7 +33,7 @@ export const roomCommands = [
   z.object({ type: z.literal('deny'), id: cid, queueId: ref }),
 ] as const;
 
-// ---- client to server: media signaling (relayed to the member that hosts the room's media) -------
+// ---- client to server: media signaling (relayed to the node that hosts the room's media) -------
 
 export const TRANSPORT_DIRECTIONS = ['send', 'recv'] as const;
 export type TransportDirection = (typeof TRANSPORT_DIRECTIONS)[number];

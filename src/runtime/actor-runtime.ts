@@ -14,7 +14,7 @@ import type { EventType, Outbox } from '../outbox.ts';
 
 export type RoomEffect = SendEffect | DisconnectEffect;
 
-/** What a definition's own effects may need to know about this member. */
+/** What a definition's own effects may need to know about this node. */
 /** What the host needs to know about one sort of actor: its machine, events, input, projection, effects. */
 export interface ActorDefinition {
   /** The actor ids' prefix: `<name>:<entityId>`. */
@@ -34,12 +34,12 @@ export interface ActorDefinition {
   effect?(tx: Db, entityId: string, context: Record<string, unknown>, effect: { type: string; [k: string]: unknown }, at: number, env: EffectEnv): Promise<void>;
   /** Events for other actors once a transition has committed (e.g. the waiting room hears the meeting ended). */
   followUps?(entityId: string, before: Record<string, unknown>, after: Record<string, unknown>): { actorId: string; event: Record<string, unknown> }[];
-  /** Bus messages to every member once a transition has committed (e.g. drop cached copies of a row the projection changed). */
+  /** Bus messages to every node once a transition has committed (e.g. drop cached copies of a row the projection changed). */
   notices?(entityId: string, before: Record<string, unknown>, after: Record<string, unknown>): { channel: string; message: Record<string, unknown> }[];
 }
 
 export interface EffectEnv {
-  /** The public base URL (for addresses written into emails), once the member listens. */
+  /** The public base URL (for addresses written into emails), once the node listens. */
   baseUrl(): string | undefined;
 }
 
@@ -62,12 +62,12 @@ type Effect = { type: string; [k: string]: unknown };
 /**
  * Events one actor may have waiting; past it, new ones are refused with the retryable `room_busy` at
  * once instead of queueing behind a flood (each event is a database commit), so one busy room cannot
- * hold the member's memory or make everyone else's requests wait.
+ * hold the node's memory or make everyone else's requests wait.
  */
 export const MAILBOX_LIMIT = 64;
 
 /**
- * Runs the actors of the shards this member owns. One event at a time per actor (a mailbox); after
+ * Runs the actors of the shards this node owns. One event at a time per actor (a mailbox); after
  * each transition the snapshot, the outbox rows, the timers and the domain projection commit in one
  * transaction fenced by the shard's epoch, and only then do sends, disconnects and the reply go out.
  * A failed commit drops the in-memory actor, so memory never runs ahead of the database.
@@ -100,7 +100,7 @@ export class ActorRuntime {
     sink: EffectSink;
     /** How follow-up events reach other actors (the cluster's `send`). */
     send: (actorId: string, event: Record<string, unknown>) => Promise<void>;
-    /** How definitions' notices reach every member (the bus's `publish`). */
+    /** How definitions' notices reach every node (the bus's `publish`). */
     publish: (channel: string, message: Record<string, unknown>) => Promise<void>;
   }) {
     this.#sql = opts.sql;
@@ -114,7 +114,7 @@ export class ActorRuntime {
     for (const d of opts.definitions) this.#definitions.set(d.name, d);
   }
 
-  /** The cluster's handler: messages for actors on shards this member owns. */
+  /** The cluster's handler: messages for actors on shards this node owns. */
   readonly handle = (msg: ActorMessage, shard: number, epoch: number): Promise<unknown> =>
     this.#mailbox(`${epoch}:${msg.actorId}`, () => this.#process(msg.actorId, msg.event, shard, epoch));
 
@@ -156,7 +156,7 @@ export class ActorRuntime {
     e.actor.stop();
   }
 
-  /** Events waiting or running in every mailbox of this member. */
+  /** Events waiting or running in every mailbox of this node. */
   mailboxDepth(): number {
     let n = 0;
     for (const d of this.#depth.values()) n += d;
@@ -165,7 +165,7 @@ export class ActorRuntime {
 
   /**
    * One event at a time per actor and epoch. Keyed by epoch too: work left over from an epoch this
-   * member lost (say, a commit stuck when the process was frozen) can never hold up the actor once the
+   * node lost (say, a commit stuck when the process was frozen) can never hold up the actor once the
    * shard is acquired again, and it cannot commit anyway.
    */
   #mailbox<T>(actorId: string, fn: () => Promise<T>): Promise<T> {
@@ -257,7 +257,7 @@ export class ActorRuntime {
     try {
       await transaction(this.#sql, async (tx) => {
         await assertEpoch(tx, shard, epoch);
-        // the column `kind` holds the definition's name (renaming it would break members of the previous release mid-upgrade)
+        // the column `kind` holds the definition's name (renaming it would break nodes of the previous release mid-upgrade)
         await tx`insert into actor_snapshots (actor_id, kind, shard, machine_version, snapshot, updated_at)
           values (${actorId}, ${def.name}, ${shard}, ${def.version}, ${tx.json(actor.getPersistedSnapshot() as never)}, ${iso(at)})
           on conflict (actor_id) do update set snapshot = excluded.snapshot, machine_version = excluded.machine_version,

@@ -70,7 +70,7 @@ export const meetingDefinition: ActorDefinition = {
     const closed = (s: string) => s === 'ENDED' || s === 'CANCELLED';
     return closed(now) && !closed(was) ? [{ actorId: waitingRoomActor(meetingId), event: { type: 'MEETING_ENDED' } }] : [];
   },
-  // Every member drops its cached row of a meeting whose status moved (a minted link must see ENDED at once).
+  // Every node drops its cached row of a meeting whose status moved (a minted link must see ENDED at once).
   notices(meetingId, before, after) {
     const changed = (before as unknown as MeetingContext).status !== (after as unknown as MeetingContext).status;
     return changed ? [{ channel: 'meetings', message: { meetingIds: [meetingId] } }] : [];
@@ -151,7 +151,7 @@ export const webhookDefinition: ActorDefinition = {
   },
 };
 
-/** Cluster housekeeping: one actor per job (`maintenance:retention`), run by whichever member owns it. */
+/** Cluster housekeeping: one actor per job (`maintenance:retention`), run by whichever node owns it. */
 export const maintenanceDefinition: ActorDefinition = {
   name: 'maintenance',
   version: MAINTENANCE_MACHINE_VERSION,

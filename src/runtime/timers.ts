@@ -5,7 +5,7 @@ import { AppError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
 
 /**
- * Durable timers: rows with absolute due times. Each member looks only at the shards it owns, so after a
+ * Durable timers: rows with absolute due times. Each node looks only at the shards it owns, so after a
  * takeover the new owner fires what the old one armed. Time is the injected clock's; the poll is only
  * how often we look.
  */

@@ -90,7 +90,7 @@ export function readCookie(header: string | undefined, name: string): string | u
 /**
  * Organization owners and admins: created by the CLI, signed in with email and password (argon2id),
  * holding sessions whose 256-bit token is stored only as SHA-256. Sessions are cached for a minute by
- * token hash; sign-out and disabling publish on the bus so every member drops them at once.
+ * token hash; sign-out and disabling publish on the bus so every node drops them at once.
  */
 export class Admins {
   readonly #sql: Sql;

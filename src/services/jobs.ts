@@ -68,9 +68,9 @@ export const toJobRecord = (j: JobRow) => ({
 });
 
 /**
- * Durable background jobs. A job is a row; a member claims it with a lease, works through it in chunks,
+ * Durable background jobs. A job is a row; a node claims it with a lease, works through it in chunks,
  * and commits each chunk's changes together with the job's progress, so a crash repeats no work and
- * another member resumes once the lease runs out.
+ * another node resumes once the lease runs out.
  */
 export class Jobs {
   readonly #sql: Sql;

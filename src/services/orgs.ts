@@ -67,7 +67,7 @@ export async function updateOrg(db: Db, clock: Clock, id: string, patch: { name?
 
 /**
  * The allowed origins of a meeting's organization, by the meeting's slug, for the embed page's
- * `frame-ancestors`: cached 30 seconds, dropped on every member when the setting changes (the bus).
+ * `frame-ancestors`: cached 30 seconds, dropped on every node when the setting changes (the bus).
  */
 export class OrgOrigins {
   readonly #cache: TtlCache<{ orgId: string; origins: string[] }>;
@@ -94,7 +94,7 @@ export class OrgOrigins {
     return entry.origins;
   }
 
-  /** After an update commits: every member forgets the organization's cached origins. */
+  /** After an update commits: every node forgets the organization's cached origins. */
   changed(db: Db, orgId: string): void {
     afterCommit(db, () => this.bus.publish('orgs', { orgId }));
   }

@@ -19,7 +19,7 @@ export interface PurgeCounts {
  * Deletes what is past its retention at `at`: delivery log rows and finished messages older than 30
  * days, events older than 30 days (dispatched ones only), expired idempotency records and admin
  * sessions, and sent or abandoned emails older than 30 days. Runs in the maintenance actor's
- * transaction (actors/maintenance), once per hour, on whichever member owns it.
+ * transaction (actors/maintenance), once per hour, on whichever node owns it.
  */
 export async function purgeExpired(db: Db, at: number): Promise<PurgeCounts> {
   const before = iso(at - WEBHOOK_RETENTION_MS);

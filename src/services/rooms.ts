@@ -3,7 +3,7 @@ import type { ClientSettings, MediaPlacement, RoomMessage, RosterEntry } from '.
 import type { MediaRooms, MediaRelayRequest } from '../../media/media-rooms.ts';
 import type { MediaLoad } from '../../media/load.ts';
 import type { Bus } from '../cluster/bus.ts';
-import { MemberUnavailableError, type Cluster } from '../cluster/cluster.ts';
+import { NodeUnavailableError, type Cluster } from '../cluster/cluster.ts';
 import type { Connections, RoomConnection } from '../cluster/connections.ts';
 import type { Db, Sql } from '../db/index.ts';
 import { AppError } from '../errors.ts';
@@ -13,7 +13,7 @@ import { RoomAccess, type Decision, type HostCommand } from '../rooms/access.ts'
 import type { RoomClients } from '../rooms/clients.ts';
 import { SIGNALING_TYPES, type ClientMessage, type SignalingRequest } from '../rooms/protocol.ts';
 
-/** What this member knows of a room it holds sockets for, kept current by the room's own messages. */
+/** What this node knows of a room it holds sockets for, kept current by the room's own messages. */
 interface RoomView {
   rev: number;
   standing: Map<string, RosterEntry>;
@@ -30,10 +30,10 @@ export interface RoomsOptions {
   bus: Bus;
   connections: Connections;
   load: MediaLoad;
-  /** This member's media rooms, when it has workers. */
+  /** This node's media rooms, when it has workers. */
   media: MediaRooms | null;
   log: Logger;
-  /** How often dead members' connections are looked for (ms); 0 turns the sweep off. */
+  /** How often dead nodes' connections are looked for (ms); 0 turns the sweep off. */
   sweepMs?: number;
 }
 
@@ -45,10 +45,10 @@ const refused = (d: NonNullable<Decision>) => new AppError(d.code, { message: d.
 /**
  * The room service behind the gateway's sockets. Joining, leaving and host commands go to the meeting
  * and waiting-room actors through their typed clients, after RoomAccess has refused at the edge what
- * it can (no actor message, no database write); media signaling is relayed to the member that hosts
- * the room's media. Effects (the actors' and the media rooms') go to every member over the bus and
+ * it can (no actor message, no database write); media signaling is relayed to the node that hosts
+ * the room's media. Effects (the actors' and the media rooms') go to every node over the bus and
  * reach local sockets through the connections registry. It also keeps each room's media placed:
- * when the member that hosts it stops publishing its load, the room is re-placed.
+ * when the node that hosts it stops publishing its load, the room is re-placed.
  */
 export class Rooms implements EffectSink {
   readonly #o: RoomsOptions;
@@ -66,7 +66,7 @@ export class Rooms implements EffectSink {
     o.load.onRefresh(() => this.#checkPlacements());
     const sweepMs = o.sweepMs ?? 2000;
     if (sweepMs > 0) {
-      this.#sweep = setInterval(() => void this.sweepDeadMembers().catch((err) => o.log.warn({ err }, 'connection sweep failed')), sweepMs);
+      this.#sweep = setInterval(() => void this.sweepDeadNodes().catch((err) => o.log.warn({ err }, 'connection sweep failed')), sweepMs);
       this.#sweep.unref();
     }
   }
@@ -75,14 +75,14 @@ export class Rooms implements EffectSink {
     if (this.#sweep) clearInterval(this.#sweep);
   }
 
-  /** The placement this member knows for a room it holds sockets of (tests and status). */
+  /** The placement this node knows for a room it holds sockets of (tests and status). */
   placement(meetingId: string): MediaPlacement | null {
     return this.#views.get(meetingId)?.media ?? null;
   }
 
   // ---- effects ------------------------------------------------------------------------------------
 
-  /** The sink of the actor runtime and the media rooms: a room's sends and disconnects go to every member. */
+  /** The sink of the actor runtime and the media rooms: a room's sends and disconnects go to every node. */
   deliver(actorOrMeetingId: string, effects: RoomEffect[]): void {
     const meetingId = actorOrMeetingId.slice(actorOrMeetingId.indexOf(':') + 1);
     this.#o.bus.publish('room', { meetingId, effects }).catch((err) => this.#o.log.warn({ err, meetingId }, 'could not publish room effects'));
@@ -103,7 +103,7 @@ export class Rooms implements EffectSink {
       }
       const audience = this.#o.connections.audience(meetingId, (e as SendEffect).to);
       if (!audience.length) continue;
-      // Sockets never see which member or worker hosts the media.
+      // Sockets never see which node or worker hosts the media.
       const text = JSON.stringify(m.type === 'media' ? { type: 'media', rev: m.media?.rev ?? 0, available: m.media !== null } : m);
       for (const c of audience) c.send(text);
     }
@@ -182,7 +182,7 @@ export class Rooms implements EffectSink {
 
   /**
    * One command of a socket, answered with the fields of its ack (a refusal is thrown). Refusals that
-   * RoomAccess can decide from the socket's role and this member's view of the room never reach an actor.
+   * RoomAccess can decide from the socket's role and this node's view of the room never reach an actor.
    */
   async command(c: RoomConnection, msg: ClientMessage): Promise<Record<string, unknown>> {
     if (msg.type === 'ping') return {};
@@ -243,7 +243,7 @@ export class Rooms implements EffectSink {
     }
   }
 
-  /** RoomAccess at the edge: the socket's own role, and the target's as this member last heard it. */
+  /** RoomAccess at the edge: the socket's own role, and the target's as this node last heard it. */
   #edge(c: RoomConnection, command: HostCommand, targetId?: string): void {
     const target = targetId === undefined ? undefined : this.#views.get(c.meetingId)?.standing.get(targetId);
     const d = RoomAccess.command(command, c.role, target?.roomRole);
@@ -251,7 +251,7 @@ export class Rooms implements EffectSink {
     if (targetId !== undefined && this.#views.has(c.meetingId) && !target) throw new AppError('not_found', { message: 'No such participant in the room.', details: { participantId: targetId } });
   }
 
-  /** A signaling request, to the member that hosts the room's media (this one: in process). */
+  /** A signaling request, to the node that hosts the room's media (this one: in process). */
   async #relay(c: RoomConnection, request: SignalingRequest): Promise<Record<string, unknown>> {
     const view = this.#views.get(c.meetingId);
     if (!view?.media) throw new AppError('media_unavailable', { message: 'The room has no media server yet; wait for the media message.' });
@@ -268,9 +268,9 @@ export class Rooms implements EffectSink {
       request,
     };
     try {
-      return (await this.#o.cluster.call(view.media.memberId, 'media', payload as unknown as Record<string, unknown>, { timeoutMs: RELAY_TIMEOUT_MS })) as Record<string, unknown>;
+      return (await this.#o.cluster.call(view.media.nodeId, 'media', payload as unknown as Record<string, unknown>, { timeoutMs: RELAY_TIMEOUT_MS })) as Record<string, unknown>;
     } catch (err) {
-      if (err instanceof MemberUnavailableError) {
+      if (err instanceof NodeUnavailableError) {
         this.#checkPlacements();
         throw new AppError('media_unavailable', { message: 'The room\'s media server did not answer; the room is being moved.', cause: err });
       }
@@ -281,13 +281,13 @@ export class Rooms implements EffectSink {
   // ---- placement ----------------------------------------------------------------------------------
 
   /**
-   * Rooms with sockets here whose media member stopped publishing its load (killed, frozen, cut off), or
+   * Rooms with sockets here whose media node stopped publishing its load (killed, frozen, cut off), or
    * that have no media yet, are placed on the least-loaded live worker through their meeting actor
-   * (compare-and-set on the placement revision, so members racing to do it agree on one).
+   * (compare-and-set on the placement revision, so nodes racing to do it agree on one).
    */
   #checkPlacements(): void {
     for (const [meetingId, view] of this.#views) {
-      if (view.placing || (view.media && this.#o.load.alive(view.media.memberId))) continue;
+      if (view.placing || (view.media && this.#o.load.alive(view.media.nodeId))) continue;
       const to = this.#o.load.candidate();
       if (!to) continue;
       view.placing = true;
@@ -301,10 +301,10 @@ export class Rooms implements EffectSink {
     }
   }
 
-  // ---- members and users --------------------------------------------------------------------------
+  // ---- nodes and users --------------------------------------------------------------------------
 
-  async sweepDeadMembers(): Promise<number> {
-    return this.#o.connections.sweepDeadMembers((meetingId, participantId, connectionId) =>
+  async sweepDeadNodes(): Promise<number> {
+    return this.#o.connections.sweepDeadNodes((meetingId, participantId, connectionId) =>
       this.#o.clients.meeting.send(meetingId, 'DISCONNECT', { participantId, connectionId }),
     );
   }

@@ -207,7 +207,7 @@ export class Sessions {
   /**
    * The path every student takes, a token's first exchange, as one row of one statement: no round trip
    * of its own before it, one commit (shared with the exchanges that arrived meanwhile: see `Batcher`).
-   * The user and the meeting come from the members' caches and the policy decides on them; the
+   * The user and the meeting come from the nodes' caches and the policy decides on them; the
    * statement writes the spend and the session only if both rows are still the versions decided on
    * (Postgres's xmin, which every update changes), the enrollment or invitation the policy asked for
    * exists, and the token is unspent. It share-locks the user's row, so a deactivation either commits

@@ -148,7 +148,7 @@ export class Users {
     return rows[0];
   }
 
-  /** Cached read for the join-link hot path; every change to a user invalidates it on every member. */
+  /** Cached read for the join-link hot path; every change to a user invalidates it on every node. */
   getCached(db: Db, orgId: string, idOrExternal: string, by: 'any' | 'external' = 'any'): UserRow | Promise<UserRow> {
     const key = by === 'external' ? `${orgId}:ext:${idOrExternal}` : `${orgId}:${idOrExternal}`;
     const hit = this.#cache.get(key);

@@ -1,20 +1,20 @@
 /**
  * Webhook delivery, end to end: outbox rows fanned out to the endpoints that want them, then sent by
- * the member that owns each endpoint's actor, retried on the spec's schedule, every attempt logged.
+ * the node that owns each endpoint's actor, retried on the spec's schedule, every attempt logged.
  *
- * - Fan-out: any member reads a batch of undispatched outbox rows and the endpoints of their
+ * - Fan-out: any node reads a batch of undispatched outbox rows and the endpoints of their
  *   organizations, then in one statement marks the events dispatched (only those still undispatched:
- *   of two members fanning out the same events, one writes) and writes one `webhook_messages` row per
+ *   of two nodes fanning out the same events, one writes) and writes one `webhook_messages` row per
  *   matching ACTIVE endpoint (a SKIPPED log row for a DISABLED one, so it can be redelivered). It runs
  *   as soon as this process commits an event, and on a poll for events other processes committed.
  *   Organizations whose plan lacks webhooks get nothing, except background events.
  * - Sending: a message row carries the shard of its endpoint's actor (`webhook:<id>`); only the
- *   member owning that shard claims it, in a statement that checks the shard's epoch, and records
+ *   node owning that shard claims it, in a statement that checks the shard's epoch, and records
  *   the outcome in one fenced statement (a former owner records nothing). At most `concurrency`
- *   sends per endpoint and `maxInFlight` per member are in flight. A claim takes up to `concurrency`
- *   more per endpoint than it has free slots: those wait in this member, and a slot that frees starts
+ *   sends per endpoint and `maxInFlight` per node are in flight. A claim takes up to `concurrency`
+ *   more per endpoint than it has free slots: those wait in this node, and a slot that frees starts
  *   the next at once instead of waiting for a claim.
- * - At-least-once: a message is PENDING until an outcome is recorded. A member that dies mid-send
+ * - At-least-once: a message is PENDING until an outcome is recorded. A node that dies mid-send
  *   leaves it claimed; the next owner releases the claims of the shard it acquires and sends again,
  *   with the same event id.
  * - Retries after 1 min, 5 min, 30 min, 2 h, 6 h, 12 h, 24 h (±10% jitter), 8 attempts; a
@@ -46,10 +46,10 @@ export const MAX_ATTEMPTS = RETRY_SCHEDULE_MS.length + 1;
 export const RETRY_JITTER = 0.1;
 /** The longest a receiver's `Retry-After` may postpone an attempt. */
 export const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
-/** How long a claimed message is left alone by this member's own polls; a new owner releases claims at once. */
+/** How long a claimed message is left alone by this node's own polls; a new owner releases claims at once. */
 export const CLAIM_LEASE_MS = 60_000;
 /**
- * A claimed message still waiting in this member this long after its claim is not sent: its attempt
+ * A claimed message still waiting in this node this long after its claim is not sent: its attempt
  * (up to the 10 s deadline) could outlast the claim. Its claim is released and it is claimed again.
  */
 const CLAIM_SEND_BY_MS = CLAIM_LEASE_MS - DELIVERY_TIMEOUT_MS - 10_000;
@@ -88,7 +88,7 @@ export interface WebhookDeliveryOptions {
   cluster: Cluster;
   bus: Bus;
   log: Logger;
-  /** This member's outbox: a commit of events here starts a fan-out at once. */
+  /** This node's outbox: a commit of events here starts a fan-out at once. */
   outbox: Outbox;
   /** Where delivery outcomes and lag are counted. */
   metrics?: Metrics;
@@ -97,7 +97,7 @@ export interface WebhookDeliveryOptions {
   allowPrivate: boolean;
   /** Sends in flight at once per endpoint. */
   concurrency: number;
-  /** Sends in flight at once in this member. */
+  /** Sends in flight at once in this node. */
   maxInFlight: number;
   /** Jitter source; default Math.random. */
   random?: () => number;
@@ -160,7 +160,7 @@ class Passes {
   }
 }
 
-/** Logs a pass still running after 10 s: every wake-up of this member waits behind it. */
+/** Logs a pass still running after 10 s: every wake-up of this node waits behind it. */
 async function timed<T>(log: Logger, what: string, fn: () => Promise<T>): Promise<T> {
   const began = performance.now();
   const slow = setTimeout(() => log.warn({ pass: what, ms: Math.round(performance.now() - began) }, 'a webhook delivery pass is taking long'), 10_000);
@@ -205,15 +205,15 @@ export class WebhookDelivery {
   /** Claimed messages waiting for a free slot of their endpoint, oldest due first. */
   readonly #queued = new Map<string, Claimed[]>();
   #queuedTotal = 0;
-  /** Endpoints that had a free slot but found this member's `maxInFlight` taken, in the order they asked. */
+  /** Endpoints that had a free slot but found this node's `maxInFlight` taken, in the order they asked. */
   readonly #waiting = new Set<string>();
   /** Endpoints (and their shard) whose last claim took all it was allowed: there may be more due. */
   readonly #more = new Map<string, number>();
-  /** The last claim stopped at the member's limit: the shards it walked may have more due. */
+  /** The last claim stopped at the node's limit: the shards it walked may have more due. */
   #roomFull = false;
   /** Sends not yet recorded (tests wait for them). */
   readonly #sends = new Set<Promise<void>>();
-  /** HTTP attempts in flight in this member. */
+  /** HTTP attempts in flight in this node. */
   #http = 0;
   /** Attempts started (claimed messages that left the queue), for `tick`. */
   #started = 0;
@@ -245,7 +245,7 @@ export class WebhookDelivery {
     this.#claims = new Passes(() => timed(this.#o.log, 'claim', () => this.#claimAndSend()), failed);
   }
 
-  /** Polls every `pollMs`, and runs at once when this process commits events or another member wakes an owned shard. */
+  /** Polls every `pollMs`, and runs at once when this process commits events or another node wakes an owned shard. */
   start(pollMs: number): void {
     this.#stopped = false;
     this.#unlisten = this.#o.outbox.onCommit(() => this.kick('fanOut'));
@@ -385,7 +385,7 @@ export class WebhookDelivery {
       }
     }
     const at = iso(now);
-    // Only the events still undispatched when the update reaches them: a member fanning out the same
+    // Only the events still undispatched when the update reaches them: a node fanning out the same
     // events at the same time waits here for the other's commit, then writes nothing for them.
     // It commits without waiting for the WAL flush: the events themselves are durable, and a fan-out
     // lost to a crash of the database is made again from them (the same event ids; a receiver may get
@@ -425,7 +425,7 @@ export class WebhookDelivery {
       where shard = ${shard} and status = 'PENDING' and claimed_until is not null`;
   }
 
-  /** Best effort: gives back claims this member took and will not send (a claim of someone else's since is left alone). */
+  /** Best effort: gives back claims this node took and will not send (a claim of someone else's since is left alone). */
   async #release(ms: Claimed[]): Promise<void> {
     if (!ms.length) return;
     await this.#o.sql`update webhook_messages m set claimed_until = null
@@ -435,15 +435,15 @@ export class WebhookDelivery {
     );
   }
 
-  /** What this member holds for an endpoint: sends in flight and claimed messages waiting. */
+  /** What this node holds for an endpoint: sends in flight and claimed messages waiting. */
   #held(endpointId: string): number {
     return (this.#busy.get(endpointId) ?? 0) + (this.#queued.get(endpointId)?.length ?? 0);
   }
 
   /**
    * Claims what is due on the dirty owned shards and starts sending it; returns how many it claimed.
-   * Each endpoint gets at most twice its concurrency held in this member (in flight and waiting), the
-   * member at most twice `maxInFlight`.
+   * Each endpoint gets at most twice its concurrency held in this node (in flight and waiting), the
+   * node at most twice `maxInFlight`.
    */
   async #claimAndSend(): Promise<number> {
     if (this.#stopped) return 0;
@@ -464,7 +464,7 @@ export class WebhookDelivery {
     const claimedUntil = iso(this.#o.clock.now() + CLAIM_LEASE_MS);
     // One statement, fenced: only shards whose epoch is still ours, each row held `for share` until
     // the claim commits (a takeover's epoch bump, and its release of claims, wait for it). A claim
-    // only keeps this member's own passes off the message, so losing one to a crash loses nothing:
+    // only keeps this node's own passes off the message, so losing one to a crash loses nothing:
     // it commits without waiting for the WAL flush.
     const claimed = await this.#o.sql<Omit<Claimed, 'epoch' | 'claimedAt'>[]>`
       with fence as (
@@ -531,7 +531,7 @@ export class WebhookDelivery {
       if (n >= cap - (heldBefore.get(id) ?? 0)) this.#more.set(id, shard);
       else this.#more.delete(id);
     }
-    // took all the member could: there may be more on these shards
+    // took all the node could: there may be more on these shards
     if (claimed.length >= room) {
       this.#roomFull = true;
       for (const s of scan) this.#dirty.add(s);
@@ -540,7 +540,7 @@ export class WebhookDelivery {
     return claimed.length;
   }
 
-  /** Forgets waiting messages whose shard this member no longer holds at the epoch of their claim: their new owner sends them. */
+  /** Forgets waiting messages whose shard this node no longer holds at the epoch of their claim: their new owner sends them. */
   #dropStale(owned: ReadonlyMap<number, number>): void {
     for (const [id, q] of this.#queued) {
       const keep = q.filter((m) => owned.get(m.shard) === m.epoch);
@@ -551,7 +551,7 @@ export class WebhookDelivery {
     }
   }
 
-  /** Starts the endpoint's waiting messages while it has free slots and the member has room. */
+  /** Starts the endpoint's waiting messages while it has free slots and the node has room. */
   #startSends(endpointId: string): void {
     const q = this.#queued.get(endpointId);
     if (!q) return;
@@ -577,12 +577,12 @@ export class WebhookDelivery {
     }
     if (!q.length) this.#queued.delete(endpointId);
     if (late.length) {
-      this.#o.log.warn({ endpointId, count: late.length }, 'claimed webhook messages waited too long in this member; their claims are released and they are claimed again');
+      this.#o.log.warn({ endpointId, count: late.length }, 'claimed webhook messages waited too long in this node; their claims are released and they are claimed again');
       void this.#release(late).then(() => this.kick('claim', [...new Set(late.map((m) => m.shard))]));
     }
   }
 
-  /** An HTTP attempt is over: its slot goes to the endpoint's next waiting message, or to an endpoint waiting for the member's room. */
+  /** An HTTP attempt is over: its slot goes to the endpoint's next waiting message, or to an endpoint waiting for the node's room. */
   #answered(m: Claimed): void {
     const left = (this.#busy.get(m.endpointId) ?? 1) - 1;
     if (left > 0) this.#busy.set(m.endpointId, left);
@@ -640,7 +640,7 @@ export class WebhookDelivery {
 
   /**
    * Records a batch of outcomes in one statement: the shards' epochs are checked first, each shard's
-   * row held `for share` until the statement commits (outcomes of shards this member no longer holds
+   * row held `for share` until the statement commits (outcomes of shards this node no longer holds
    * at the claim's epoch are dropped: their new owner sends again), then the log rows and the
    * messages' new states. Then the endpoint actors hear what changes them.
    */

@@ -421,16 +421,16 @@ t.test('lecture mode: FLOOR gives and takes the floor; ALLOW_UNMUTE gives it too
 
 t.test('PLACE_MEDIA: the first JOIN that offers a place places the media; re-placing is compare-and-set on the revision', async (t) => {
   const r = room();
-  let fx = r.send({ ...join('teacher', T0), media: { memberId: 'm-a', worker: 0 } });
-  t.strictSame(reply(fx)!.media, { memberId: 'm-a', worker: 0, rev: 1 });
+  let fx = r.send({ ...join('teacher', T0), media: { nodeId: 'm-a', worker: 0 } });
+  t.strictSame(reply(fx)!.media, { nodeId: 'm-a', worker: 0, rev: 1 });
   t.ok(ofType(fx, 'send').some((e) => e.message.type === 'media'), 'everyone hears where the media is');
-  fx = r.send({ ...join('alice', T0 + 1), media: { memberId: 'm-b', worker: 1 } });
-  t.strictSame(reply(fx)!.media, { memberId: 'm-a', worker: 0, rev: 1 }, 'a later JOIN does not move it');
-  fx = r.send({ type: 'PLACE_MEDIA', rev: 1, to: { memberId: 'm-b', worker: 1 }, at: T0 + 2 });
-  t.strictSame(reply(fx), { ok: true, media: { memberId: 'm-b', worker: 1, rev: 2 } });
-  t.strictSame(ofType(fx, 'send'), [{ type: 'send', to: { all: true }, message: { type: 'media', media: { memberId: 'm-b', worker: 1, rev: 2 } } }]);
-  fx = r.send({ type: 'PLACE_MEDIA', rev: 1, to: { memberId: 'm-c', worker: 0 }, at: T0 + 3 });
-  t.strictSame(reply(fx), { ok: true, media: { memberId: 'm-b', worker: 1, rev: 2 } }, 'a stale revision loses: members racing to re-place agree on one');
+  fx = r.send({ ...join('alice', T0 + 1), media: { nodeId: 'm-b', worker: 1 } });
+  t.strictSame(reply(fx)!.media, { nodeId: 'm-a', worker: 0, rev: 1 }, 'a later JOIN does not move it');
+  fx = r.send({ type: 'PLACE_MEDIA', rev: 1, to: { nodeId: 'm-b', worker: 1 }, at: T0 + 2 });
+  t.strictSame(reply(fx), { ok: true, media: { nodeId: 'm-b', worker: 1, rev: 2 } });
+  t.strictSame(ofType(fx, 'send'), [{ type: 'send', to: { all: true }, message: { type: 'media', media: { nodeId: 'm-b', worker: 1, rev: 2 } } }]);
+  fx = r.send({ type: 'PLACE_MEDIA', rev: 1, to: { nodeId: 'm-c', worker: 0 }, at: T0 + 3 });
+  t.strictSame(reply(fx), { ok: true, media: { nodeId: 'm-b', worker: 1, rev: 2 } }, 'a stale revision loses: nodes racing to re-place agree on one');
   t.same(ofType(fx, 'send'), []);
   t.match(reply(r.send({ type: 'ROOM_STATE', at: T0 + 4 })), { ok: true, status: 'LIVE', media: { rev: 2 }, roster: [{ participantId: 'par_teacher' }, { participantId: 'par_alice' }] });
   fx = r.send({ type: 'END', by: 'par_teacher', at: T0 + 5 });

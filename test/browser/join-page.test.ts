@@ -1,16 +1,16 @@
 import t from 'tap';
 import type { Page } from 'playwright-core';
 import { ManualClock } from '../../src/clock.ts';
-import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { launchBrowser } from '../helpers/browser.ts';
 
 // The join page before the room: the exchange after load, a reload, and the page a person sees for
 // each refusal. (The room itself: room.test.ts.)
 
 const clock = new ManualClock(Date.parse('2026-11-24T09:00:00Z'));
-const member = await startTestMember(t, { redis: false, clock });
-const tenant = await createTenant(member);
-const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
+const node = await startTestNode(t, { redis: false, clock });
+const tenant = await createTenant(node);
+const call = (method: string, path: string, body?: unknown) => api(node, method, path, { key: tenant.key, ...(body ? { body } : {}) });
 await call('POST', '/public/users', { externalId: 'h1', fullName: 'Hal Host', role: 'TEACHER' });
 await call('POST', '/public/users', { externalId: 'b1', fullName: 'Bea Browser', role: 'STUDENT' });
 await call('POST', '/public/users', { externalId: 'b2', fullName: 'Ben Gone', role: 'STUDENT' });
@@ -71,6 +71,6 @@ t.test('on Android the page offers the app first, and the browser path still wor
   await tab.waitForSelector('#join');
   t.pass('the browser path exchanges the token');
   // the token is spent: the app (the same exchange from another device) is refused
-  const app = await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: 'android-app' } });
+  const app = await api(node, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: 'android-app' } });
   t.equal(app.body.error.code, 'join_token_used');
 });

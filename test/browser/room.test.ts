@@ -1,15 +1,15 @@
 import t from 'tap';
 import type { Browser, Page } from 'playwright-core';
-import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { launchBrowser, screenshot } from '../helpers/browser.ts';
 import { eventually } from '../helpers/ws.ts';
 
-// The room in Chromium with a fake camera and microphone: real pages, real WebRTC through the member's
+// The room in Chromium with a fake camera and microphone: real pages, real WebRTC through the node's
 // mediasoup worker. Page state is read from `window.aula` (the page's controller).
 
-const member = await startTestMember(t, { redis: false });
-const tenant = await createTenant(member);
-const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
+const node = await startTestNode(t, { redis: false });
+const tenant = await createTenant(node);
+const call = (method: string, path: string, body?: unknown) => api(node, method, path, { key: tenant.key, ...(body ? { body } : {}) });
 const teacher = (await call('POST', '/public/users', { externalId: 't1', fullName: 'Tina Teacher', role: 'TEACHER' })).body.data;
 const student = (await call('POST', '/public/users', { externalId: 's1', fullName: 'Sam Student', role: 'STUDENT' })).body.data;
 const viewer = (await call('POST', '/public/users', { externalId: 'v1', fullName: 'Vic Viewer', role: 'STUDENT' })).body.data;
@@ -151,7 +151,7 @@ t.test('a host admits from the waiting list in the page; a dropped connection re
 
   // the server drops the student's socket as a restarting server would: the page says so and comes back
   const participantId = await sp.evaluate(() => (window as any).aula.state.participantId);
-  for (const c of member.app.connections.ofParticipant(participantId)) c.end('server_shutdown');
+  for (const c of node.app.connections.ofParticipant(participantId)) c.end('server_shutdown');
   await sp.waitForSelector('#connection:has-text("Reconnecting")');
   t.pass('the page shows that it is reconnecting');
   await eventually(async () => (await phase(sp)) === 'room', 10_000);

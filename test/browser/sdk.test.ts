@@ -2,17 +2,17 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { launchBrowser } from '../helpers/browser.ts';
 import { eventually } from '../helpers/ws.ts';
 
 // The embedding SDK as a course platform uses it: its page on another origin (http://localhost:<port>,
 // Aula being http://127.0.0.1:<port>) loads /sdk/svc-embed.js and frames the room with an embedUrl.
 
-const member = await startTestMember(t, { redis: false });
-const { app } = member;
-const tenant = await createTenant(member, 'pro');
-const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
+const node = await startTestNode(t, { redis: false });
+const { app } = node;
+const tenant = await createTenant(node, 'pro');
+const call = (method: string, path: string, body?: unknown) => api(node, method, path, { key: tenant.key, ...(body ? { body } : {}) });
 const teacher = (await call('POST', '/public/users', { externalId: 'st1', fullName: 'Sofia Teacher', role: 'TEACHER' })).body.data;
 const student = (await call('POST', '/public/users', { externalId: 'ss1', fullName: 'Sid Student', role: 'STUDENT' })).body.data;
 const browser = await launchBrowser(t, { media: true });
@@ -23,7 +23,7 @@ async function customerSite(): Promise<{ origin: string; server: Server }> {
     const embed = new URL(req.url!, 'http://x').searchParams.get('embed') ?? '';
     res.setHeader('content-type', 'text/html');
     res.end(`<!doctype html><title>Course platform</title><div id="room" style="width:900px;height:600px"></div>
-<script src="${member.url}/sdk/svc-embed.js"></script>
+<script src="${node.url}/sdk/svc-embed.js"></script>
 <script>
   window.events = [];
   window.frame = Svc.createFrame('#room', { url: ${JSON.stringify(embed)}, theme: 'dark' });
@@ -41,8 +41,8 @@ async function setAllowedOrigins(origins: string[]): Promise<void> {
   const PASSWORD = 'correct horse battery staple';
   const email = `admin${Math.random().toString(36).slice(2)}@platform.example`;
   await app.services.admins.create(app.sql, { orgId: tenant.orgId, email, role: 'admin', password: PASSWORD });
-  const session = (await api(member, 'POST', '/auth/sign-in', { body: { orgId: tenant.orgId, email, password: PASSWORD } })).body.data.sessionToken;
-  const res = await api(member, 'PATCH', `/orgs/${tenant.orgId}`, { bearer: session, body: { allowedOrigins: origins } });
+  const session = (await api(node, 'POST', '/auth/sign-in', { body: { orgId: tenant.orgId, email, password: PASSWORD } })).body.data.sessionToken;
+  const res = await api(node, 'PATCH', `/orgs/${tenant.orgId}`, { bearer: session, body: { allowedOrigins: origins } });
   if (res.status !== 200) throw new Error(JSON.stringify(res.body));
 }
 
@@ -120,14 +120,14 @@ t.test('a page on an origin the organization did not allow cannot show the room'
   t.ok(child, 'the iframe exists');
   t.notMatch(child!.url(), /\/embed\//, `blocked by frame-ancestors (${child!.url()})`);
   // the link was not spent: the page never ran
-  const ex = await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: 'after-refusal' } });
+  const ex = await api(node, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: 'after-refusal' } });
   t.equal(ex.status, 200, 'the token is still unused');
   await page.context().close();
 });
 
 t.test('createFrame refuses a url that is not an embedUrl', async (t) => {
   const page = await (await browser.newContext()).newPage();
-  await page.goto(`${allowed.origin}/?embed=${encodeURIComponent(`${member.url}/embed/x?jt=y`)}`);
+  await page.goto(`${allowed.origin}/?embed=${encodeURIComponent(`${node.url}/embed/x?jt=y`)}`);
   const message = await page.evaluate(() => {
     try {
       (window as any).Svc.createFrame('#room', { url: 'javascript:alert(1)' });

@@ -3,12 +3,12 @@ import postgres from 'postgres';
 import t from 'tap';
 import { aula } from '../helpers/cli.ts';
 import { assertError } from '../helpers/assert.ts';
-import { api, createTestDatabase, REDIS_URL, startTestMember, TEST_SECRET } from '../helpers/member.ts';
+import { api, createTestDatabase, REDIS_URL, startTestNode, TEST_SECRET } from '../helpers/node.ts';
 
 const env = { AULA_DATABASE_URL: await createTestDatabase(t), AULA_SECRET_KEY: TEST_SECRET };
 const PASSWORD = 'a passphrase long enough';
 
-const org = await aula(['org', 'create', '--name', 'Members School', '--plan', 'pro'], env);
+const org = await aula(['org', 'create', '--name', 'Nodes School', '--plan', 'pro'], env);
 const orgId = org.stdout.trim();
 const db = postgres(env.AULA_DATABASE_URL, { max: 1, onnotice: () => {} });
 t.teardown(() => db.end());
@@ -28,12 +28,12 @@ t.test('aula admins add reads the password from stdin and stores only an argon2i
   t.equal(plain.code, 0, plain.stderr);
   t.match(plain.stdout.trim(), /^adm_[0-9a-z]{26}$/, 'without --json: the id alone');
 
-  // The member signs in over HTTP with what was piped in: the first line, without its line ending.
-  const member = await startTestMember(t, { databaseUrl: env.AULA_DATABASE_URL, redis: false });
-  const owner = await api(member, 'POST', '/auth/sign-in', { body: { orgId, email: 'HEAD@school.example', password: PASSWORD } });
+  // The node signs in over HTTP with what was piped in: the first line, without its line ending.
+  const node = await startTestNode(t, { databaseUrl: env.AULA_DATABASE_URL, redis: false });
+  const owner = await api(node, 'POST', '/auth/sign-in', { body: { orgId, email: 'HEAD@school.example', password: PASSWORD } });
   t.equal(owner.status, 200, JSON.stringify(owner.body));
   t.same(owner.body.data.admin, { id: m.id, email: 'head@school.example', role: 'owner', orgId });
-  const deputy = await api(member, 'POST', '/auth/sign-in', { body: { orgId, email: 'deputy@school.example', password: `${PASSWORD} two` } });
+  const deputy = await api(node, 'POST', '/auth/sign-in', { body: { orgId, email: 'deputy@school.example', password: `${PASSWORD} two` } });
   t.equal(deputy.status, 200, 'CRLF and later lines are not part of the password');
   t.equal(deputy.body.data.admin.role, 'admin');
 });
@@ -79,21 +79,21 @@ t.test('aula admins add refuses short, common or missing passwords and bad argum
   t.match(usage.stdout, /usage: aula admins add --org ORG_ID --email EMAIL --role owner\|admin \[--json\]/, 'its --help');
 });
 
-t.test('aula admins disable refuses sign-in and ends every session on the running members at once', async (t) => {
+t.test('aula admins disable refuses sign-in and ends every session on the running nodes at once', async (t) => {
   const redisPrefix = `aulatest:${randomBytes(4).toString('hex')}:`;
   const shared = { ...env, AULA_REDIS_URL: REDIS_URL, AULA_REDIS_PREFIX: redisPrefix };
-  const member = await startTestMember(t, { databaseUrl: env.AULA_DATABASE_URL, redisPrefix });
+  const node = await startTestNode(t, { databaseUrl: env.AULA_DATABASE_URL, redisPrefix });
   const added = await aula(['admins', 'add', '--org', orgId, '--email', 'leaving@school.example', '--role', 'admin', '--json'], env, `${PASSWORD}\n`);
   const m = JSON.parse(added.stdout);
-  const signIn = () => api(member, 'POST', '/auth/sign-in', { body: { orgId, email: 'leaving@school.example', password: PASSWORD } });
+  const signIn = () => api(node, 'POST', '/auth/sign-in', { body: { orgId, email: 'leaving@school.example', password: PASSWORD } });
   const session = (await signIn()).body.data.sessionToken;
-  t.equal((await api(member, 'GET', `/orgs/${orgId}`, { bearer: session })).status, 200, 'signed in; the member caches the session');
+  t.equal((await api(node, 'GET', `/orgs/${orgId}`, { bearer: session })).status, 200, 'signed in; the node caches the session');
 
   const res = await aula(['admins', 'disable', '--id', m.id, '--json'], shared);
   t.equal(res.code, 0, res.stderr);
   t.match(JSON.parse(res.stdout), { id: m.id, disabled: true, disabledAt: String, alreadyDisabled: false });
-  t.equal(res.stderr, '', 'no warning: the members were told');
-  assertError(t, await api(member, 'GET', `/orgs/${orgId}`, { bearer: session }), 401, 'admin_session_revoked');
+  t.equal(res.stderr, '', 'no warning: the nodes were told');
+  assertError(t, await api(node, 'GET', `/orgs/${orgId}`, { bearer: session }), 401, 'admin_session_revoked');
   assertError(t, await signIn(), 403, 'admin_disabled');
 
   const again = await aula(['admins', 'disable', m.id], shared);
@@ -103,13 +103,13 @@ t.test('aula admins disable refuses sign-in and ends every session on the runnin
   t.equal(unknown.code, 1, 'an unknown id is an error');
   t.equal(unknown.stdout, '');
   t.equal(unknown.stderr, 'aula: no admin adm_00000000000000000000000000\n');
-  // Redis unreachable: the member is disabled all the same, with a warning that the members learn it late
+  // Redis unreachable: the node is disabled all the same, with a warning that the nodes learn it late
   const other = JSON.parse((await aula(['admins', 'add', '--org', orgId, '--email', 'later@school.example', '--role', 'admin', '--json'], env, `${PASSWORD}\n`)).stdout);
-  t.equal((await api(member, 'POST', '/auth/sign-in', { body: { orgId, email: 'later@school.example', password: PASSWORD } })).status, 200, 'a session to revoke');
+  t.equal((await api(node, 'POST', '/auth/sign-in', { body: { orgId, email: 'later@school.example', password: PASSWORD } })).status, 200, 'a session to revoke');
   const offline = await aula(['admins', 'disable', '--id', other.id], { ...shared, AULA_REDIS_URL: 'redis://127.0.0.1:1' });
   t.equal(offline.code, 0, offline.stderr);
   t.equal(offline.stdout.trim(), `disabled ${other.id}`);
-  t.match(offline.stderr, /warning: done, but running members could not be told .*within 60 seconds/);
+  t.match(offline.stderr, /warning: done, but running nodes could not be told .*within 60 seconds/);
   const missing = await aula(['admins', 'disable'], shared);
   t.equal(missing.code, 2);
   t.equal(missing.stderr, "aula: missing the admin id (aula admins disable ADMIN_ID)\nRun 'aula admins disable --help' for usage.\n");

@@ -1,8 +1,8 @@
 import t from 'tap';
 import { aula } from '../helpers/cli.ts';
 import { randomBytes } from 'node:crypto';
-import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/member.ts';
-import { spawnMember } from '../helpers/process.ts';
+import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/node.ts';
+import { spawnNode } from '../helpers/process.ts';
 
 const env = { AULA_DATABASE_URL: await createTestDatabase(t), AULA_SECRET_KEY: TEST_SECRET };
 
@@ -29,8 +29,8 @@ t.test('aula org create and aula keys create bootstrap a working key', async (t)
   t.match(k, { id: /^key_/, orgId: o.id, name: 'backend', scopes: ['users:write', 'meetings:read'], key: /^aula_sk_/ });
 
   const shared = { AULA_REDIS_URL: REDIS_URL, AULA_REDIS_PREFIX: `aulatest:${randomBytes(4).toString('hex')}:` };
-  const member = await spawnMember(t, { ...env, ...shared });
-  const res = await fetch(`${member.url}/api/v1/public/users`, {
+  const node = await spawnNode(t, { ...env, ...shared });
+  const res = await fetch(`${node.url}/api/v1/public/users`, {
     method: 'POST',
     headers: { authorization: `Bearer ${k.key}`, 'content-type': 'application/json' },
     body: JSON.stringify({ externalId: 'cli-user', fullName: 'From CLI', role: 'TEACHER' }),
@@ -46,9 +46,9 @@ t.test('aula org create and aula keys create bootstrap a working key', async (t)
   const revoked = await aula(['keys', 'revoke', k.id, '--json'], { ...env, ...shared });
   t.equal(revoked.code, 0, revoked.stderr);
   t.match(JSON.parse(revoked.stdout), { id: k.id, revoked: true, revokedAt: String, alreadyRevoked: false });
-  t.equal(revoked.stderr, '', 'no warning: the members were told');
-  // the member had the key cached; the revocation reached it over the Redis bus, not after the cache's 60 s
-  const after = await fetch(`${member.url}/api/v1/public/users`, { headers: { authorization: `Bearer ${k.key}` } });
+  t.equal(revoked.stderr, '', 'no warning: the nodes were told');
+  // the node had the key cached; the revocation reached it over the Redis bus, not after the cache's 60 s
+  const after = await fetch(`${node.url}/api/v1/public/users`, { headers: { authorization: `Bearer ${k.key}` } });
   t.equal(after.status, 401);
   t.equal((await after.json()).error.code, 'api_key_revoked');
   const again = await aula(['keys', 'revoke', '--id', k.id], env);

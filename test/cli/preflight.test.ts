@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { aula } from '../helpers/cli.ts';
 import { freePort, startRedisServer } from '../helpers/redis-server.ts';
-import { createTestDatabase, TEST_SECRET } from '../helpers/member.ts';
+import { createTestDatabase, TEST_SECRET } from '../helpers/node.ts';
 import { eventually } from '../helpers/ws.ts';
 
 // `aula serve` with Redis down at start: one plain line naming the address and what to check, never a
@@ -38,7 +38,7 @@ t.test('without it: says so, retries with backoff, and starts once Redis answers
   t.notMatch(stderr, /\n\s+at /, 'no stack trace');
   await startRedisServer(t, port);
   await eventually(() => /answers now; starting/.test(stderr), 20_000);
-  t.ok(await eventually(() => /aula member listening/.test(stdout + stderr), 20_000), 'the member started');
+  t.ok(await eventually(() => /aula node listening/.test(stdout + stderr), 20_000), 'the node started');
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   child.kill('SIGTERM');
   t.equal(await exited, 0, 'and drains on SIGTERM');

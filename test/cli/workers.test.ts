@@ -5,12 +5,12 @@ import t from 'tap';
 import { readPlacement } from '../../src/cluster/placement.ts';
 import { pgOptions, type Sql } from '../../src/db/index.ts';
 import { aula } from '../helpers/cli.ts';
-import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/member.ts';
+import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/node.ts';
 import { tcpSocketsOf } from '../helpers/sockets.ts';
 import { spawnWorkers } from '../helpers/workers.ts';
 import { eventually } from '../helpers/ws.ts';
 
-const listening = (l: Record<string, unknown>) => l.msg === 'aula member listening';
+const listening = (l: Record<string, unknown>) => l.msg === 'aula node listening';
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -32,7 +32,7 @@ t.test('serve --workers N > 1 is refused without a shared database and Redis', a
   t.match(bad.stderr, /--workers must be a whole number/);
 });
 
-t.test('serve --workers 3: three members on one port, a killed one restarted, SIGTERM drains them all', async (t) => {
+t.test('serve --workers 3: three nodes on one port, a killed one restarted, SIGTERM drains them all', async (t) => {
   const dbUrl = await createTestDatabase(t);
   const prefix = `aulatest:${randomBytes(4).toString('hex')}:`;
   const env = { AULA_DATABASE_URL: dbUrl, AULA_REDIS_URL: REDIS_URL, AULA_REDIS_PREFIX: prefix, AULA_SECRET_KEY: TEST_SECRET };
@@ -65,11 +65,11 @@ t.test('serve --workers 3: three members on one port, a killed one restarted, SI
     t.equal(res.status, 200);
     await res.arrayBuffer();
   }
-  const members = (await eventually(async () => {
+  const nodes = (await eventually(async () => {
     const p = await readPlacement(redis, sql, prefix);
-    return p.members.length === 3 && p.shards.every((s) => s.owner) ? p.members : null;
+    return p.nodes.length === 3 && p.shards.every((s) => s.owner) ? p.nodes : null;
   }, 15_000))!;
-  t.same(members.map((m) => m.pid).sort(), [...pids].sort(), 'aula cluster status lists the three workers');
+  t.same(nodes.map((m) => m.pid).sort(), [...pids].sort(), 'aula cluster status lists the three workers');
 
   const victim = pids[1]!;
   const from = w.logs.length;
@@ -82,20 +82,20 @@ t.test('serve --workers 3: three members on one port, a killed one restarted, SI
   t.equal(back.worker, dead.worker, 'in the same slot');
   const after = (await eventually(async () => {
     const p = await readPlacement(redis, sql, prefix);
-    const live = p.members.map((m) => m.pid).sort();
-    return live.length === 3 && live.includes(back.pid as number) && p.shards.every((s) => s.owner && p.members.some((m) => m.id === s.owner)) ? p : null;
+    const live = p.nodes.map((m) => m.pid).sort();
+    return live.length === 3 && live.includes(back.pid as number) && p.shards.every((s) => s.owner && p.nodes.some((m) => m.id === s.owner)) ? p : null;
   }, 15_000))!;
-  t.notOk(after.members.some((m) => m.pid === victim), 'the killed worker is gone from the cluster');
+  t.notOk(after.nodes.some((m) => m.pid === victim), 'the killed worker is gone from the cluster');
 
-  const workers = after.members.map((m) => m.pid);
+  const workers = after.nodes.map((m) => m.pid);
   w.proc.kill('SIGTERM');
   const exit = await w.exited;
   t.same(exit, { code: 0, signal: null }, 'the primary exits 0 once every worker has drained');
-  t.equal(w.logs.filter((l) => l.msg === 'aula member stopping').length, 3, 'each worker got the signal');
+  t.equal(w.logs.filter((l) => l.msg === 'aula node stopping').length, 3, 'each worker got the signal');
   t.equal(w.logs.filter((l) => l.msg === 'worker exited unexpectedly; restarting it').length, 1, 'nothing restarted during the shutdown');
   t.ok(workers.every((pid) => !alive(pid)), 'no worker left behind');
   const p = await readPlacement(redis, sql, prefix);
-  t.same(p.members, [], 'every worker deregistered');
+  t.same(p.nodes, [], 'every worker deregistered');
   t.ok(p.shards.every((s) => s.owner === null), 'and handed its shards back');
   const rows = await sql<{ owner: string | null }[]>`select owner from shards`;
   t.ok(rows.every((r) => r.owner === null), 'released in Postgres too (drained, not lost)');

@@ -6,7 +6,7 @@ import { AppError } from '../../src/errors.ts';
 
 export interface ContractEnv {
   sql: Sql;
-  /** A new, not yet started member of a cluster of its own (fresh Redis prefix), stopped at teardown. */
+  /** A new, not yet started node of a cluster of its own (fresh Redis prefix), stopped at teardown. */
   create(t: Test): Promise<Cluster>;
   /** The placement as an operator reads it (readPlacement), for the cluster `c` belongs to, even after c stopped. */
   readPlacement(c: Cluster): Promise<Placement>;
@@ -41,7 +41,7 @@ export function clusterContract(t: Test, env: ContractEnv): void {
     const rows = await shardRows(env.sql);
     t.ok(rows.every((r) => r.epoch > 0), 'every epoch > 0');
     t.same(rows.map((r) => owned.get(r.id)), rows.map((r) => r.epoch), 'the epochs are the ones in Postgres');
-    t.ok(rows.every((r) => r.owner === c.memberId), 'Postgres records the owner');
+    t.ok(rows.every((r) => r.owner === c.nodeId), 'Postgres records the owner');
   });
 
   t.test('ask() reaches the handler with the shard and epoch and returns its value', async (t) => {
@@ -89,15 +89,15 @@ export function clusterContract(t: Test, env: ContractEnv): void {
     t.ok(took >= 190 && took < 1000, `after the timeout (${Math.round(took)} ms)`);
   });
 
-  t.test('placement() lists the member and every shard with its owner and epoch', async (t) => {
+  t.test('placement() lists the node and every shard with its owner and epoch', async (t) => {
     const c = await started(t, env);
     const p = await c.placement();
-    t.same(p.members.map((m) => m.id), [c.memberId]);
-    const m = p.members[0]!;
+    t.same(p.nodes.map((m) => m.id), [c.nodeId]);
+    const m = p.nodes[0]!;
     t.equal(m.pid, process.pid);
     t.ok(m.host.length > 0 && !Number.isNaN(Date.parse(m.startedAt)) && m.lastSeenMsAgo >= 0 && m.lastSeenMsAgo < 3000);
     t.same(p.shards.map((s) => s.shard), [...Array(SHARD_COUNT).keys()]);
-    t.ok(p.shards.every((s) => s.owner === c.memberId), 'owner of every shard');
+    t.ok(p.shards.every((s) => s.owner === c.nodeId), 'owner of every shard');
     t.same(p.shards.map((s) => s.epoch), p.shards.map((s) => c.owned().get(s.shard)), 'epoch of every shard');
   });
 
@@ -112,7 +112,7 @@ export function clusterContract(t: Test, env: ContractEnv): void {
     t.ok(rows.every((r) => r.owner === null), 'Postgres records no owner');
     const p = await env.readPlacement(c);
     t.ok(p.shards.every((s) => s.owner === null), 'placement shows no owner');
-    t.same(p.members, []);
+    t.same(p.nodes, []);
     await t.rejects(c.ask('meeting:x', { op: 'echo' }), { code: 'actor_unavailable' });
     await t.rejects(c.send('meeting:x', { op: 'echo' }), { code: 'actor_unavailable' });
     await c.stop();

@@ -6,7 +6,7 @@ import { SHARD_COUNT } from '../../src/cluster/cluster.ts';
 import { readPlacement } from '../../src/cluster/placement.ts';
 import type { Sql } from '../../src/db/index.ts';
 import { migrate } from '../../src/db/migrate.ts';
-import { createTestDatabase } from '../helpers/member.ts';
+import { createTestDatabase } from '../helpers/node.ts';
 import { clusterContract } from './contract.ts';
 
 const sql = postgres(await createTestDatabase(t), { max: 4, ...pgOptions }) as unknown as Sql;

@@ -3,9 +3,9 @@ import { Redis } from 'ioredis';
 import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
 import { RateLimits, type RateLimitResult } from '../../src/cluster/rate-limit.ts';
-import { REDIS_URL } from '../helpers/member.ts';
+import { REDIS_URL } from '../helpers/node.ts';
 
-// Two RateLimits on two connections are two members as far as the shared counter is concerned
+// Two RateLimits on two connections are two nodes as far as the shared counter is concerned
 // (test/cluster/rate-limit.test.ts runs the same budget through two real server processes).
 const prefix = `aulatest:${randomBytes(4).toString('hex')}:`;
 const redisA = new Redis(REDIS_URL, { enableAutoPipelining: true });
@@ -38,7 +38,7 @@ t.teardown(async () => {
 const take = async (limits: RateLimits, key: string, perMinute: number): Promise<RateLimitResult> => limits.consume('key', key, perMinute);
 const settle = () => new Promise((r) => setTimeout(r, 200)); // MONITOR lines arrive after the replies
 
-t.test('one member alone: exact counts, and the key\'s own rate decides how many points it leases', async (t) => {
+t.test('one node alone: exact counts, and the key\'s own rate decides how many points it leases', async (t) => {
   commands.length = 0;
   const seen: number[] = [];
   let allowed = 0;
@@ -102,7 +102,7 @@ t.test('a busy key is answered mostly without a promise', async (t) => {
   t.ok(sync / n > 0.9, `${sync} of ${n} answered from the lease`);
 });
 
-t.test('two members hammering one key admit exactly the budget between them', async (t) => {
+t.test('two nodes hammering one key admit exactly the budget between them', async (t) => {
   const perMinute = 10_000;
   let admitted = 0;
   const counts = { a: 0, b: 0 };
@@ -119,7 +119,7 @@ t.test('two members hammering one key admit exactly the budget between them', as
   };
   await Promise.all([run(a, 'a'), run(b, 'b')]);
   t.equal(admitted, perMinute, `exactly the budget (a ${counts.a}, b ${counts.b})`);
-  t.ok(counts.a > 1_000 && counts.b > 1_000, 'both members took part');
+  t.ok(counts.a > 1_000 && counts.b > 1_000, 'both nodes took part');
   for (const limits of [a, b]) {
     const r = await take(limits, 'shared', perMinute);
     t.equal(r.allowed, false);

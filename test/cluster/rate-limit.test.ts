@@ -8,18 +8,18 @@ import { migrate } from '../../src/db/migrate.ts';
 import type { Sql } from '../../src/db/index.ts';
 import { ApiKeys } from '../../src/services/api-keys.ts';
 import { createOrg } from '../../src/services/orgs.ts';
-import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/member.ts';
-import { spawnMember } from '../helpers/process.ts';
+import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/node.ts';
+import { spawnNode } from '../helpers/process.ts';
 
 const dbUrl = await createTestDatabase(t);
 const sql = postgres(dbUrl, { max: 2, ...pgOptions }) as unknown as Sql;
 t.teardown(() => sql.end());
 await migrate(sql);
-const org = await createOrg(sql, systemClock, { name: 'Two members', plan: 'free' });
+const org = await createOrg(sql, systemClock, { name: 'Two nodes', plan: 'free' });
 const { key } = await new ApiKeys(sql, systemClock, new LocalBus()).create(sql, { orgId: org.id, name: 'k', scopes: ['users:read'] });
 
 const env = { AULA_DATABASE_URL: dbUrl, AULA_REDIS_URL: REDIS_URL, AULA_REDIS_PREFIX: `aulatest:${randomBytes(4).toString('hex')}:`, AULA_SECRET_KEY: TEST_SECRET };
-const [a, b] = await Promise.all([spawnMember(t, env), spawnMember(t, env)]);
+const [a, b] = await Promise.all([spawnNode(t, env), spawnNode(t, env)]);
 
 t.test('one key\'s budget is shared by two server processes through Redis', async (t) => {
   t.not(a.proc.pid, b.proc.pid);

@@ -6,7 +6,7 @@ import postgres from 'postgres';
 import t, { type Test } from 'tap';
 import { within } from '../../src/cluster/deadline.ts';
 import { pgOptions, type Sql } from '../../src/db/index.ts';
-import { createTestDatabase } from '../helpers/member.ts';
+import { createTestDatabase } from '../helpers/node.ts';
 
 const url = await createTestDatabase(t);
 

@@ -1,5 +1,5 @@
 import type { Test } from 'tap';
-import type { ApiResponse } from './member.ts';
+import type { ApiResponse } from './node.ts';
 
 /** Asserts the spec's error envelope with the given status and code; returns the error's details. */
 export function assertError(t: Test, res: ApiResponse, status: number, code: string): Record<string, any> {

@@ -6,7 +6,7 @@ export const CHROMIUM = process.env.AULA_CHROMIUM ?? '/usr/bin/chromium';
 /**
  * Debian's Chromium, headless, with the flags this closed network needs; closed at teardown. With
  * `media`, it has a fake camera (a moving test pattern) and microphone (a beep), granted without asking,
- * and WebRTC may use loopback addresses (the test members announce 127.0.0.1).
+ * and WebRTC may use loopback addresses (the test nodes announce 127.0.0.1).
  */
 export async function launchBrowser(t: Test, opts: { media?: boolean } = {}): Promise<Browser> {
   const browser = await chromium.launch({

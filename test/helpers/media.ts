@@ -4,8 +4,8 @@ import type { Consumer } from 'mediasoup-client/lib/Consumer.js';
 import type { Producer } from 'mediasoup-client/lib/Producer.js';
 import type { Transport } from 'mediasoup-client/lib/Transport.js';
 import type { Test } from 'tap';
-import type { Member } from '../../src/member.ts';
-import { api } from './member.ts';
+import type { Node } from '../../src/node.ts';
+import { api } from './node.ts';
 import { connect, type RoomClient } from './ws.ts';
 
 // mediasoup-client's Chrome74 handler uses the browser's globals: libwebrtc in Node supplies them.
@@ -282,9 +282,9 @@ export class MediaPeer {
  * exchange, the room socket, then media-join, transports and media-ready. The peer follows the room's
  * media when it moves. Closed at teardown.
  */
-export async function enterRoom(t: Test, member: Member, key: string, meetingId: string, userId: string, role = 'PARTICIPANT') {
-  const link = (await api(member, 'POST', `/public/meetings/${meetingId}/join-links`, { key, body: { userId, role } })).body.data;
-  const s = (await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: `d-${userId}-${meetingId}` } })).body.data;
+export async function enterRoom(t: Test, node: Node, key: string, meetingId: string, userId: string, role = 'PARTICIPANT') {
+  const link = (await api(node, 'POST', `/public/meetings/${meetingId}/join-links`, { key, body: { userId, role } })).body.data;
+  const s = (await api(node, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: `d-${userId}-${meetingId}` } })).body.data;
   const room = await connect(t, s.mediaUrl, s.mediaToken);
   const joined = await room.type('joined');
   const peer = new MediaPeer(room);

@@ -35,7 +35,7 @@ export async function startRedisServer(t: Test, port: number): Promise<ChildProc
   return proc;
 }
 
-/** A fresh key prefix on the shared Redis for a test's members; its keys are deleted, and `redis` closed, at teardown. */
+/** A fresh key prefix on the shared Redis for a test's nodes; its keys are deleted, and `redis` closed, at teardown. */
 export function redisPrefixFor(t: Test, redis: Redis): string {
   const prefix = `aulatest:${randomBytes(4).toString('hex')}:`;
   t.teardown(async () => {

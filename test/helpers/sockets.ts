@@ -1,5 +1,5 @@
 // Which TCP sockets a process holds, from /proc (Linux): to see that several processes listen on one
-// port, and to tell which Postgres backends serve which member process.
+// port, and to tell which Postgres backends serve which node process.
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 export interface TcpSocket {

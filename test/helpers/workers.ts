@@ -43,7 +43,7 @@ export function spawnWorkers(t: Test, n: number, env: Record<string, string>): W
     }
   });
   t.teardown(async () => {
-    const workerPids = new Set(logs.filter((l) => l.msg === 'aula member listening').map((l) => l.pid as number));
+    const workerPids = new Set(logs.filter((l) => l.msg === 'aula node listening').map((l) => l.pid as number));
     if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
     for (const pid of workerPids) {
       try {

@@ -95,13 +95,13 @@ export async function eventually<T>(fn: () => Promise<T> | T, timeoutMs = 5000):
 /** Starts a meeting the way a host does: a HOST link, its exchange, and a connection to the room. */
 export async function goLive(
   t: Test,
-  member: { url: string },
+  node: { url: string },
   key: string,
   meetingId: string,
   hostUserId: string,
 ): Promise<RoomClient> {
   const post = async (path: string, body: unknown, auth?: string) => {
-    const res = await fetch(`${member.url}/api/v1${path}`, {
+    const res = await fetch(`${node.url}/api/v1${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...(auth ? { authorization: `Bearer ${auth}` } : {}) },
       body: JSON.stringify(body),

@@ -3,14 +3,14 @@ import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
 import { createOrg } from '../../src/services/orgs.ts';
 import { assertError } from '../helpers/assert.ts';
-import { api, createTenant, startTestMember, type ApiResponse } from '../helpers/member.ts';
+import { api, createTenant, startTestNode, type ApiResponse } from '../helpers/node.ts';
 
-// The member's clock starts at the real time (rate-limit windows run on the real clock) and only moves
+// The node's clock starts at the real time (rate-limit windows run on the real clock) and only moves
 // in the last two tests. X-Forwarded-For is trusted so each test signs in from an address of its own.
 const clock = new ManualClock(Date.now());
-const member = await startTestMember(t, { clock, overrides: { AULA_TRUST_PROXY: { hops: 1 } } });
-const { app } = member;
-const tenant = await createTenant(member, 'pro');
+const node = await startTestNode(t, { clock, overrides: { AULA_TRUST_PROXY: { hops: 1 } } });
+const { app } = node;
+const tenant = await createTenant(node, 'pro');
 const PASSWORD = 'correct horse battery staple';
 
 let ipSeq = 0;
@@ -21,7 +21,7 @@ async function addAdmin(orgId: string, email: string, role: 'owner' | 'admin' = 
 }
 
 function signIn(body: Record<string, unknown>, ip = newIp()): Promise<ApiResponse> {
-  return api(member, 'POST', '/auth/sign-in', { body, headers: { 'x-forwarded-for': ip } });
+  return api(node, 'POST', '/auth/sign-in', { body, headers: { 'x-forwarded-for': ip } });
 }
 
 const cookieOf = (token: string) => ({ cookie: `aula_session=${token}` });
@@ -44,14 +44,14 @@ t.test('sign-in sets an HttpOnly SameSite cookie and answers the session', async
   t.equal(res.headers.get('cache-control'), 'no-store');
   t.ok(res.headers.get('x-ratelimit-limit'), 'the per-IP budget is reported');
 
-  const me = await api(member, 'GET', '/auth/me', { headers: cookieOf(d.sessionToken) });
+  const me = await api(node, 'GET', '/auth/me', { headers: cookieOf(d.sessionToken) });
   t.equal(me.status, 200);
   t.same(me.body.data, { admin: d.admin, csrfToken: d.csrfToken, expiresAt: d.expiresAt }, 'a reloaded page gets the CSRF token again');
 
-  const org = await api(member, 'GET', `/orgs/${tenant.orgId}`, { headers: cookieOf(d.sessionToken) });
+  const org = await api(node, 'GET', `/orgs/${tenant.orgId}`, { headers: cookieOf(d.sessionToken) });
   t.equal(org.status, 200);
   t.match(org.body.data, { id: tenant.orgId, plan: 'pro', features: ['webhooks'] });
-  const viaBearer = await api(member, 'GET', `/orgs/${tenant.orgId}`, { bearer: d.sessionToken });
+  const viaBearer = await api(node, 'GET', `/orgs/${tenant.orgId}`, { bearer: d.sessionToken });
   t.same(viaBearer.body, org.body, 'the bearer token works the same');
 });
 
@@ -92,7 +92,7 @@ t.test('a disabled admin cannot sign in, and loses the sessions they had', async
   t.equal(await app.services.admins.disable(app.sql, m.id), true);
   assertError(t, await signIn({ orgId: tenant.orgId, email: 'leaver@example.com', password: PASSWORD }), 403, 'admin_disabled');
   assertError(t, await signIn({ orgId: tenant.orgId, email: 'leaver@example.com', password: 'a wrong password!' }), 401, 'invalid_credentials');
-  assertError(t, await api(member, 'GET', '/auth/me', { bearer: before.body.data.sessionToken }), 401, 'admin_session_revoked');
+  assertError(t, await api(node, 'GET', '/auth/me', { bearer: before.body.data.sessionToken }), 401, 'admin_session_revoked');
 });
 
 t.test('wrong passwords slow the address that sends them, never the owner elsewhere', async (t) => {
@@ -140,41 +140,41 @@ t.test('the per-address budget counts every attempt over all accounts', async (t
 
 t.test('cookie sessions need X-CSRF-Token on mutations; bearer sessions do not', async (t) => {
   const a = (await signIn({ orgId: tenant.orgId, email: 'owner@example.com', password: PASSWORD })).body.data;
-  assertError(t, await api(member, 'POST', '/auth/sign-out', { headers: cookieOf(a.sessionToken) }), 403, 'csrf_failed');
-  assertError(t, await api(member, 'POST', '/auth/sign-out', { headers: { ...cookieOf(a.sessionToken), 'x-csrf-token': 'x'.repeat(43) } }), 403, 'csrf_failed');
+  assertError(t, await api(node, 'POST', '/auth/sign-out', { headers: cookieOf(a.sessionToken) }), 403, 'csrf_failed');
+  assertError(t, await api(node, 'POST', '/auth/sign-out', { headers: { ...cookieOf(a.sessionToken), 'x-csrf-token': 'x'.repeat(43) } }), 403, 'csrf_failed');
   const b = (await signIn({ orgId: tenant.orgId, email: 'owner@example.com', password: PASSWORD })).body.data;
-  assertError(t, await api(member, 'POST', '/auth/sign-out', { headers: { ...cookieOf(a.sessionToken), 'x-csrf-token': b.csrfToken } }), 403, 'csrf_failed'); // another session's token does not count
-  t.equal((await api(member, 'GET', '/auth/me', { headers: cookieOf(a.sessionToken) })).status, 200, 'GET needs no CSRF header');
+  assertError(t, await api(node, 'POST', '/auth/sign-out', { headers: { ...cookieOf(a.sessionToken), 'x-csrf-token': b.csrfToken } }), 403, 'csrf_failed'); // another session's token does not count
+  t.equal((await api(node, 'GET', '/auth/me', { headers: cookieOf(a.sessionToken) })).status, 200, 'GET needs no CSRF header');
 
-  const out = await api(member, 'POST', '/auth/sign-out', { headers: { ...cookieOf(a.sessionToken), 'x-csrf-token': a.csrfToken } });
+  const out = await api(node, 'POST', '/auth/sign-out', { headers: { ...cookieOf(a.sessionToken), 'x-csrf-token': a.csrfToken } });
   t.equal(out.status, 200);
   t.same(out.body.data, { signedOut: true });
   t.match(out.headers.getSetCookie()[0], /^aula_session=; HttpOnly; SameSite=Lax; Path=\/api\/v1; Max-Age=0$/);
-  assertError(t, await api(member, 'GET', '/auth/me', { headers: cookieOf(a.sessionToken) }), 401, 'admin_session_revoked');
-  assertError(t, await api(member, 'GET', '/auth/me', { bearer: a.sessionToken }), 401, 'admin_session_revoked');
+  assertError(t, await api(node, 'GET', '/auth/me', { headers: cookieOf(a.sessionToken) }), 401, 'admin_session_revoked');
+  assertError(t, await api(node, 'GET', '/auth/me', { bearer: a.sessionToken }), 401, 'admin_session_revoked');
 
-  const bearerOut = await api(member, 'POST', '/auth/sign-out', { bearer: b.sessionToken });
+  const bearerOut = await api(node, 'POST', '/auth/sign-out', { bearer: b.sessionToken });
   t.equal(bearerOut.status, 200, 'a bearer session signs out without the CSRF header');
-  assertError(t, await api(member, 'GET', `/orgs/${tenant.orgId}`, { bearer: b.sessionToken }), 401, 'admin_session_revoked');
+  assertError(t, await api(node, 'GET', `/orgs/${tenant.orgId}`, { bearer: b.sessionToken }), 401, 'admin_session_revoked');
 });
 
 t.test('missing, malformed and unknown admin credentials are distinct', async (t) => {
-  assertError(t, await api(member, 'GET', `/orgs/${tenant.orgId}`), 401, 'admin_session_missing');
-  assertError(t, await api(member, 'GET', `/orgs/${tenant.orgId}`, { headers: { cookie: 'other=1; aula_session=' } }), 401, 'admin_session_missing');
-  assertError(t, await api(member, 'GET', `/orgs/${tenant.orgId}`, { headers: cookieOf('garbage') }), 401, 'admin_session_invalid');
-  assertError(t, await api(member, 'GET', `/orgs/${tenant.orgId}`, { bearer: `aula_as_${'A'.repeat(43)}` }), 401, 'admin_session_invalid');
-  assertError(t, await api(member, 'GET', `/orgs/${tenant.orgId}`, { key: tenant.key }), 401, 'auth_malformed');
-  assertError(t, await api(member, 'GET', `/public/users`, { bearer: `aula_as_${'A'.repeat(43)}` }), 401, 'admin_session_invalid');
+  assertError(t, await api(node, 'GET', `/orgs/${tenant.orgId}`), 401, 'admin_session_missing');
+  assertError(t, await api(node, 'GET', `/orgs/${tenant.orgId}`, { headers: { cookie: 'other=1; aula_session=' } }), 401, 'admin_session_missing');
+  assertError(t, await api(node, 'GET', `/orgs/${tenant.orgId}`, { headers: cookieOf('garbage') }), 401, 'admin_session_invalid');
+  assertError(t, await api(node, 'GET', `/orgs/${tenant.orgId}`, { bearer: `aula_as_${'A'.repeat(43)}` }), 401, 'admin_session_invalid');
+  assertError(t, await api(node, 'GET', `/orgs/${tenant.orgId}`, { key: tenant.key }), 401, 'auth_malformed');
+  assertError(t, await api(node, 'GET', `/public/users`, { bearer: `aula_as_${'A'.repeat(43)}` }), 401, 'admin_session_invalid');
 });
 
 t.test('the admin surface checks the organization in the path', async (t) => {
   const other = await createOrg(app.sql, app.clock, { name: 'Elsewhere', plan: 'enterprise' });
   const s = (await signIn({ orgId: tenant.orgId, email: 'owner@example.com', password: PASSWORD })).body.data;
-  const mismatch = await api(member, 'GET', `/orgs/${other.id}`, { bearer: s.sessionToken });
+  const mismatch = await api(node, 'GET', `/orgs/${other.id}`, { bearer: s.sessionToken });
   assertError(t, mismatch, 403, 'org_mismatch');
-  const missing = await api(member, 'GET', '/orgs/org_00000000000000000000000000', { bearer: s.sessionToken });
+  const missing = await api(node, 'GET', '/orgs/org_00000000000000000000000000', { bearer: s.sessionToken });
   t.same(missing.body.error, mismatch.body.error, 'the same answer whether the other organization exists or not');
-  const cookie = await api(member, 'GET', `/orgs/${other.id}`, { headers: cookieOf(s.sessionToken) });
+  const cookie = await api(node, 'GET', `/orgs/${other.id}`, { headers: cookieOf(s.sessionToken) });
   assertError(t, cookie, 403, 'org_mismatch');
 });
 
@@ -182,39 +182,39 @@ t.test('a signed-in admin calls the public API with the plan budget, counted apa
   const admin = await addAdmin(tenant.orgId, 'ops@example.com', 'admin');
   const s = (await signIn({ orgId: tenant.orgId, email: 'ops@example.com', password: PASSWORD })).body.data;
 
-  const created = await api(member, 'POST', '/public/users', { bearer: s.sessionToken, body: { externalId: 'by-admin', fullName: 'Made By Admin', role: 'TEACHER' } });
+  const created = await api(node, 'POST', '/public/users', { bearer: s.sessionToken, body: { externalId: 'by-admin', fullName: 'Made By Admin', role: 'TEACHER' } });
   t.equal(created.status, 201, JSON.stringify(created.body));
   t.equal(created.headers.get('x-ratelimit-limit'), '3000', 'the pro plan budget');
   t.equal(created.headers.get('x-ratelimit-remaining'), '2999');
 
-  const viaKey = await api(member, 'GET', '/public/users/by-admin', { key: tenant.key });
+  const viaKey = await api(node, 'GET', '/public/users/by-admin', { key: tenant.key });
   t.equal(viaKey.status, 200, 'the same organization');
   t.equal(viaKey.headers.get('x-ratelimit-limit'), '3000');
   const keyRemaining = Number(viaKey.headers.get('x-ratelimit-remaining'));
 
-  const again = await api(member, 'GET', '/public/users', { bearer: s.sessionToken });
+  const again = await api(node, 'GET', '/public/users', { bearer: s.sessionToken });
   t.equal(again.status, 200);
   t.equal(again.headers.get('x-ratelimit-remaining'), '2998', 'the admin bucket, untouched by the key');
-  const key2 = await api(member, 'GET', '/public/users', { key: tenant.key });
+  const key2 = await api(node, 'GET', '/public/users', { key: tenant.key });
   t.equal(Number(key2.headers.get('x-ratelimit-remaining')), keyRemaining - 1, 'the key bucket, untouched by the admin');
   const prefix = app.config.AULA_REDIS_PREFIX;
   const buckets = await app.redis!.keys(`${prefix}rl:key:*`);
   t.ok(buckets.includes(`${prefix}rl:key:admin:${admin.id}:${tenant.orgId}`), 'bucket keyed per admin and organization');
   t.ok(buckets.includes(`${prefix}rl:key:${tenant.keyId}`), 'beside the key\'s own');
 
-  const cookieOnly = await api(member, 'GET', '/public/users', { headers: cookieOf(s.sessionToken) });
+  const cookieOnly = await api(node, 'GET', '/public/users', { headers: cookieOf(s.sessionToken) });
   assertError(t, cookieOnly, 401, 'auth_missing');
 
   const idem = { 'idempotency-key': 'admin-op-1' };
-  const first = await api(member, 'POST', '/public/users', { bearer: s.sessionToken, headers: idem, body: { externalId: 'idem-admin', fullName: 'I', role: 'STUDENT' } });
-  const replay = await api(member, 'POST', '/public/users', { bearer: s.sessionToken, headers: idem, body: { externalId: 'idem-admin', fullName: 'I', role: 'STUDENT' } });
+  const first = await api(node, 'POST', '/public/users', { bearer: s.sessionToken, headers: idem, body: { externalId: 'idem-admin', fullName: 'I', role: 'STUDENT' } });
+  const replay = await api(node, 'POST', '/public/users', { bearer: s.sessionToken, headers: idem, body: { externalId: 'idem-admin', fullName: 'I', role: 'STUDENT' } });
   t.equal(first.status, 201);
   t.equal(replay.headers.get('idempotent-replayed'), 'true', 'Idempotency-Key works for admins too');
 
-  const free = await createTenant(member, 'free', ['users:read']);
+  const free = await createTenant(node, 'free', ['users:read']);
   await addAdmin(free.orgId, 'ops@example.com', 'owner');
   const fs = (await signIn({ orgId: free.orgId, email: 'ops@example.com', password: PASSWORD })).body.data;
-  const freeCall = await api(member, 'POST', '/public/meetings', {
+  const freeCall = await api(node, 'POST', '/public/meetings', {
     bearer: fs.sessionToken,
     body: { title: 'T', type: 'MEETING', hostUserId: 'nobody', scheduledStart: '2026-10-01T10:00:00Z', durationMinutes: 5 },
   });
@@ -223,7 +223,7 @@ t.test('a signed-in admin calls the public API with the plan budget, counted apa
 });
 
 t.test('Secure is added when the base URL is https', async (t) => {
-  const https = await startTestMember(t, { overrides: { AULA_BASE_URL: 'https://aula.example.org' } });
+  const https = await startTestNode(t, { overrides: { AULA_BASE_URL: 'https://aula.example.org' } });
   const org = await createOrg(https.app.sql, https.app.clock, { name: 'Secure School', plan: 'free' });
   await https.app.services.admins.create(https.app.sql, { orgId: org.id, email: 'a@example.org', role: 'owner', password: PASSWORD });
   t.equal(https.url, 'https://aula.example.org');
@@ -234,7 +234,7 @@ t.test('Secure is added when the base URL is https', async (t) => {
 });
 
 t.test('Secure in production whatever the base URL says (TLS ends at a proxy)', async (t) => {
-  const prod = await startTestMember(t, { overrides: { AULA_ENV: 'production', AULA_MEDIA_WORKERS: 0 } });
+  const prod = await startTestNode(t, { overrides: { AULA_ENV: 'production', AULA_MEDIA_WORKERS: 0 } });
   const org = await createOrg(prod.app.sql, prod.app.clock, { name: 'Prod School', plan: 'free' });
   await prod.app.services.admins.create(prod.app.sql, { orgId: org.id, email: 'p@example.org', role: 'owner', password: PASSWORD });
   t.match(prod.url, /^http:/);
@@ -244,7 +244,7 @@ t.test('Secure in production whatever the base URL says (TLS ends at a proxy)', 
   for (const a of ['Secure', 'HttpOnly', 'SameSite=Lax']) t.ok(attrs.includes(a), a);
 });
 
-// Last: it moves the member's clock 12 hours on, and with it the sign-in failure window.
+// Last: it moves the node's clock 12 hours on, and with it the sign-in failure window.
 t.test('failures older than 15 minutes no longer count', async (t) => {
   await addAdmin(tenant.orgId, 'patient@example.com');
   const ip = newIp();
@@ -257,9 +257,9 @@ t.test('failures older than 15 minutes no longer count', async (t) => {
 t.test('sessions expire 12 hours after sign-in', async (t) => {
   const s = (await signIn({ orgId: tenant.orgId, email: 'owner@example.com', password: PASSWORD })).body.data;
   clock.advance(12 * 3600_000 - 1000);
-  t.equal((await api(member, 'GET', '/auth/me', { bearer: s.sessionToken })).status, 200, 'still good a second before');
+  t.equal((await api(node, 'GET', '/auth/me', { bearer: s.sessionToken })).status, 200, 'still good a second before');
   clock.advance(1000);
-  assertError(t, await api(member, 'GET', '/auth/me', { bearer: s.sessionToken }), 401, 'admin_session_expired');
-  assertError(t, await api(member, 'GET', `/orgs/${tenant.orgId}`, { headers: cookieOf(s.sessionToken) }), 401, 'admin_session_expired');
-  assertError(t, await api(member, 'GET', '/public/users', { bearer: s.sessionToken }), 401, 'admin_session_expired');
+  assertError(t, await api(node, 'GET', '/auth/me', { bearer: s.sessionToken }), 401, 'admin_session_expired');
+  assertError(t, await api(node, 'GET', `/orgs/${tenant.orgId}`, { headers: cookieOf(s.sessionToken) }), 401, 'admin_session_expired');
+  assertError(t, await api(node, 'GET', '/public/users', { bearer: s.sessionToken }), 401, 'admin_session_expired');
 });

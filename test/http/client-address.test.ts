@@ -3,7 +3,7 @@ import ipaddr from 'ipaddr.js';
 import t from 'tap';
 import { clientAddress, parseTrustProxy } from '../../src/client-address.ts';
 import { loadConfig } from '../../src/config.ts';
-import { api, startTestMember } from '../helpers/member.ts';
+import { api, startTestNode } from '../helpers/node.ts';
 
 // Whose address counts for per-address limits: the socket's, or what trusted proxies vouch for. The left
 // of X-Forwarded-For is written by the client, so it never counts unless every hop before it is trusted.
@@ -54,9 +54,9 @@ t.test('the setting says what is wrong', async (t) => {
 });
 
 t.test('over HTTP: the per-address sign-in budget follows the vouched address, not the forged one', async (t) => {
-  const member = await startTestMember(t, { redis: false, overrides: { AULA_TRUST_PROXY: parseTrustProxy('1') } });
+  const node = await startTestNode(t, { redis: false, overrides: { AULA_TRUST_PROXY: parseTrustProxy('1') } });
   const attempt = (forwardedFor: string) =>
-    api(member, 'POST', '/auth/sign-in', { body: { orgId: 'org_none', email: 'a@b.example', password: 'wrong-password' }, headers: { 'x-forwarded-for': forwardedFor } });
+    api(node, 'POST', '/auth/sign-in', { body: { orgId: 'org_none', email: 'a@b.example', password: 'wrong-password' }, headers: { 'x-forwarded-for': forwardedFor } });
   const first = await attempt('1.1.1.1, 198.51.100.7');
   const second = await attempt('2.2.2.2, 198.51.100.7');
   t.equal(first.status, 401);

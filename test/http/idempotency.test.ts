@@ -1,17 +1,17 @@
 import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
-import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { assertError } from '../helpers/assert.ts';
 import { PURGE_EVERY_MS } from '../../actors/maintenance/maintenance.machine.ts';
 
 const clock = new ManualClock(Date.parse('2026-04-01T12:00:00Z'));
-const member = await startTestMember(t, { clock });
-const tenant = await createTenant(member);
+const node = await startTestNode(t, { clock });
+const tenant = await createTenant(node);
 const key = tenant.key;
-const sql = member.app.sql;
-await api(member, 'POST', '/public/users', { key, body: { externalId: 'host', fullName: 'Host', role: 'TEACHER' } });
+const sql = node.app.sql;
+await api(node, 'POST', '/public/users', { key, body: { externalId: 'host', fullName: 'Host', role: 'TEACHER' } });
 const body = (title: string) => ({ title, type: 'MEETING', hostUserId: 'host', scheduledStart: '2026-06-02T09:00:00Z', durationMinutes: 30 });
-const post = (path: string, b: unknown, idem: string, k = key) => api(member, 'POST', path, { key: k, body: b, headers: { 'idempotency-key': idem } });
+const post = (path: string, b: unknown, idem: string, k = key) => api(node, 'POST', path, { key: k, body: b, headers: { 'idempotency-key': idem } });
 const countMeetings = async (title: string) => (await sql`select id from meetings where title = ${title}`).length;
 
 t.test('the same key and body replay the first response with no second meeting', async (t) => {
@@ -55,7 +55,7 @@ t.test('validation failures are not stored; handler refusals are', async (t) => 
 });
 
 t.test('keys are scoped per API key and kept 24 hours', async (t) => {
-  const second = await member.app.services.apiKeys.create(sql, { orgId: tenant.orgId, name: 'second', scopes: ['meetings:write'] });
+  const second = await node.app.services.apiKeys.create(sql, { orgId: tenant.orgId, name: 'second', scopes: ['meetings:write'] });
   t.equal((await post('/public/meetings', body('Scoped'), 'shared')).status, 201);
   t.equal((await post('/public/meetings', body('Scoped'), 'shared', second.key)).status, 201);
   t.equal(await countMeetings('Scoped'), 2, 'another key, another request');
@@ -67,9 +67,9 @@ t.test('keys are scoped per API key and kept 24 hours', async (t) => {
   t.equal(late.headers.get('idempotent-replayed'), null, 'after 24 hours the key runs anew');
   t.equal(await countMeetings('Scoped'), 3);
   // purged by the cluster's hourly retention run (actors/maintenance), on its durable timer
-  await member.app.cluster.ask('maintenance:retention', { type: 'ENSURE' });
+  await node.app.cluster.ask('maintenance:retention', { type: 'ENSURE' });
   clock.advance(PURGE_EVERY_MS);
-  await member.app.timers.tick();
+  await node.app.timers.tick();
   const [{ expired }] = (await sql<{ expired: number }[]>`select count(*)::int as expired from idempotency_keys where expires_at <= ${new Date(clock.now())}`) as unknown as [{ expired: number }];
   t.equal(expired, 0, 'expired records are purged');
   t.equal((await sql`select 1 from idempotency_keys where key = 'shared'`).length, 1, 'the live one stays');

@@ -2,32 +2,32 @@ import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
 import { joinLinkJson } from '../../src/services/join-links.ts';
 import { Tokens } from '../../src/services/tokens.ts';
-import { api, createTenant, startTestMember, TEST_SECRET } from '../helpers/member.ts';
+import { api, createTenant, startTestNode, TEST_SECRET } from '../helpers/node.ts';
 import { assertError } from '../helpers/assert.ts';
 import { goLive } from '../helpers/ws.ts';
 
 const clock = new ManualClock(Date.parse('2026-03-02T08:00:00Z'));
-const member = await startTestMember(t, { clock });
-const tenant = await createTenant(member);
-const linksOnlyKey = (await member.app.services.apiKeys.create(member.app.sql, { orgId: tenant.orgId, name: 'links', scopes: ['join-links:write'] })).key;
+const node = await startTestNode(t, { clock });
+const tenant = await createTenant(node);
+const linksOnlyKey = (await node.app.services.apiKeys.create(node.app.sql, { orgId: tenant.orgId, name: 'links', scopes: ['join-links:write'] })).key;
 const key = tenant.key;
 
 async function user(externalId: string, role = 'STUDENT', org = tenant) {
-  const r = await api(member, 'POST', '/public/users', { key: org.key, body: { externalId, fullName: `Name ${externalId}`, role, email: `${externalId}@school.test` } });
+  const r = await api(node, 'POST', '/public/users', { key: org.key, body: { externalId, fullName: `Name ${externalId}`, role, email: `${externalId}@school.test` } });
   return r.body.data as { id: string; externalId: string };
 }
 async function meeting(extra: Record<string, unknown> = {}, org = tenant) {
   const host = await user(`host-${Math.random().toString(36).slice(2)}`, 'TEACHER', org);
-  const r = await api(member, 'POST', '/public/meetings', {
+  const r = await api(node, 'POST', '/public/meetings', {
     key: org.key,
     body: { title: 'Algebra', type: 'MEETING', hostUserId: host.id, scheduledStart: new Date(clock.now() + 3_600_000).toISOString(), durationMinutes: 60, ...extra },
   });
   if (r.status !== 201) throw new Error(JSON.stringify(r.body));
   return r.body.data as { id: string; slug: string; externalId: string | null };
 }
-const mint = (meetingId: string, body: Record<string, unknown>, k = key) => api(member, 'POST', `/public/meetings/${meetingId}/join-links`, { key: k, body });
-const exchange = (token: string, deviceId = 'tab-1') => api(member, 'POST', '/join-tokens/exchange', { body: { token, deviceId } });
-const refresh = (accessToken: string) => api(member, 'POST', '/join-tokens/refresh', { bearer: accessToken });
+const mint = (meetingId: string, body: Record<string, unknown>, k = key) => api(node, 'POST', `/public/meetings/${meetingId}/join-links`, { key: k, body });
+const exchange = (token: string, deviceId = 'tab-1') => api(node, 'POST', '/join-tokens/exchange', { body: { token, deviceId } });
+const refresh = (accessToken: string) => api(node, 'POST', '/join-tokens/refresh', { bearer: accessToken });
 
 const student = await user('s-1');
 const teacher = await user('t-1', 'TEACHER');
@@ -40,7 +40,7 @@ t.test('POST /public/meetings/:id/join-links mints a link with the defaults', as
   t.same(Object.keys(link).sort(), ['embedUrl', 'expiresAt', 'role', 'singleUse', 'token', 'url', 'userId']);
   t.match(link, { role: 'PARTICIPANT', singleUse: true, userId: student.id, expiresAt: '2026-03-02T08:05:00.000Z' });
   t.match(link.token, /^jt_[A-Za-z0-9_-]{60,}$/);
-  t.equal(link.url, `${member.url}/join/${m.slug}#jt=${link.token}`);
+  t.equal(link.url, `${node.url}/join/${m.slug}#jt=${link.token}`);
   t.equal(new URL(link.embedUrl).searchParams.get('jt'), link.token);
   const other = await mint(m.id, { userId: student.id, expiresInSeconds: 86_400, singleUse: false, role: 'VIEWER', displayName: 'Z', redirectUrl: 'https://lms.example/done' });
   t.match(other.body.data, { role: 'VIEWER', singleUse: false, expiresAt: '2026-03-03T08:00:00.000Z' });
@@ -95,7 +95,7 @@ t.test('the room role is capped by the organization role and the key scope', asy
   t.equal((await mint(m.id, { userId: student.id, role: 'VIEWER' }, linksOnlyKey)).status, 201);
   t.equal((await mint(m.id, { userId: teacher.id, role: 'HOST' }, linksOnlyKey)).body.data.role, 'HOST', 'teachers may host');
   const lm = m;
-  assertError(t, await api(member, 'POST', `/public/meetings/${lm.id}/join-links`, { key: (await createTenant(member, 'pro', ['users:write'])).key, body: { userId: 'x' } }), 403, 'insufficient_scope');
+  assertError(t, await api(node, 'POST', `/public/meetings/${lm.id}/join-links`, { key: (await createTenant(node, 'pro', ['users:write'])).key, body: { userId: 'x' } }), 403, 'insufficient_scope');
 });
 
 t.test('POST /join-tokens/exchange returns the meeting session', async (t) => {
@@ -108,7 +108,7 @@ t.test('POST /join-tokens/exchange returns the meeting session', async (t) => {
   t.match(s, {
     tokenType: 'Bearer',
     expiresAt: '2026-03-02T09:00:00.000Z',
-    mediaUrl: `${member.url.replace('http', 'ws')}/api/v1/meetings/${m.slug}/media`,
+    mediaUrl: `${node.url.replace('http', 'ws')}/api/v1/meetings/${m.slug}/media`,
     role: 'PARTICIPANT',
     waitingRoom: null,
     meeting: { id: m.id, kind: 'MEETING', slug: m.slug, title: 'Algebra', status: 'SCHEDULED', orgId: tenant.orgId, settings: { muteOnEntry: true, lectureMode: true, allowStudentScreenShare: true, recordAutomatically: false } },
@@ -117,7 +117,7 @@ t.test('POST /join-tokens/exchange returns the meeting session', async (t) => {
   });
   t.match(s.accessToken, /^sat_/);
   t.match(s.mediaToken, /^mrt_/);
-  assertError(t, await api(member, 'GET', '/public/users', { bearer: s.accessToken }), 401, 'auth_malformed');
+  assertError(t, await api(node, 'GET', '/public/users', { bearer: s.accessToken }), 401, 'auth_malformed');
 });
 
 t.test('a single-use link: join_token_used elsewhere, a reload on the same device resumes', async (t) => {
@@ -130,7 +130,7 @@ t.test('a single-use link: join_token_used elsewhere, a reload on the same devic
   const reload = await exchange(link.token, 'tab-A');
   t.equal(reload.status, 200, 'the same tab reloads after the link expired');
   t.equal(reload.body.data.user.id, student.id);
-  const [count] = await member.app.sql<{ n: number }[]>`select count(*)::int as n from meeting_sessions where jti in (select jti from join_token_uses where device_id = 'tab-A')`;
+  const [count] = await node.app.sql<{ n: number }[]>`select count(*)::int as n from meeting_sessions where jti in (select jti from join_token_uses where device_id = 'tab-A')`;
   t.equal(count!.n, 1, 'one session, resumed');
 
   const multi = (await mint(m.id, { userId: student.id, singleUse: false })).body.data;
@@ -148,10 +148,10 @@ t.test('one single-use link exchanged at once from ten devices: one session, nin
   const again = await Promise.all(Array.from({ length: 5 }, () => exchange(link.token, `tab-${winner}`)));
   t.same(new Set(again.map((r) => r.status)), new Set([200]), 'the winning device reloads, five times at once');
   t.same(new Set(again.map((r) => r.body.data.user.id)), new Set([student.id]));
-  const [n] = await member.app.sql<{ n: number }[]>`select count(*)::int as n from meeting_sessions s
+  const [n] = await node.app.sql<{ n: number }[]>`select count(*)::int as n from meeting_sessions s
     join join_token_uses u on u.session_id = s.id and u.jti = s.jti and u.device_id = ${`tab-${winner}`} where s.meeting_id = ${m.id}`;
   t.equal(n!.n, 1, 'the spend names the winning session');
-  const [total] = await member.app.sql<{ n: number }[]>`select count(*)::int as n from meeting_sessions where meeting_id = ${m.id}`;
+  const [total] = await node.app.sql<{ n: number }[]>`select count(*)::int as n from meeting_sessions where meeting_id = ${m.id}`;
   t.equal(total!.n, 1, 'one session in all');
 });
 
@@ -159,7 +159,7 @@ t.test('an exchange racing a deactivation: refused, no session left behind', asy
   const m = await meeting();
   const u = await user('s-racing');
   const link = (await mint(m.id, { userId: u.id })).body.data;
-  const sql = member.app.sql;
+  const sql = node.app.sql;
   let answer: Awaited<ReturnType<typeof exchange>> | undefined;
   await sql.begin(async (tx) => {
     // Hold the user's row as a deactivation does, and let the exchange read it ACTIVE and come to its insert.
@@ -208,7 +208,7 @@ t.test('deactivation revokes links (join_token_revoked) and sessions (user_deact
   const session = (await exchange(used.token, 'tab-1')).body.data;
   const unused = (await mint(m.id, { userId: u.id, singleUse: false })).body.data;
   t.equal((await refresh(session.accessToken)).status, 200);
-  t.equal((await api(member, 'POST', `/public/users/${u.id}/deactivate`, { key })).status, 200);
+  t.equal((await api(node, 'POST', `/public/users/${u.id}/deactivate`, { key })).status, 200);
   assertError(t, await exchange(unused.token), 410, 'join_token_revoked');
   assertError(t, await exchange(used.token, 'tab-1'), 410, 'join_token_revoked');
   assertError(t, await refresh(session.accessToken), 403, 'user_deactivated');
@@ -217,7 +217,7 @@ t.test('deactivation revokes links (join_token_revoked) and sessions (user_deact
 
 t.test('not_a_member: a token for a user outside the organization', async (t) => {
   const m = await meeting();
-  const outsider = await user('outsider', 'STUDENT', await createTenant(member));
+  const outsider = await user('outsider', 'STUDENT', await createTenant(node));
   const forged = new Tokens(TEST_SECRET).join.issue({ o: tenant.orgId, m: m.id, u: outsider.id, r: 'PARTICIPANT', n: null, i: clock.now(), e: clock.now() + 60_000, s: true, d: null });
   assertError(t, await exchange(forged), 403, 'not_a_member');
 });
@@ -226,16 +226,16 @@ t.test('meeting_ended: cancelled or ended meetings refuse links, exchanges and r
   const m = await meeting();
   const link = (await mint(m.id, { userId: student.id, singleUse: false })).body.data;
   const session = (await exchange(link.token)).body.data;
-  t.equal((await api(member, 'POST', `/public/meetings/${m.id}/cancel`, { key })).status, 200);
+  t.equal((await api(node, 'POST', `/public/meetings/${m.id}/cancel`, { key })).status, 200);
   assertError(t, await exchange(link.token), 410, 'meeting_ended');
   assertError(t, await refresh(session.accessToken), 410, 'meeting_ended');
   assertError(t, await mint(m.id, { userId: student.id }), 410, 'meeting_ended');
 
   const live = await meeting();
   const l2 = (await mint(live.id, { userId: student.id, singleUse: false })).body.data;
-  await goLive(t, member, key, live.id, teacher.id);
+  await goLive(t, node, key, live.id, teacher.id);
   t.equal((await exchange(l2.token)).status, 200, 'a LIVE meeting admits');
-  t.equal((await api(member, 'POST', `/public/meetings/${live.id}/end`, { key })).status, 200);
+  t.equal((await api(node, 'POST', `/public/meetings/${live.id}/end`, { key })).status, 200);
   assertError(t, await exchange(l2.token), 410, 'meeting_ended');
 });
 
@@ -255,8 +255,8 @@ t.test('POST /join-tokens/refresh for 24 hours after the exchange', async (t) =>
   clock.advance(2 * 60_000);
   assertError(t, await refresh(s2.body.data.accessToken), 401, 'session_expired');
   assertError(t, await refresh('sat_nope'), 401, 'session_invalid');
-  assertError(t, await api(member, 'POST', '/join-tokens/refresh'), 401, 'auth_missing');
-  assertError(t, await api(member, 'POST', '/join-tokens/refresh', { bearer: key }), 401, 'session_invalid');
+  assertError(t, await api(node, 'POST', '/join-tokens/refresh'), 401, 'auth_missing');
+  assertError(t, await api(node, 'POST', '/join-tokens/refresh', { bearer: key }), 401, 'session_invalid');
 });
 
 t.test('a waiting room: the exchange queues the user with a null mediaToken', async (t) => {
@@ -269,7 +269,7 @@ t.test('a waiting room: the exchange queues the user with a null mediaToken', as
   t.match(host.mediaToken, /^mrt_/);
   const again = await refresh(s.accessToken);
   t.same(again.body.data.waitingRoom, s.waitingRoom, 'refresh keeps the queue entry');
-  const [ev] = await member.app.sql<{ data: any }[]>`select data from outbox where type = 'participant.waiting' and data->>'queueId' = ${s.waitingRoom.queueId}`;
+  const [ev] = await node.app.sql<{ data: any }[]>`select data from outbox where type = 'participant.waiting' and data->>'queueId' = ${s.waitingRoom.queueId}`;
   t.match(ev!.data, { meetingId: m.id, kind: 'MEETING', user: { id: student.id, externalId: 's-1', email: 's-1@school.test', role: 'STUDENT' }, admittedAt: null, admittedBy: null });
   t.type(ev!.data.requestedAt, 'string');
 });
@@ -277,10 +277,10 @@ t.test('a waiting room: the exchange queues the user with a null mediaToken', as
 t.test('access is a standing condition: a withdrawn invitation ends refresh', async (t) => {
   const m = await meeting({ access: { mode: 'INVITED' } });
   const guest = await user('s-invited');
-  t.equal((await api(member, 'POST', `/public/meetings/${m.id}/invitations`, { key, body: { userIds: [guest.id] } })).status, 200);
+  t.equal((await api(node, 'POST', `/public/meetings/${m.id}/invitations`, { key, body: { userIds: [guest.id] } })).status, 200);
   const s = (await exchange((await mint(m.id, { userId: guest.id })).body.data.token)).body.data;
   t.equal((await refresh(s.accessToken)).status, 200);
-  t.equal((await api(member, 'DELETE', `/public/meetings/${m.id}/invitations/${guest.id}`, { key })).status, 200);
+  t.equal((await api(node, 'DELETE', `/public/meetings/${m.id}/invitations/${guest.id}`, { key })).status, 200);
   assertError(t, await refresh(s.accessToken), 403, 'not_invited');
 });
 

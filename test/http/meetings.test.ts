@@ -1,30 +1,30 @@
 import t from 'tap';
-import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { assertError } from '../helpers/assert.ts';
 import { goLive } from '../helpers/ws.ts';
 
-const member = await startTestMember(t);
-const tenant = await createTenant(member);
+const node = await startTestNode(t);
+const tenant = await createTenant(node);
 const key = tenant.key;
-const sql = member.app.sql;
+const sql = node.app.sql;
 
-const host = (await api(member, 'POST', '/public/users', { key, body: { externalId: 'teach-1', fullName: 'Tess', role: 'TEACHER' } })).body.data;
-const cls = await api(member, 'POST', '/public/classes', { key, body: { externalId: 'math-7a', name: 'Math 7A', section: 'A', academicYear: '2026/27', courseId: 'course-9' } });
+const host = (await api(node, 'POST', '/public/users', { key, body: { externalId: 'teach-1', fullName: 'Tess', role: 'TEACHER' } })).body.data;
+const cls = await api(node, 'POST', '/public/classes', { key, body: { externalId: 'math-7a', name: 'Math 7A', section: 'A', academicYear: '2026/27', courseId: 'course-9' } });
 const base = { title: 'Fractions', type: 'MEETING', hostUserId: 'teach-1', scheduledStart: '2030-05-04T09:00:00Z', durationMinutes: 45 };
-const create = (body: Record<string, unknown>) => api(member, 'POST', '/public/meetings', { key, body });
+const create = (body: Record<string, unknown>) => api(node, 'POST', '/public/meetings', { key, body });
 
 t.test('POST /public/classes upserts a class and emits class.created / class.updated', async (t) => {
   t.equal(cls.status, 201);
   t.match(cls.body.data, { externalId: 'math-7a', name: 'Math 7A', section: 'A', academicYear: '2026/27', courseId: 'course-9', description: null });
-  const again = await api(member, 'POST', '/public/classes', { key, body: { externalId: 'math-7a', name: 'Math 7A (advanced)' } });
+  const again = await api(node, 'POST', '/public/classes', { key, body: { externalId: 'math-7a', name: 'Math 7A (advanced)' } });
   t.equal(again.status, 200);
   t.match(again.body.data, { id: cls.body.data.id, name: 'Math 7A (advanced)', section: 'A' });
   const evs = await sql<{ type: string; data: any }[]>`select type, data from outbox where org_id = ${tenant.orgId} and type like 'class.%' order by id`;
   t.same(evs.map((e) => e.type), ['class.created', 'class.updated']);
   t.same(Object.keys(evs[0]!.data).sort(), ['academicYear', 'classId', 'createdAt', 'description', 'externalClassId', 'name', 'section', 'updatedAt']);
-  t.equal((await api(member, 'GET', '/public/classes/math-7a', { key })).body.data.id, cls.body.data.id);
-  t.equal((await api(member, 'GET', '/public/classes', { key })).body.data.length, 1);
-  assertError(t, await api(member, 'GET', '/public/classes/none', { key }), 404, 'class_not_found');
+  t.equal((await api(node, 'GET', '/public/classes/math-7a', { key })).body.data.id, cls.body.data.id);
+  t.equal((await api(node, 'GET', '/public/classes', { key })).body.data.length, 1);
+  assertError(t, await api(node, 'GET', '/public/classes/none', { key }), 404, 'class_not_found');
 });
 
 t.test('POST /public/meetings creates a MEETING with defaults and emits meeting.created', async (t) => {
@@ -43,8 +43,8 @@ t.test('POST /public/meetings creates a MEETING with defaults and emits meeting.
   t.same(Object.keys(ev!.data).sort(), ['batchId', 'classId', 'courseId', 'durationSeconds', 'endedAt', 'externalClassId', 'externalMeetingId', 'hostUserId', 'kind', 'meetingId', 'scheduledEnd', 'scheduledStart', 'slug', 'startedAt', 'status', 'title', 'type']);
   t.match(ev!.data, { meetingId: m.id, externalMeetingId: 'ext-m1', kind: 'MEETING', status: 'SCHEDULED' });
   assertError(t, await create({ ...base, externalId: 'ext-m1' }), 409, 'meeting_exists');
-  t.equal((await api(member, 'GET', '/public/meetings/ext-m1', { key })).body.data.id, m.id, 'addressable by externalId');
-  t.equal((await api(member, 'GET', `/public/meetings/${m.id}`, { key })).body.data.externalId, 'ext-m1');
+  t.equal((await api(node, 'GET', '/public/meetings/ext-m1', { key })).body.data.id, m.id, 'addressable by externalId');
+  t.equal((await api(node, 'GET', `/public/meetings/${m.id}`, { key })).body.data.externalId, 'ext-m1');
 });
 
 t.test('POST /public/meetings creates a CLASS with settings, access and a chosen slug', async (t) => {
@@ -70,21 +70,21 @@ t.test('a schedule keeps its rules: not in the past beyond five minutes, within 
   t.match(await field(await create({ ...base, scheduledStart: ago(6) }), 'scheduledStart'), { message: /5 minutes in the past/ });
   t.equal((await create({ ...base, scheduledStart: ago(4) })).status, 201, 'a start of "now" sent a little late still goes through');
 
-  const free = await createTenant(member, 'free');
-  await api(member, 'POST', '/public/users', { key: free.key, body: { externalId: 'teach-1', fullName: 'Tess', role: 'TEACHER' } });
-  const onFree = (body: Record<string, unknown>) => api(member, 'POST', '/public/meetings', { key: free.key, body: { ...base, ...body } });
+  const free = await createTenant(node, 'free');
+  await api(node, 'POST', '/public/users', { key: free.key, body: { externalId: 'teach-1', fullName: 'Tess', role: 'TEACHER' } });
+  const onFree = (body: Record<string, unknown>) => api(node, 'POST', '/public/meetings', { key: free.key, body: { ...base, ...body } });
   t.match(await field(await onFree({ durationMinutes: 41 }), 'durationMinutes'), { limit: 40, plan: 'free', message: 'durationMinutes may be at most 40 on the free plan.' });
   const forty = await onFree({ durationMinutes: 40 });
   t.equal(forty.status, 201, 'the cap itself is allowed');
-  await field(await api(member, 'PATCH', `/public/meetings/${forty.body.data.id}`, { key: free.key, body: { durationMinutes: 60 } }), 'durationMinutes');
+  await field(await api(node, 'PATCH', `/public/meetings/${forty.body.data.id}`, { key: free.key, body: { durationMinutes: 60 } }), 'durationMinutes');
   t.equal((await create({ ...base, durationMinutes: 600 })).status, 201, 'pro allows 720');
 
-  const student = (await api(member, 'POST', '/public/users', { key, body: { externalId: 'stu-host', fullName: 'Stu', role: 'STUDENT' } })).body.data;
+  const student = (await api(node, 'POST', '/public/users', { key, body: { externalId: 'stu-host', fullName: 'Stu', role: 'STUDENT' } })).body.data;
   t.match(await field(await create({ ...base, hostUserId: 'stu-host' }), 'hostUserId'), { userId: student.id, role: 'STUDENT' });
   const m = (await create(base)).body.data;
-  await field(await api(member, 'PATCH', `/public/meetings/${m.id}`, { key, body: { hostUserId: 'stu-host' } }), 'hostUserId');
-  await field(await api(member, 'PATCH', `/public/meetings/${m.id}`, { key, body: { scheduledStart: ago(60) } }), 'scheduledStart');
-  t.match((await api(member, 'GET', `/public/meetings/${m.id}`, { key })).body.data, { hostUserId: host.id, scheduledStart: '2030-05-04T09:00:00.000Z' }, 'refused changes are not stored');
+  await field(await api(node, 'PATCH', `/public/meetings/${m.id}`, { key, body: { hostUserId: 'stu-host' } }), 'hostUserId');
+  await field(await api(node, 'PATCH', `/public/meetings/${m.id}`, { key, body: { scheduledStart: ago(60) } }), 'scheduledStart');
+  t.match((await api(node, 'GET', `/public/meetings/${m.id}`, { key })).body.data, { hostUserId: host.id, scheduledStart: '2030-05-04T09:00:00.000Z' }, 'refused changes are not stored');
 });
 
 t.test('meeting creation refusals', async (t) => {
@@ -104,62 +104,62 @@ t.test('meeting creation refusals', async (t) => {
 });
 
 t.test('GET /public/meetings lists by scheduled start with filters and cursors', async (t) => {
-  const other = await createTenant(member);
-  const oh = await api(member, 'POST', '/public/users', { key: other.key, body: { externalId: 'h', fullName: 'H', role: 'TEACHER' } });
+  const other = await createTenant(node);
+  const oh = await api(node, 'POST', '/public/users', { key: other.key, body: { externalId: 'h', fullName: 'H', role: 'TEACHER' } });
   for (let d = 1; d <= 6; d++) {
-    const r = await api(member, 'POST', '/public/meetings', { key: other.key, body: { ...base, hostUserId: oh.body.data.id, externalId: `day-${d}`, scheduledStart: `2030-06-0${d}T10:00:00Z` } });
+    const r = await api(node, 'POST', '/public/meetings', { key: other.key, body: { ...base, hostUserId: oh.body.data.id, externalId: `day-${d}`, scheduledStart: `2030-06-0${d}T10:00:00Z` } });
     t.equal(r.status, 201);
   }
   const seen: string[] = [];
   let cursor: string | null = null;
   do {
-    const page: any = await api(member, 'GET', `/public/meetings?limit=4${cursor ? `&cursor=${cursor}` : ''}`, { key: other.key });
+    const page: any = await api(node, 'GET', `/public/meetings?limit=4${cursor ? `&cursor=${cursor}` : ''}`, { key: other.key });
     seen.push(...page.body.data.map((m: { externalId: string }) => m.externalId));
     cursor = page.body.nextCursor;
   } while (cursor);
   t.same(seen, ['day-1', 'day-2', 'day-3', 'day-4', 'day-5', 'day-6']);
-  const range = await api(member, 'GET', '/public/meetings?from=2030-06-02T00:00:00Z&to=2030-06-04T00:00:00Z', { key: other.key });
+  const range = await api(node, 'GET', '/public/meetings?from=2030-06-02T00:00:00Z&to=2030-06-04T00:00:00Z', { key: other.key });
   t.same(range.body.data.map((m: { externalId: string }) => m.externalId), ['day-2', 'day-3']);
-  t.same((await api(member, 'GET', '/public/meetings?externalId=day-5', { key: other.key })).body.data.map((m: any) => m.externalId), ['day-5']);
-  await api(member, 'POST', '/public/meetings/day-6/cancel', { key: other.key });
-  t.same((await api(member, 'GET', '/public/meetings?status=CANCELLED', { key: other.key })).body.data.map((m: any) => m.externalId), ['day-6']);
-  const byClass = await api(member, 'GET', '/public/meetings?classId=math-7a', { key });
+  t.same((await api(node, 'GET', '/public/meetings?externalId=day-5', { key: other.key })).body.data.map((m: any) => m.externalId), ['day-5']);
+  await api(node, 'POST', '/public/meetings/day-6/cancel', { key: other.key });
+  t.same((await api(node, 'GET', '/public/meetings?status=CANCELLED', { key: other.key })).body.data.map((m: any) => m.externalId), ['day-6']);
+  const byClass = await api(node, 'GET', '/public/meetings?classId=math-7a', { key });
   t.ok(byClass.body.data.length >= 1 && byClass.body.data.every((m: any) => m.classId === cls.body.data.id));
-  assertError(t, await api(member, 'GET', '/public/meetings?status=SOMETIME', { key }), 400, 'validation_failed');
-  assertError(t, await api(member, 'GET', '/public/meetings?from=yesterday', { key }), 400, 'validation_failed');
+  assertError(t, await api(node, 'GET', '/public/meetings?status=SOMETIME', { key }), 400, 'validation_failed');
+  assertError(t, await api(node, 'GET', '/public/meetings?from=yesterday', { key }), 400, 'validation_failed');
 });
 
 t.test('PATCH /public/meetings/:id updates and emits meeting.updated only on change', async (t) => {
   const m = (await create({ ...base, externalId: 'patch-me' })).body.data;
-  const r = await api(member, 'PATCH', '/public/meetings/patch-me', { key, body: { title: 'Fractions II', settings: { lectureMode: true }, durationMinutes: 90 } });
+  const r = await api(node, 'PATCH', '/public/meetings/patch-me', { key, body: { title: 'Fractions II', settings: { lectureMode: true }, durationMinutes: 90 } });
   t.equal(r.status, 200);
   t.match(r.body.data, { title: 'Fractions II', durationMinutes: 90, scheduledEnd: '2030-05-04T10:30:00.000Z', settings: { lectureMode: true, waitingRoom: false, allowStudentScreenShare: true } });
-  await api(member, 'PATCH', '/public/meetings/patch-me', { key, body: { title: 'Fractions II' } });
+  await api(node, 'PATCH', '/public/meetings/patch-me', { key, body: { title: 'Fractions II' } });
   const evs = await sql`select data from outbox where type = 'meeting.updated' and data->>'meetingId' = ${m.id}`;
   t.equal(evs.length, 1, 'a no-op patch emits nothing');
-  assertError(t, await api(member, 'PATCH', '/public/meetings/patch-me', { key, body: {} }), 400, 'validation_failed');
-  assertError(t, await api(member, 'PATCH', '/public/meetings/patch-me', { key, body: { slug: 'x' } }), 400, 'validation_failed');
-  assertError(t, await api(member, 'PATCH', '/public/meetings/nope', { key, body: { title: 'x' } }), 404, 'meeting_not_found');
+  assertError(t, await api(node, 'PATCH', '/public/meetings/patch-me', { key, body: {} }), 400, 'validation_failed');
+  assertError(t, await api(node, 'PATCH', '/public/meetings/patch-me', { key, body: { slug: 'x' } }), 400, 'validation_failed');
+  assertError(t, await api(node, 'PATCH', '/public/meetings/nope', { key, body: { title: 'x' } }), 404, 'meeting_not_found');
 });
 
 t.test('cancel and end follow the state table', async (t) => {
   const m = (await create({ ...base })).body.data;
-  assertError(t, await api(member, 'POST', `/public/meetings/${m.id}/end`, { key }), 409, 'invalid_state');
-  const c = await api(member, 'POST', `/public/meetings/${m.id}/cancel`, { key });
+  assertError(t, await api(node, 'POST', `/public/meetings/${m.id}/end`, { key }), 409, 'invalid_state');
+  const c = await api(node, 'POST', `/public/meetings/${m.id}/cancel`, { key });
   t.match(c.body.data, { status: 'CANCELLED' }, { body: c.body });
   t.type(c.body.data.cancelledAt, 'string');
-  t.same((await api(member, 'POST', `/public/meetings/${m.id}/cancel`, { key })).body.data, c.body.data, 'cancelling twice is a no-op');
-  assertError(t, await api(member, 'PATCH', `/public/meetings/${m.id}`, { key, body: { title: 'x' } }), 409, 'invalid_state');
+  t.same((await api(node, 'POST', `/public/meetings/${m.id}/cancel`, { key })).body.data, c.body.data, 'cancelling twice is a no-op');
+  assertError(t, await api(node, 'PATCH', `/public/meetings/${m.id}`, { key, body: { title: 'x' } }), 409, 'invalid_state');
   const [ev] = await sql<{ data: any }[]>`select data from outbox where type = 'meeting.cancelled' and data->>'meetingId' = ${m.id}`;
   t.match(ev!.data, { status: 'CANCELLED' });
 
   const live = (await create({ ...base })).body.data;
-  const host = await goLive(t, member, key, live.id, live.hostUserId);
-  t.equal((await api(member, 'GET', `/public/meetings/${live.id}`, { key })).body.data.status, 'LIVE', 'the first join starts it');
-  assertError(t, await api(member, 'POST', `/public/meetings/${live.id}/cancel`, { key }), 409, 'invalid_state');
-  assertError(t, await api(member, 'PATCH', `/public/meetings/${live.id}`, { key, body: { scheduledStart: '2030-07-01T00:00:00Z' } }), 409, 'invalid_state');
-  t.equal((await api(member, 'PATCH', `/public/meetings/${live.id}`, { key, body: { title: 'Live retitle' } })).status, 200);
-  const e = await api(member, 'POST', `/public/meetings/${live.id}/end`, { key });
+  const host = await goLive(t, node, key, live.id, live.hostUserId);
+  t.equal((await api(node, 'GET', `/public/meetings/${live.id}`, { key })).body.data.status, 'LIVE', 'the first join starts it');
+  assertError(t, await api(node, 'POST', `/public/meetings/${live.id}/cancel`, { key }), 409, 'invalid_state');
+  assertError(t, await api(node, 'PATCH', `/public/meetings/${live.id}`, { key, body: { scheduledStart: '2030-07-01T00:00:00Z' } }), 409, 'invalid_state');
+  t.equal((await api(node, 'PATCH', `/public/meetings/${live.id}`, { key, body: { title: 'Live retitle' } })).status, 200);
+  const e = await api(node, 'POST', `/public/meetings/${live.id}/end`, { key });
   t.match(e.body.data, { status: 'ENDED', endedReason: 'HOST_ENDED' });
   t.type(e.body.data.durationSeconds, 'number');
   t.equal((await host.waitClosed()).code, 4002, 'ending through the API disconnects the room');

@@ -4,19 +4,19 @@ import { readFileSync } from 'node:fs';
 import createClient from 'openapi-fetch';
 import t from 'tap';
 import { GENERATED, generatedTypes } from '../helpers/openapi-types.ts';
-import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import type { paths } from './generated/aula-api.ts';
 
-const member = await startTestMember(t, { redis: false });
-const tenant = await createTenant(member);
+const node = await startTestNode(t, { redis: false });
+const tenant = await createTenant(node);
 
 t.test('the generated types are those of the current document', async (t) => {
   t.equal(readFileSync(GENERATED, 'utf8'), await generatedTypes(), 'test/http/generated/aula-api.ts is current (npm run openapi:types)');
 });
 
 t.test('the document names this server, and a generated client calls it at that URL', async (t) => {
-  const doc = (await api(member, 'GET', '/api/v1/openapi.json')).body;
-  t.same(doc.servers, [{ url: member.url }], 'the base URL of the server that answered, without the /api/v1 of the paths');
+  const doc = (await api(node, 'GET', '/api/v1/openapi.json')).body;
+  t.same(doc.servers, [{ url: node.url }], 'the base URL of the server that answered, without the /api/v1 of the paths');
   const client = createClient<paths>({ baseUrl: doc.servers[0].url, headers: { authorization: `Bearer ${tenant.key}` } });
 
   const user = await client.POST('/api/v1/public/users', { body: { externalId: 'gen-1', fullName: 'Gen Erated', role: 'TEACHER' } });
@@ -43,7 +43,7 @@ t.test('the document names this server, and a generated client calls it at that 
 });
 
 t.test('pages are described as HTML and scripts, not JSON; every route documents 500 and 503', async (t) => {
-  const doc = (await api(member, 'GET', '/api/v1/openapi.json')).body;
+  const doc = (await api(node, 'GET', '/api/v1/openapi.json')).body;
   t.same(Object.keys(doc.paths['/join/{slug}'].get.responses['200'].content), ['text/html']);
   t.same(Object.keys(doc.paths['/sdk/svc-embed.js'].get.responses['200'].content), ['text/javascript']);
   for (const [path, ops] of Object.entries<Record<string, { responses: Record<string, { headers?: Record<string, unknown> }> }>>(doc.paths)) {

@@ -2,12 +2,12 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import t from 'tap';
 import { fullPath } from '../../http/route.ts';
 import { routes } from '../../http/routes/index.ts';
-import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { api, createTenant, startTestNode } from '../helpers/node.ts';
 
-const member = await startTestMember(t, { redis: false });
+const node = await startTestNode(t, { redis: false });
 
 t.test('GET /api/v1/openapi.json is a valid OpenAPI 3.1 document covering every route', async (t) => {
-  const res = await api(member, 'GET', '/api/v1/openapi.json');
+  const res = await api(node, 'GET', '/api/v1/openapi.json');
   t.equal(res.status, 200);
   t.match(res.headers.get('content-type'), /application\/json/);
   const doc = res.body;
@@ -31,17 +31,17 @@ t.test('GET /api/v1/openapi.json is a valid OpenAPI 3.1 document covering every 
 });
 
 t.test('responses match their documented schemas', async (t) => {
-  const tenant = await createTenant(member);
+  const tenant = await createTenant(node);
   const { meetingRecord } = await import('../../src/services/meetings.ts');
   const { joinLinkRecord } = await import('../../src/services/join-links.ts');
   const { meetingSession } = await import('../../src/services/sessions.ts');
   const { userRecord } = await import('../../src/services/users.ts');
-  const u = await api(member, 'POST', '/public/users', { key: tenant.key, body: { externalId: 'o1', fullName: 'O', role: 'TEACHER' } });
+  const u = await api(node, 'POST', '/public/users', { key: tenant.key, body: { externalId: 'o1', fullName: 'O', role: 'TEACHER' } });
   t.ok(userRecord.safeParse(u.body.data).success);
-  const m = await api(member, 'POST', '/public/meetings', { key: tenant.key, body: { title: 'T', type: 'MEETING', hostUserId: 'o1', scheduledStart: '2030-10-01T10:00:00Z', durationMinutes: 5 } });
+  const m = await api(node, 'POST', '/public/meetings', { key: tenant.key, body: { title: 'T', type: 'MEETING', hostUserId: 'o1', scheduledStart: '2030-10-01T10:00:00Z', durationMinutes: 5 } });
   t.ok(meetingRecord.strict().safeParse(m.body.data).success, 'meeting record');
-  const l = await api(member, 'POST', `/public/meetings/${m.body.data.id}/join-links`, { key: tenant.key, body: { userId: 'o1' } });
+  const l = await api(node, 'POST', `/public/meetings/${m.body.data.id}/join-links`, { key: tenant.key, body: { userId: 'o1' } });
   t.ok(joinLinkRecord.strict().safeParse(l.body.data).success, 'join link');
-  const s = await api(member, 'POST', '/join-tokens/exchange', { body: { token: l.body.data.token, deviceId: 'd' } });
+  const s = await api(node, 'POST', '/join-tokens/exchange', { body: { token: l.body.data.token, deviceId: 'd' } });
   t.ok(meetingSession.strict().safeParse(s.body.data).success, 'meeting session');
 });

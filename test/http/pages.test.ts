@@ -1,15 +1,15 @@
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import t from 'tap';
 import { request } from 'undici';
-import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { api, createTenant, startTestNode } from '../helpers/node.ts';
 
-const member = await startTestMember(t, { redis: false });
-const tenant = await createTenant(member);
-await api(member, 'POST', '/public/users', { key: tenant.key, body: { externalId: 'p1', fullName: 'Pat', role: 'TEACHER' } });
-const m = (await api(member, 'POST', '/public/meetings', { key: tenant.key, body: { title: 'Page', type: 'MEETING', hostUserId: 'p1', scheduledStart: '2030-10-01T10:00:00Z', durationMinutes: 5 } })).body.data;
+const node = await startTestNode(t, { redis: false });
+const tenant = await createTenant(node);
+await api(node, 'POST', '/public/users', { key: tenant.key, body: { externalId: 'p1', fullName: 'Pat', role: 'TEACHER' } });
+const m = (await api(node, 'POST', '/public/meetings', { key: tenant.key, body: { title: 'Page', type: 'MEETING', hostUserId: 'p1', scheduledStart: '2030-10-01T10:00:00Z', durationMinutes: 5 } })).body.data;
 
 t.test('GET /join/:slug and /embed/:slug serve the join page without spending the link', async (t) => {
-  const link = (await api(member, 'POST', `/public/meetings/${m.id}/join-links`, { key: tenant.key, body: { userId: 'p1' } })).body.data;
+  const link = (await api(node, 'POST', `/public/meetings/${m.id}/join-links`, { key: tenant.key, body: { userId: 'p1' } })).body.data;
   for (const url of [link.url, link.embedUrl]) {
     const res = await fetch(url, { headers: { 'user-agent': 'Slackbot-LinkExpanding 1.0' } });
     t.equal(res.status, 200);
@@ -22,15 +22,15 @@ t.test('GET /join/:slug and /embed/:slug serve the join page without spending th
     t.notOk(html.includes(link.token), 'the token is never echoed into the page');
   }
   t.match((await fetch(link.url)).headers.get('content-security-policy'), /frame-ancestors 'none'/, 'the full page cannot be framed');
-  const ex = await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: 'tab' } });
+  const ex = await api(node, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: 'tab' } });
   t.equal(ex.status, 200, 'previews did not spend the single-use link');
 });
 
 t.test('the room application is served by content hash, cached for a year; an unknown asset is a 404 envelope', async (t) => {
-  const link = (await api(member, 'POST', `/public/meetings/${m.id}/join-links`, { key: tenant.key, body: { userId: 'p1' } })).body.data;
+  const link = (await api(node, 'POST', `/public/meetings/${m.id}/join-links`, { key: tenant.key, body: { userId: 'p1' } })).body.data;
   const html = await (await fetch(link.url)).text();
   for (const path of [html.match(/\/assets\/room-[0-9a-f]{16}\.js/)![0], html.match(/\/assets\/room-[0-9a-f]{16}\.css/)![0]]) {
-    const res = await fetch(member.url + path);
+    const res = await fetch(node.url + path);
     t.equal(res.status, 200, path);
     t.equal(res.headers.get('cache-control'), 'public, max-age=31536000, immutable');
     t.equal(res.headers.get('x-content-type-options'), 'nosniff');
@@ -40,17 +40,17 @@ t.test('the room application is served by content hash, cached for a year; an un
       t.match(body, /join-tokens\/exchange/, 'the exchange happens in the script, after load');
     } else t.match(res.headers.get('content-type'), /^text\/css/);
   }
-  const missing = await fetch(`${member.url}/assets/room-0000000000000000.js`);
+  const missing = await fetch(`${node.url}/assets/room-0000000000000000.js`);
   t.equal(missing.status, 404);
   t.match(await missing.json(), { error: { code: 'not_found' } });
 });
 
 t.test('scripts and styles go compressed to clients that accept it, the same bytes once decoded', async (t) => {
-  const link = (await api(member, 'POST', `/public/meetings/${m.id}/join-links`, { key: tenant.key, body: { userId: 'p1' } })).body.data;
+  const link = (await api(node, 'POST', `/public/meetings/${m.id}/join-links`, { key: tenant.key, body: { userId: 'p1' } })).body.data;
   const html = await (await fetch(link.url)).text();
   for (const path of [html.match(/\/assets\/room-[0-9a-f]{16}\.js/)![0], '/sdk/svc-embed.js']) {
     const get = async (acceptEncoding?: string) => {
-      const res = await request(member.url + path, { headers: acceptEncoding ? { 'accept-encoding': acceptEncoding } : {} });
+      const res = await request(node.url + path, { headers: acceptEncoding ? { 'accept-encoding': acceptEncoding } : {} });
       return { encoding: res.headers['content-encoding'], vary: res.headers['vary'], body: Buffer.from(await res.body.arrayBuffer()) };
     };
     const plain = await get();

@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import { fullPath } from '../../http/route.ts';
 import { routes } from '../../http/routes/index.ts';
 import { asQuery, shapedBy } from '../helpers/hostile.ts';
-import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { api, createTenant, startTestNode } from '../helpers/node.ts';
 
 // Property: for every route, params, query and body generated from its own zod schemas, with hostile
 // values mixed into plausible ones, are answered with a status below 500 and, for 4xx, the error
@@ -12,11 +12,11 @@ import { api, createTenant, startTestMember } from '../helpers/member.ts';
 // The number of runs per route is AULA_PROPERTY_RUNS (default 25); a failure prints the seed to replay.
 
 const RUNS = Number(process.env.AULA_PROPERTY_RUNS ?? 25);
-const member = await startTestMember(t, { redis: false });
-const tenant = await createTenant(member, 'enterprise');
+const node = await startTestNode(t, { redis: false });
+const tenant = await createTenant(node, 'enterprise');
 const key = tenant.key;
-const { app } = member;
-const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key, ...(body !== undefined ? { body } : {}) });
+const { app } = node;
+const call = (method: string, path: string, body?: unknown) => api(node, method, path, { key, ...(body !== undefined ? { body } : {}) });
 
 // Real things for paths to name, so generated requests also reach the code behind the lookups.
 const teacher = (await call('POST', '/public/users', { externalId: 'p-t', fullName: 'Prop Teacher', role: 'TEACHER' })).body.data;
@@ -26,10 +26,10 @@ const meeting = (await call('POST', '/public/meetings', { title: 'Prop', type: '
 // cancel and end are tried on a meeting of their own, so the one above stays open for the other routes
 const doomed = (await call('POST', '/public/meetings', { title: 'Doomed', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2030-11-24T10:00:00Z', durationMinutes: 30 })).body.data;
 const link = (await call('POST', `/public/meetings/${meeting.id}/join-links`, { userId: student.id })).body.data;
-const session = (await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: 'prop-device' } })).body.data;
+const session = (await api(node, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: 'prop-device' } })).body.data;
 const PASSWORD = 'property tests sign in here';
 await app.services.admins.create(app.sql, { orgId: tenant.orgId, email: 'prop@example.org', role: 'owner', password: PASSWORD });
-const admin = (await api(member, 'POST', '/auth/sign-in', { body: { orgId: tenant.orgId, email: 'prop@example.org', password: PASSWORD } })).body.data;
+const admin = (await api(node, 'POST', '/auth/sign-in', { body: { orgId: tenant.orgId, email: 'prop@example.org', password: PASSWORD } })).body.data;
 
 const known: Record<string, string[]> = {
   id: [meeting.id, student.id, klass.id, 'p-s', 'p-c'],
@@ -83,7 +83,7 @@ for (const r of routes) {
         const auth =
           spec.auth === 'apiKey' ? { key } : spec.auth === 'admin' ? { bearer: admin.sessionToken } : spec.auth === 'session' ? { bearer: session.accessToken } : {};
         const before = await snapshot();
-        const res = await api(member, spec.method.toUpperCase(), path, { ...auth, ...(b !== undefined ? { body: b } : {}) });
+        const res = await api(node, spec.method.toUpperCase(), path, { ...auth, ...(b !== undefined ? { body: b } : {}) });
         if (res.status >= 500) throw new Error(`${spec.method} ${path} answered ${res.status}: ${JSON.stringify(res.body)}`);
         if (res.status >= 400) {
           refused++;

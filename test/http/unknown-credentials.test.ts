@@ -2,14 +2,14 @@ import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { parseTrustProxy } from '../../src/client-address.ts';
 import { UNKNOWN_CREDENTIALS_PER_MINUTE } from '../../http/credential-guard.ts';
-import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { api, createTenant, startTestNode } from '../helpers/node.ts';
 
 // Guessed API keys and admin session tokens cost the database at most a minute's budget per address:
 // past it, that address's lookups are refused before any query, while known credentials still work.
-const member = await startTestMember(t, { redis: false, overrides: { AULA_TRUST_PROXY: parseTrustProxy('1') } });
-const tenant = await createTenant(member);
+const node = await startTestNode(t, { redis: false, overrides: { AULA_TRUST_PROXY: parseTrustProxy('1') } });
+const tenant = await createTenant(node);
 const guess = (prefix: string) => `${prefix}${randomBytes(32).toString('base64url')}`;
-const from = (ip: string, authorization: string, path = '/public/users') => api(member, 'GET', path, { headers: { authorization, 'x-forwarded-for': ip } });
+const from = (ip: string, authorization: string, path = '/public/users') => api(node, 'GET', path, { headers: { authorization, 'x-forwarded-for': ip } });
 
 t.test('an address spraying random keys is stopped after its budget; a known key from there still works', async (t) => {
   const ip = '198.51.100.20';

@@ -9,12 +9,12 @@ import { deliveryDetail, deliveryRecord, eventEnvelope, webhookRecord, webhookWi
 import { insertAttempt } from '../../src/webhooks/envelope.ts';
 import { verifySvcSignature } from '../../src/webhooks/verify.ts';
 import { assertError } from '../helpers/assert.ts';
-import { api, createTenant, startTestMember, type ApiResponse, type Tenant } from '../helpers/member.ts';
+import { api, createTenant, startTestNode, type ApiResponse, type Tenant } from '../helpers/node.ts';
 
 // Starts at the real time: rate-limit windows run on the real clock, and receivers check timestamps.
 const clock = new ManualClock(Date.now());
-const member = await startTestMember(t, { clock, overrides: { WEBHOOKS_ALLOW_PRIVATE_TARGETS: true } });
-const { app } = member;
+const node = await startTestNode(t, { clock, overrides: { WEBHOOKS_ALLOW_PRIVATE_TARGETS: true } });
+const { app } = node;
 
 // ---------------------------------------------------------------------------------------------------
 // A real receiver on 127.0.0.1 (allowed by WEBHOOKS_ALLOW_PRIVATE_TARGETS outside production). Paths
@@ -68,16 +68,16 @@ const verifies = (secret: string, r: Received) => verifySvcSignature({ secret, h
 const PASSWORD = 'correct horse battery staple';
 async function signedInAdmin(tenant: Tenant, email = `admin-${tenant.orgId}@example.com`): Promise<string> {
   await app.services.admins.create(app.sql, { orgId: tenant.orgId, email, role: 'admin', password: PASSWORD });
-  const res = await api(member, 'POST', '/auth/sign-in', { body: { orgId: tenant.orgId, email, password: PASSWORD } });
+  const res = await api(node, 'POST', '/auth/sign-in', { body: { orgId: tenant.orgId, email, password: PASSWORD } });
   if (res.status !== 200) throw new Error(`sign-in failed: ${JSON.stringify(res.body)}`);
   return res.body.data.sessionToken as string;
 }
 
-const pro = await createTenant(member, 'pro');
+const pro = await createTenant(node, 'pro');
 const proAdmin = await signedInAdmin(pro);
 
 async function createEndpoint(tenant: Tenant, body: Record<string, unknown> = {}): Promise<{ id: string; secret: string; url: string }> {
-  const res = await api(member, 'POST', '/public/webhooks', { key: tenant.key, body: { url: hookUrl(), ...body } });
+  const res = await api(node, 'POST', '/public/webhooks', { key: tenant.key, body: { url: hookUrl(), ...body } });
   if (res.status !== 201) throw new Error(`create failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.data;
 }
@@ -88,17 +88,17 @@ const endpointRow = async (id: string) =>
 // ---------------------------------------------------------------------------------------------------
 
 t.test('GET /public/webhooks/event-types and the admin twin answer the whole catalog', async (t) => {
-  const key = await api(member, 'GET', '/public/webhooks/event-types', { key: pro.key });
+  const key = await api(node, 'GET', '/public/webhooks/event-types', { key: pro.key });
   t.equal(key.status, 200);
   t.same(key.body.data, { wildcard: '*', types: [...EVENT_TYPES] });
   t.ok(key.body.data.types.includes('webhook.test'));
-  const admin = await api(member, 'GET', `/orgs/${pro.orgId}/webhooks/event-types`, { bearer: proAdmin });
+  const admin = await api(node, 'GET', `/orgs/${pro.orgId}/webhooks/event-types`, { bearer: proAdmin });
   t.same(admin.body, key.body, 'same answer on both surfaces');
 });
 
 t.test('POST /public/webhooks creates an ACTIVE endpoint; the secret is shown once and stored sealed', async (t) => {
   const url = hookUrl();
-  const res = await api(member, 'POST', '/public/webhooks', { key: pro.key, body: { url, description: 'LMS', events: ['meeting.started', 'user.created', 'meeting.started'] } });
+  const res = await api(node, 'POST', '/public/webhooks', { key: pro.key, body: { url, description: 'LMS', events: ['meeting.started', 'user.created', 'meeting.started'] } });
   t.equal(res.status, 201, JSON.stringify(res.body));
   const d = res.body.data;
   t.ok(webhookWithSecret.strict().safeParse(d).success, 'matches the documented schema');
@@ -107,16 +107,16 @@ t.test('POST /public/webhooks creates an ACTIVE endpoint; the secret is shown on
   t.match(d.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
   t.equal(d.createdAt, iso(clock.now()));
 
-  const read = await api(member, 'GET', `/public/webhooks/${d.id}`, { key: pro.key });
+  const read = await api(node, 'GET', `/public/webhooks/${d.id}`, { key: pro.key });
   t.equal(read.status, 200);
   t.notOk('secret' in read.body.data, 'never returned by a read');
   t.ok(webhookRecord.strict().safeParse(read.body.data).success);
   const { secret: _s, ...withoutSecret } = d;
   t.same(read.body.data, withoutSecret);
-  const list = await api(member, 'GET', '/public/webhooks', { key: pro.key });
+  const list = await api(node, 'GET', '/public/webhooks', { key: pro.key });
   t.ok(list.body.data.some((e: { id: string }) => e.id === d.id));
   t.notOk(JSON.stringify(list.body).includes(d.secret), 'nor by a listing');
-  const admin = await api(member, 'GET', `/orgs/${pro.orgId}/webhooks/${d.id}`, { bearer: proAdmin });
+  const admin = await api(node, 'GET', `/orgs/${pro.orgId}/webhooks/${d.id}`, { bearer: proAdmin });
   t.same(admin.body.data, read.body.data, 'the admin surface reads the same record');
 
   const row = await endpointRow(d.id);
@@ -125,13 +125,13 @@ t.test('POST /public/webhooks creates an ACTIVE endpoint; the secret is shown on
   t.notOk(row!.secretSealed.includes(Buffer.from(d.secret)), 'nor in the sealed bytes');
   t.equal(app.tokens.data.open(row!.secretSealed)?.toString('utf8'), d.secret, 'it opens with the data-at-rest key');
 
-  const defaults = await api(member, 'POST', '/public/webhooks', { key: pro.key, body: { url: hookUrl() } });
+  const defaults = await api(node, 'POST', '/public/webhooks', { key: pro.key, body: { url: hookUrl() } });
   t.same(defaults.body.data.events, ['*'], 'events default to ["*"]');
   t.equal(defaults.body.data.description, null);
 });
 
 t.test('bad input is refused with validation_failed naming the field', async (t) => {
-  const bad = async (body: unknown) => assertError(t, await api(member, 'POST', '/public/webhooks', { key: pro.key, body }), 400, 'validation_failed').fields;
+  const bad = async (body: unknown) => assertError(t, await api(node, 'POST', '/public/webhooks', { key: pro.key, body }), 400, 'validation_failed').fields;
   t.match(await bad({}), [{ field: 'url', in: 'body' }]);
   t.match(await bad({ url: hookUrl(), events: ['meeting.started', 'meeting.exploded'] }), [{ field: 'events.1', in: 'body' }], 'unknown event type');
   t.match(await bad({ url: hookUrl(), events: ['*', 'user.created'] }), [{ field: 'events' }], 'the wildcard goes alone');
@@ -143,19 +143,19 @@ t.test('bad input is refused with validation_failed naming the field', async (t)
   t.match(await bad({ url: 'http://user:pw@127.0.0.1/x' }), [{ field: 'url', reason: 'userinfo' }]);
 
   const e = await createEndpoint(pro);
-  const patch = (body: unknown) => api(member, 'PATCH', `/public/webhooks/${e.id}`, { key: pro.key, body });
+  const patch = (body: unknown) => api(node, 'PATCH', `/public/webhooks/${e.id}`, { key: pro.key, body });
   t.match(assertError(t, await patch({}), 400, 'validation_failed').fields, [{ field: '(root)' }]);
   t.match(assertError(t, await patch({ status: 'PAUSED' }), 400, 'validation_failed').fields, [{ field: 'status' }]);
   t.match(assertError(t, await patch({ url: 'https://[fd00:ec2::254]/' }), 400, 'validation_failed').fields, [{ field: 'url', reason: 'forbidden_address' }]);
   t.equal((await endpointRow(e.id))!.url, e.url, 'a refused url changes nothing');
-  const q = assertError(t, await api(member, 'GET', `/public/webhooks/${e.id}/deliveries?status=LOST`, { key: pro.key }), 400, 'validation_failed');
+  const q = assertError(t, await api(node, 'GET', `/public/webhooks/${e.id}/deliveries?status=LOST`, { key: pro.key }), 400, 'validation_failed');
   t.match(q.fields, [{ field: 'status', in: 'query' }]);
-  assertError(t, await api(member, 'GET', `/public/webhooks/${e.id}/deliveries?eventType=meeting.exploded`, { key: pro.key }), 400, 'validation_failed');
-  assertError(t, await api(member, 'GET', `/public/webhooks/${e.id}/deliveries?cursor=nope`, { key: pro.key }), 400, 'validation_failed');
+  assertError(t, await api(node, 'GET', `/public/webhooks/${e.id}/deliveries?eventType=meeting.exploded`, { key: pro.key }), 400, 'validation_failed');
+  assertError(t, await api(node, 'GET', `/public/webhooks/${e.id}/deliveries?cursor=nope`, { key: pro.key }), 400, 'validation_failed');
 });
 
 t.test('without the switch, http and private targets are refused on save', async (t) => {
-  const strict = await startTestMember(t, { redis: false });
+  const strict = await startTestNode(t, { redis: false });
   const tenant = await createTenant(strict, 'enterprise');
   const cases: Array<[string, string]> = [
     [`http://example.com/hook`, 'scheme'],
@@ -191,28 +191,28 @@ t.test('unknown ids answer 404, other organizations\' endpoints are invisible, t
     ['GET', `/public/webhooks/${unknown}/deliveries`],
     ['GET', `/orgs/${pro.orgId}/webhooks/${unknown}`],
   ] as const) {
-    const res = await api(member, method, path, { ...(path.startsWith('/orgs') ? { bearer: proAdmin } : { key: pro.key }), ...(method === 'PATCH' ? { body: { description: 'x' } } : {}) });
+    const res = await api(node, method, path, { ...(path.startsWith('/orgs') ? { bearer: proAdmin } : { key: pro.key }), ...(method === 'PATCH' ? { body: { description: 'x' } } : {}) });
     assertError(t, res, 404, 'webhook_not_found');
   }
-  assertError(t, await api(member, 'GET', `/public/webhooks/deliveries/${missingDelivery}`, { key: pro.key }), 404, 'delivery_not_found');
-  assertError(t, await api(member, 'POST', `/public/webhooks/deliveries/${missingDelivery}/redeliver`, { key: pro.key }), 404, 'delivery_not_found');
+  assertError(t, await api(node, 'GET', `/public/webhooks/deliveries/${missingDelivery}`, { key: pro.key }), 404, 'delivery_not_found');
+  assertError(t, await api(node, 'POST', `/public/webhooks/deliveries/${missingDelivery}/redeliver`, { key: pro.key }), 404, 'delivery_not_found');
 
-  const other = await createTenant(member, 'enterprise');
+  const other = await createTenant(node, 'enterprise');
   const theirs = await createEndpoint(other);
-  const test = await api(member, 'POST', `/public/webhooks/${theirs.id}/test`, { key: other.key });
+  const test = await api(node, 'POST', `/public/webhooks/${theirs.id}/test`, { key: other.key });
   t.equal(test.status, 201);
-  assertError(t, await api(member, 'GET', `/public/webhooks/${theirs.id}`, { key: pro.key }), 404, 'webhook_not_found');
-  assertError(t, await api(member, 'DELETE', `/public/webhooks/${theirs.id}`, { key: pro.key }), 404, 'webhook_not_found');
-  assertError(t, await api(member, 'GET', `/public/webhooks/deliveries/${test.body.data.id}`, { key: pro.key }), 404, 'delivery_not_found');
-  assertError(t, await api(member, 'POST', `/public/webhooks/deliveries/${test.body.data.id}/redeliver`, { key: pro.key }), 404, 'delivery_not_found');
-  t.notOk((await api(member, 'GET', '/public/webhooks?limit=100', { key: pro.key })).body.data.some((e: { id: string }) => e.id === theirs.id));
+  assertError(t, await api(node, 'GET', `/public/webhooks/${theirs.id}`, { key: pro.key }), 404, 'webhook_not_found');
+  assertError(t, await api(node, 'DELETE', `/public/webhooks/${theirs.id}`, { key: pro.key }), 404, 'webhook_not_found');
+  assertError(t, await api(node, 'GET', `/public/webhooks/deliveries/${test.body.data.id}`, { key: pro.key }), 404, 'delivery_not_found');
+  assertError(t, await api(node, 'POST', `/public/webhooks/deliveries/${test.body.data.id}/redeliver`, { key: pro.key }), 404, 'delivery_not_found');
+  t.notOk((await api(node, 'GET', '/public/webhooks?limit=100', { key: pro.key })).body.data.some((e: { id: string }) => e.id === theirs.id));
 
   // The admin surface: another organization's path is refused before anything is looked up.
-  assertError(t, await api(member, 'GET', `/orgs/${other.orgId}/webhooks`, { bearer: proAdmin }), 403, 'org_mismatch');
-  assertError(t, await api(member, 'GET', `/orgs/${other.orgId}/webhooks/${theirs.id}`, { bearer: proAdmin }), 403, 'org_mismatch');
-  assertError(t, await api(member, 'POST', `/orgs/org_00000000000000000000000000/webhooks`, { bearer: proAdmin, body: { url: hookUrl() } }), 403, 'org_mismatch');
-  assertError(t, await api(member, 'GET', `/orgs/${pro.orgId}/webhooks/${theirs.id}`, { bearer: proAdmin }), 404, 'webhook_not_found');
-  assertError(t, await api(member, 'GET', `/orgs/${pro.orgId}/webhooks`, { key: pro.key }), 401, 'auth_malformed');
+  assertError(t, await api(node, 'GET', `/orgs/${other.orgId}/webhooks`, { bearer: proAdmin }), 403, 'org_mismatch');
+  assertError(t, await api(node, 'GET', `/orgs/${other.orgId}/webhooks/${theirs.id}`, { bearer: proAdmin }), 403, 'org_mismatch');
+  assertError(t, await api(node, 'POST', `/orgs/org_00000000000000000000000000/webhooks`, { bearer: proAdmin, body: { url: hookUrl() } }), 403, 'org_mismatch');
+  assertError(t, await api(node, 'GET', `/orgs/${pro.orgId}/webhooks/${theirs.id}`, { bearer: proAdmin }), 404, 'webhook_not_found');
+  assertError(t, await api(node, 'GET', `/orgs/${pro.orgId}/webhooks`, { key: pro.key }), 401, 'auth_malformed');
 });
 
 t.test('scopes: webhooks:read for GET, webhooks:write for the rest (and it implies read)', async (t) => {
@@ -220,20 +220,20 @@ t.test('scopes: webhooks:read for GET, webhooks:write for the rest (and it impli
   const reader = await app.services.apiKeys.create(app.sql, { orgId: pro.orgId, name: 'reader', scopes: ['webhooks:read'] });
   const writer = await app.services.apiKeys.create(app.sql, { orgId: pro.orgId, name: 'writer', scopes: ['webhooks:write'] });
   const none = await app.services.apiKeys.create(app.sql, { orgId: pro.orgId, name: 'none', scopes: ['users:write'] });
-  t.equal((await api(member, 'GET', `/public/webhooks/${e.id}`, { key: reader.key })).status, 200);
-  t.equal((await api(member, 'GET', '/public/webhooks/event-types', { key: reader.key })).status, 200);
-  t.equal((await api(member, 'GET', '/public/events', { key: reader.key })).status, 200);
-  const refused = assertError(t, await api(member, 'POST', `/public/webhooks/${e.id}/test`, { key: reader.key }), 403, 'insufficient_scope');
+  t.equal((await api(node, 'GET', `/public/webhooks/${e.id}`, { key: reader.key })).status, 200);
+  t.equal((await api(node, 'GET', '/public/webhooks/event-types', { key: reader.key })).status, 200);
+  t.equal((await api(node, 'GET', '/public/events', { key: reader.key })).status, 200);
+  const refused = assertError(t, await api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: reader.key }), 403, 'insufficient_scope');
   t.same(refused.required, 'webhooks:write');
-  assertError(t, await api(member, 'PATCH', `/public/webhooks/${e.id}`, { key: reader.key, body: { description: 'x' } }), 403, 'insufficient_scope');
-  assertError(t, await api(member, 'DELETE', `/public/webhooks/${e.id}`, { key: reader.key }), 403, 'insufficient_scope');
-  t.equal((await api(member, 'GET', `/public/webhooks/${e.id}/deliveries`, { key: writer.key })).status, 200, 'write implies read');
-  t.equal((await api(member, 'PATCH', `/public/webhooks/${e.id}`, { key: writer.key, body: { description: 'by writer' } })).status, 200);
-  assertError(t, await api(member, 'GET', '/public/webhooks', { key: none.key }), 403, 'insufficient_scope');
+  assertError(t, await api(node, 'PATCH', `/public/webhooks/${e.id}`, { key: reader.key, body: { description: 'x' } }), 403, 'insufficient_scope');
+  assertError(t, await api(node, 'DELETE', `/public/webhooks/${e.id}`, { key: reader.key }), 403, 'insufficient_scope');
+  t.equal((await api(node, 'GET', `/public/webhooks/${e.id}/deliveries`, { key: writer.key })).status, 200, 'write implies read');
+  t.equal((await api(node, 'PATCH', `/public/webhooks/${e.id}`, { key: writer.key, body: { description: 'by writer' } })).status, 200);
+  assertError(t, await api(node, 'GET', '/public/webhooks', { key: none.key }), 403, 'insufficient_scope');
 });
 
 t.test('plan gating: the admin surface answers 402 everywhere, the key surface only on create, update, rotate, test, redeliver', async (t) => {
-  const free = await createTenant(member, 'free');
+  const free = await createTenant(node, 'free');
   const freeAdmin = await signedInAdmin(free);
   // An endpoint made while the organization had the feature (say, before a downgrade).
   const { endpoint } = await app.services.webhookEndpoints.create(app.sql, free.orgId, { url: hookUrl() });
@@ -256,30 +256,30 @@ t.test('plan gating: the admin surface answers 402 everywhere, the key surface o
     ['POST', `/deliveries/${deliveryId}/redeliver`, undefined, true],
   ];
   for (const [method, sub, body, gated] of ops) {
-    const admin = await api(member, method, `/orgs/${free.orgId}/webhooks${sub}`, { bearer: freeAdmin, ...(body ? { body } : {}) });
+    const admin = await api(node, method, `/orgs/${free.orgId}/webhooks${sub}`, { bearer: freeAdmin, ...(body ? { body } : {}) });
     const d = assertError(t, admin, 402, 'plan_feature_unavailable');
     t.same(d, { feature: 'webhooks', plan: 'free' }, `admin ${method} ${sub}`);
-    const key = await api(member, method, `/public/webhooks${sub}`, { key: free.key, ...(body ? { body } : {}) });
+    const key = await api(node, method, `/public/webhooks${sub}`, { key: free.key, ...(body ? { body } : {}) });
     if (gated) assertError(t, key, 402, 'plan_feature_unavailable');
     else t.equal(key.status, 200, `key ${method} ${sub} keeps working: ${JSON.stringify(key.body).slice(0, 200)}`);
   }
-  assertError(t, await api(member, 'DELETE', `/orgs/${free.orgId}/webhooks/${e}`, { bearer: freeAdmin }), 402, 'plan_feature_unavailable');
-  assertError(t, await api(member, 'GET', '/public/events', { key: free.key }), 402, 'plan_feature_unavailable');
+  assertError(t, await api(node, 'DELETE', `/orgs/${free.orgId}/webhooks/${e}`, { bearer: freeAdmin }), 402, 'plan_feature_unavailable');
+  assertError(t, await api(node, 'GET', '/public/events', { key: free.key }), 402, 'plan_feature_unavailable');
   t.equal(receivedAt(endpoint.url).length, 0, 'nothing was sent');
   // Delete keeps working on the key surface, so a downgraded organization can clean up.
-  t.equal((await api(member, 'DELETE', `/public/webhooks/${e}`, { key: free.key })).status, 200);
+  t.equal((await api(node, 'DELETE', `/public/webhooks/${e}`, { key: free.key })).status, 200);
   t.equal(await endpointRow(e), undefined);
 
-  const standard = await createTenant(member, 'standard');
-  assertError(t, await api(member, 'POST', '/public/webhooks', { key: standard.key, body: { url: hookUrl() } }), 402, 'plan_feature_unavailable');
-  const ent = await createTenant(member, 'enterprise');
-  t.equal((await api(member, 'POST', '/public/webhooks', { key: ent.key, body: { url: hookUrl() } })).status, 201);
+  const standard = await createTenant(node, 'standard');
+  assertError(t, await api(node, 'POST', '/public/webhooks', { key: standard.key, body: { url: hookUrl() } }), 402, 'plan_feature_unavailable');
+  const ent = await createTenant(node, 'enterprise');
+  t.equal((await api(node, 'POST', '/public/webhooks', { key: ent.key, body: { url: hookUrl() } })).status, 201);
 });
 
 t.test('at most 20 endpoints per organization, disabled ones included, even under concurrent creates', async (t) => {
-  const tenant = await createTenant(member, 'pro');
+  const tenant = await createTenant(node, 'pro');
   const results = await Promise.all(
-    Array.from({ length: 26 }, (_, i) => api(member, 'POST', '/public/webhooks', { key: tenant.key, body: { url: hookUrl(), description: `#${i}` } })),
+    Array.from({ length: 26 }, (_, i) => api(node, 'POST', '/public/webhooks', { key: tenant.key, body: { url: hookUrl(), description: `#${i}` } })),
   );
   const created = results.filter((r) => r.status === 201);
   const refused = results.filter((r) => r.status !== 201);
@@ -290,16 +290,16 @@ t.test('at most 20 endpoints per organization, disabled ones included, even unde
   t.equal(row!.n, 20);
 
   const first = created[0]!.body.data.id as string;
-  const disabled = await api(member, 'PATCH', `/public/webhooks/${first}`, { key: tenant.key, body: { status: 'DISABLED' } });
+  const disabled = await api(node, 'PATCH', `/public/webhooks/${first}`, { key: tenant.key, body: { status: 'DISABLED' } });
   t.equal(disabled.body.data?.status, 'DISABLED', JSON.stringify(disabled.body));
-  assertError(t, await api(member, 'POST', '/public/webhooks', { key: tenant.key, body: { url: hookUrl() } }), 409, 'limit_reached');
-  t.equal((await api(member, 'DELETE', `/public/webhooks/${first}`, { key: tenant.key })).status, 200);
-  t.equal((await api(member, 'POST', '/public/webhooks', { key: tenant.key, body: { url: hookUrl() } })).status, 201, 'a deleted one frees its place');
+  assertError(t, await api(node, 'POST', '/public/webhooks', { key: tenant.key, body: { url: hookUrl() } }), 409, 'limit_reached');
+  t.equal((await api(node, 'DELETE', `/public/webhooks/${first}`, { key: tenant.key })).status, 200);
+  t.equal((await api(node, 'POST', '/public/webhooks', { key: tenant.key, body: { url: hookUrl() } })).status, 201, 'a deleted one frees its place');
 
-  const page1 = await api(member, 'GET', '/public/webhooks?limit=15', { key: tenant.key });
+  const page1 = await api(node, 'GET', '/public/webhooks?limit=15', { key: tenant.key });
   t.equal(page1.body.data.length, 15);
   t.type(page1.body.nextCursor, 'string');
-  const page2 = await api(member, 'GET', `/public/webhooks?limit=15&cursor=${page1.body.nextCursor}`, { key: tenant.key });
+  const page2 = await api(node, 'GET', `/public/webhooks?limit=15&cursor=${page1.body.nextCursor}`, { key: tenant.key });
   t.equal(page2.body.data.length, 5);
   t.equal(page2.body.nextCursor, null);
   const ids = [...page1.body.data, ...page2.body.data].map((e: { id: string }) => e.id);
@@ -309,7 +309,7 @@ t.test('at most 20 endpoints per organization, disabled ones included, even unde
 
 t.test('POST /public/webhooks/:id/test sends one signed webhook.test and answers its delivery record', async (t) => {
   const e = await createEndpoint(pro);
-  const res = await api(member, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key });
+  const res = await api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key });
   t.equal(res.status, 201, JSON.stringify(res.body));
   const d = res.body.data;
   t.ok(deliveryRecord.strict().safeParse(d).success, 'matches the documented schema');
@@ -339,7 +339,7 @@ t.test('POST /public/webhooks/:id/test sends one signed webhook.test and answers
   t.same(event!.data, body.data);
 
   const failing = await createEndpoint(pro, { url: hookUrl('fail') });
-  const failed = await api(member, 'POST', `/public/webhooks/${failing.id}/test`, { key: pro.key });
+  const failed = await api(node, 'POST', `/public/webhooks/${failing.id}/test`, { key: pro.key });
   t.equal(failed.status, 201, 'the request succeeded; the delivery did not');
   t.match(failed.body.data, { status: 'FAILED', statusCode: 500, responseBody: 'receiver is down', error: { kind: 'status' } });
   const row = await endpointRow(failing.id);
@@ -350,23 +350,23 @@ t.test('POST /public/webhooks/:id/test sends one signed webhook.test and answers
 t.test('test events: 10 per endpoint per minute, on either surface', async (t) => {
   const e = await createEndpoint(pro);
   for (let i = 0; i < 10; i++) {
-    const via = i % 2 ? api(member, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key }) : api(member, 'POST', `/orgs/${pro.orgId}/webhooks/${e.id}/test`, { bearer: proAdmin });
+    const via = i % 2 ? api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key }) : api(node, 'POST', `/orgs/${pro.orgId}/webhooks/${e.id}/test`, { bearer: proAdmin });
     t.equal((await via).status, 201);
   }
-  const limited = await api(member, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key });
+  const limited = await api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key });
   const d = assertError(t, limited, 429, 'rate_limited');
   t.equal(d.limit, 10);
   t.ok(Number(limited.headers.get('retry-after')) >= 1);
   t.equal(receivedAt(e.url).length, 10, 'the 11th was not sent');
   const other = await createEndpoint(pro);
-  t.equal((await api(member, 'POST', `/public/webhooks/${other.id}/test`, { key: pro.key })).status, 201, 'another endpoint has its own budget');
+  t.equal((await api(node, 'POST', `/public/webhooks/${other.id}/test`, { key: pro.key })).status, 201, 'another endpoint has its own budget');
 });
 
 t.test('Idempotency-Key on create replays the same endpoint and secret', async (t) => {
   const body = { url: hookUrl() };
   const headers = { 'idempotency-key': `create-${body.url}` };
-  const first = await api(member, 'POST', '/public/webhooks', { key: pro.key, body, headers });
-  const again = await api(member, 'POST', '/public/webhooks', { key: pro.key, body, headers });
+  const first = await api(node, 'POST', '/public/webhooks', { key: pro.key, body, headers });
+  const again = await api(node, 'POST', '/public/webhooks', { key: pro.key, body, headers });
   t.equal(first.status, 201);
   t.equal(again.status, 201);
   t.same(again.body.data, first.body.data, 'the same id and secret');
@@ -379,8 +379,8 @@ t.test('Idempotency-Key on create replays the same endpoint and secret', async (
 
 t.test('Idempotency-Key on test replays the delivery record without sending again', async (t) => {
   const e = await createEndpoint(pro);
-  const first = await api(member, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key, headers: { 'idempotency-key': `test-${e.id}` } });
-  const again = await api(member, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key, headers: { 'idempotency-key': `test-${e.id}` } });
+  const first = await api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key, headers: { 'idempotency-key': `test-${e.id}` } });
+  const again = await api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key, headers: { 'idempotency-key': `test-${e.id}` } });
   t.equal(first.status, 201);
   t.same(again.body.data, first.body.data);
   t.equal(again.headers.get('idempotent-replayed'), 'true');
@@ -389,7 +389,7 @@ t.test('Idempotency-Key on test replays the delivery record without sending agai
 
 t.test('rotate-secret: both signatures (new first) for 24 hours, then only the new one', async (t) => {
   const e = await createEndpoint(pro);
-  const rotated = await api(member, 'POST', `/public/webhooks/${e.id}/rotate-secret`, { key: pro.key });
+  const rotated = await api(node, 'POST', `/public/webhooks/${e.id}/rotate-secret`, { key: pro.key });
   t.equal(rotated.status, 200, JSON.stringify(rotated.body));
   t.ok(webhookWithSecret.strict().safeParse(rotated.body.data).success);
   const fresh = rotated.body.data.secret as string;
@@ -400,9 +400,9 @@ t.test('rotate-secret: both signatures (new first) for 24 hours, then only the n
   t.equal(app.tokens.data.open(row!.secretSealed)?.toString(), fresh);
   t.equal(app.tokens.data.open(row!.previousSecretSealed)?.toString(), e.secret, 'the old secret is kept sealed');
   t.equal(new Date(row!.previousSecretExpiresAt).getTime(), clock.now() + 24 * 3600_000);
-  t.notOk('secret' in (await api(member, 'GET', `/public/webhooks/${e.id}`, { key: pro.key })).body.data);
+  t.notOk('secret' in (await api(node, 'GET', `/public/webhooks/${e.id}`, { key: pro.key })).body.data);
 
-  t.equal((await api(member, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key })).status, 201);
+  t.equal((await api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key })).status, 201);
   const during = receivedAt(e.url).at(-1)!;
   t.match(during.headers['svc-signature'], /^v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/, 'two signatures');
   t.same(independentSignatures([fresh, e.secret], during), [true, true], 'new first, then old');
@@ -410,12 +410,12 @@ t.test('rotate-secret: both signatures (new first) for 24 hours, then only the n
 
   clock.advance(24 * 3600_000 + 1000);
   try {
-    t.equal((await api(member, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key })).status, 201);
+    t.equal((await api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key })).status, 201);
     const after = receivedAt(e.url).at(-1)!;
     t.match(after.headers['svc-signature'], /^v1=[0-9a-f]{64}$/, 'one signature after 24 hours');
     t.ok(verifies(fresh, after));
     t.notOk(verifies(e.secret, after), 'the old secret no longer verifies');
-    t.equal((await api(member, 'GET', `/public/webhooks/${e.id}`, { key: pro.key })).body.data.previousSecretExpiresAt, null);
+    t.equal((await api(node, 'GET', `/public/webhooks/${e.id}`, { key: pro.key })).body.data.previousSecretExpiresAt, null);
   } finally {
     clock.set(clock.now() - (24 * 3600_000 + 1000));
   }
@@ -423,13 +423,13 @@ t.test('rotate-secret: both signatures (new first) for 24 hours, then only the n
 
 t.test('rotating twice within 24 hours keeps only the secret just replaced', async (t) => {
   const e = await createEndpoint(pro);
-  const one = (await api(member, 'POST', `/orgs/${pro.orgId}/webhooks/${e.id}/rotate-secret`, { bearer: proAdmin })).body.data.secret as string;
+  const one = (await api(node, 'POST', `/orgs/${pro.orgId}/webhooks/${e.id}/rotate-secret`, { bearer: proAdmin })).body.data.secret as string;
   clock.advance(3600_000);
   try {
-    const two = await api(member, 'POST', `/public/webhooks/${e.id}/rotate-secret`, { key: pro.key });
+    const two = await api(node, 'POST', `/public/webhooks/${e.id}/rotate-secret`, { key: pro.key });
     const secret2 = two.body.data.secret as string;
     t.equal(two.body.data.previousSecretExpiresAt, iso(clock.now() + 24 * 3600_000), 'the overlap restarts');
-    await api(member, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key });
+    await api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key });
     const r = receivedAt(e.url).at(-1)!;
     t.same(independentSignatures([secret2, one], r), [true, true]);
     t.notOk(verifies(e.secret, r), 'the first secret stopped signing at the second rotation');
@@ -440,8 +440,8 @@ t.test('rotating twice within 24 hours keeps only the secret just replaced', asy
 
 t.test('redeliver re-sends the same event once and answers the new delivery', async (t) => {
   const e = await createEndpoint(pro);
-  const test = (await api(member, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key })).body.data;
-  const again = await api(member, 'POST', `/public/webhooks/deliveries/${test.id}/redeliver`, { key: pro.key });
+  const test = (await api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key })).body.data;
+  const again = await api(node, 'POST', `/public/webhooks/deliveries/${test.id}/redeliver`, { key: pro.key });
   t.equal(again.status, 201, JSON.stringify(again.body));
   t.ok(deliveryRecord.strict().safeParse(again.body.data).success);
   t.match(again.body.data, { endpointId: e.id, eventId: test.eventId, eventType: 'webhook.test', trigger: 'REDELIVERY', attempt: 1, status: 'SUCCEEDED' });
@@ -457,7 +457,7 @@ t.test('redeliver re-sends the same event once and answers the new delivery', as
   const data = { userId: 'usr_1', externalId: 'ext-1', name: 'Ada', role: 'TEACHER' };
   await app.sql`insert into outbox (id, org_id, type, data, created_at, dispatched_at) values (${eventId}, ${pro.orgId}, 'user.updated', ${app.sql.json(data)}, ${iso(clock.now())}, ${iso(clock.now())})`;
   const skipped = await insertAttempt(app.sql, { endpointId: e.id, orgId: pro.orgId, messageId: null, eventId, eventType: 'user.updated', attempt: 0, trigger: 'EVENT', at: clock.now(), result: 'SKIPPED' });
-  const viaAdmin = await api(member, 'POST', `/orgs/${pro.orgId}/webhooks/deliveries/${skipped}/redeliver`, { bearer: proAdmin });
+  const viaAdmin = await api(node, 'POST', `/orgs/${pro.orgId}/webhooks/deliveries/${skipped}/redeliver`, { bearer: proAdmin });
   t.equal(viaAdmin.status, 201);
   t.match(viaAdmin.body.data, { eventId, eventType: 'user.updated', trigger: 'REDELIVERY', status: 'SUCCEEDED' });
   const sent = receivedAt(e.url).at(-1)!;
@@ -468,20 +468,20 @@ t.test('redeliver re-sends the same event once and answers the new delivery', as
 
 t.test('GET .../deliveries/:deliveryId returns the record with the payload as delivered', async (t) => {
   const e = await createEndpoint(pro);
-  const test = (await api(member, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key })).body.data;
-  const res = await api(member, 'GET', `/public/webhooks/deliveries/${test.id}`, { key: pro.key });
+  const test = (await api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key })).body.data;
+  const res = await api(node, 'GET', `/public/webhooks/deliveries/${test.id}`, { key: pro.key });
   t.equal(res.status, 200);
   t.ok(deliveryDetail.strict().safeParse(res.body.data).success, 'matches the documented schema');
   const { payload, ...record } = res.body.data;
   t.same(record, test);
   t.same(payload, JSON.parse(receivedAt(e.url)[0]!.raw.toString()), 'the envelope exactly as sent');
-  const admin = await api(member, 'GET', `/orgs/${pro.orgId}/webhooks/deliveries/${test.id}`, { bearer: proAdmin });
+  const admin = await api(node, 'GET', `/orgs/${pro.orgId}/webhooks/deliveries/${test.id}`, { bearer: proAdmin });
   t.same(admin.body, { data: res.body.data });
 });
 
 t.test('the delivery log: newest first, status and eventType filters, cursor paging', async (t) => {
   const e = await createEndpoint(pro);
-  const ok = (await api(member, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key })).body.data;
+  const ok = (await api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key })).body.data;
   // Scheduled deliveries, as the dispatcher writes them.
   const rows: Array<[string, 'ok' | 'fail' | 'SKIPPED']> = [
     ['meeting.started', 'ok'],
@@ -510,7 +510,7 @@ t.test('the delivery log: newest first, status and eventType filters, cursor pag
     );
   }
   const newestFirst = [...ids].reverse();
-  const all = await api(member, 'GET', `/public/webhooks/${e.id}/deliveries`, { key: pro.key });
+  const all = await api(node, 'GET', `/public/webhooks/${e.id}/deliveries`, { key: pro.key });
   t.equal(all.status, 200);
   t.same(all.body.data.map((d: { id: string }) => d.id), newestFirst);
   t.equal(all.body.nextCursor, null);
@@ -522,7 +522,7 @@ t.test('the delivery log: newest first, status and eventType filters, cursor pag
   let cursor: string | null = null;
   let pages = 0;
   do {
-    const res: ApiResponse = await api(member, 'GET', `/public/webhooks/${e.id}/deliveries?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { key: pro.key });
+    const res: ApiResponse = await api(node, 'GET', `/public/webhooks/${e.id}/deliveries?limit=2${cursor ? `&cursor=${cursor}` : ''}`, { key: pro.key });
     t.ok(res.body.data.length <= 2);
     paged.push(...res.body.data.map((d: { id: string }) => d.id));
     cursor = res.body.nextCursor;
@@ -531,21 +531,21 @@ t.test('the delivery log: newest first, status and eventType filters, cursor pag
   t.same(paged, newestFirst, 'cursor paging visits every delivery once, in order');
   t.equal(pages, 4);
 
-  const failed = await api(member, 'GET', `/public/webhooks/${e.id}/deliveries?status=FAILED`, { key: pro.key });
+  const failed = await api(node, 'GET', `/public/webhooks/${e.id}/deliveries?status=FAILED`, { key: pro.key });
   t.same(failed.body.data.map((d: { id: string }) => d.id), [ids[3], ids[2]]);
-  const started = await api(member, 'GET', `/public/webhooks/${e.id}/deliveries?eventType=meeting.started&limit=2`, { key: pro.key });
+  const started = await api(node, 'GET', `/public/webhooks/${e.id}/deliveries?eventType=meeting.started&limit=2`, { key: pro.key });
   t.same(started.body.data.map((d: { id: string }) => d.id), [ids[5], ids[2]]);
-  const startedRest = await api(member, 'GET', `/public/webhooks/${e.id}/deliveries?eventType=meeting.started&limit=2&cursor=${started.body.nextCursor}`, { key: pro.key });
+  const startedRest = await api(node, 'GET', `/public/webhooks/${e.id}/deliveries?eventType=meeting.started&limit=2&cursor=${started.body.nextCursor}`, { key: pro.key });
   t.same(startedRest.body.data.map((d: { id: string }) => d.id), [ids[1]]);
-  const both = await api(member, 'GET', `/orgs/${pro.orgId}/webhooks/${e.id}/deliveries?status=SKIPPED&eventType=user.created`, { bearer: proAdmin });
+  const both = await api(node, 'GET', `/orgs/${pro.orgId}/webhooks/${e.id}/deliveries?status=SKIPPED&eventType=user.created`, { bearer: proAdmin });
   t.same(both.body.data.map((d: { id: string }) => d.id), [ids[4]], 'filters combine, on the admin surface too');
-  const tests = await api(member, 'GET', `/public/webhooks/${e.id}/deliveries?eventType=webhook.test`, { key: pro.key });
+  const tests = await api(node, 'GET', `/public/webhooks/${e.id}/deliveries?eventType=webhook.test`, { key: pro.key });
   t.same(tests.body.data.map((d: { id: string }) => d.id), [ok.id]);
 });
 
 t.test('status changes and delete go through the endpoint\'s actor', async (t) => {
   const e = await createEndpoint(pro);
-  const patch = (body: unknown) => api(member, 'PATCH', `/public/webhooks/${e.id}`, { key: pro.key, body });
+  const patch = (body: unknown) => api(node, 'PATCH', `/public/webhooks/${e.id}`, { key: pro.key, body });
   const off = await patch({ status: 'DISABLED' });
   t.equal(off.status, 200, JSON.stringify(off.body));
   t.match(off.body.data, { status: 'DISABLED', disabledReason: 'MANUAL' });
@@ -555,11 +555,11 @@ t.test('status changes and delete go through the endpoint\'s actor', async (t) =
   t.equal(again.status, 200, 'disabling a disabled endpoint is a no-op');
   t.equal(again.body.data.disabledAt, off.body.data.disabledAt);
 
-  const test = await api(member, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key });
+  const test = await api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key });
   t.match(test.body.data, { status: 'SUCCEEDED', trigger: 'TEST' }, 'a test works on a disabled endpoint');
   t.equal((await endpointRow(e.id))!.status, 'DISABLED', 'and does not change its status');
 
-  const on = await api(member, 'PATCH', `/orgs/${pro.orgId}/webhooks/${e.id}`, { bearer: proAdmin, body: { status: 'ACTIVE', description: 'back', events: ['user.created'] } });
+  const on = await api(node, 'PATCH', `/orgs/${pro.orgId}/webhooks/${e.id}`, { bearer: proAdmin, body: { status: 'ACTIVE', description: 'back', events: ['user.created'] } });
   t.equal(on.status, 200, JSON.stringify(on.body));
   t.match(on.body.data, { status: 'ACTIVE', disabledReason: null, disabledAt: null, description: 'back', events: ['user.created'] });
   t.equal((await patch({ status: 'ACTIVE' })).status, 200, 'enabling an active endpoint is a no-op');
@@ -568,56 +568,56 @@ t.test('status changes and delete go through the endpoint\'s actor', async (t) =
   const moved = await patch({ url, description: null, events: ['*'] });
   t.match(moved.body.data, { url, description: null, events: ['*'], status: 'ACTIVE' });
 
-  const del = await api(member, 'DELETE', `/public/webhooks/${e.id}`, { key: pro.key });
+  const del = await api(node, 'DELETE', `/public/webhooks/${e.id}`, { key: pro.key });
   t.equal(del.status, 200, JSON.stringify(del.body));
   t.same(del.body.data, { id: e.id, deleted: true });
   t.equal(await endpointRow(e.id), undefined, 'the row is gone');
-  assertError(t, await api(member, 'GET', `/public/webhooks/${e.id}`, { key: pro.key }), 404, 'webhook_not_found');
-  assertError(t, await api(member, 'DELETE', `/public/webhooks/${e.id}`, { key: pro.key }), 404, 'webhook_not_found');
-  assertError(t, await api(member, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key }), 404, 'webhook_not_found');
+  assertError(t, await api(node, 'GET', `/public/webhooks/${e.id}`, { key: pro.key }), 404, 'webhook_not_found');
+  assertError(t, await api(node, 'DELETE', `/public/webhooks/${e.id}`, { key: pro.key }), 404, 'webhook_not_found');
+  assertError(t, await api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key }), 404, 'webhook_not_found');
 });
 
 t.test('the admin surface runs every operation, with CSRF on cookie sessions', async (t) => {
-  const created = await api(member, 'POST', `/orgs/${pro.orgId}/webhooks`, { bearer: proAdmin, body: { url: hookUrl(), events: ['class.created'] } });
+  const created = await api(node, 'POST', `/orgs/${pro.orgId}/webhooks`, { bearer: proAdmin, body: { url: hookUrl(), events: ['class.created'] } });
   t.equal(created.status, 201);
   t.match(created.body.data.secret, /^whsec_/);
   const id = created.body.data.id as string;
-  const list = await api(member, 'GET', `/orgs/${pro.orgId}/webhooks?limit=100`, { bearer: proAdmin });
+  const list = await api(node, 'GET', `/orgs/${pro.orgId}/webhooks?limit=100`, { bearer: proAdmin });
   t.ok(list.body.data.some((e: { id: string }) => e.id === id));
-  const keyList = await api(member, 'GET', '/public/webhooks?limit=100', { key: pro.key });
+  const keyList = await api(node, 'GET', '/public/webhooks?limit=100', { key: pro.key });
   t.same(list.body, keyList.body, 'one listing on both surfaces');
-  const test = await api(member, 'POST', `/orgs/${pro.orgId}/webhooks/${id}/test`, { bearer: proAdmin });
+  const test = await api(node, 'POST', `/orgs/${pro.orgId}/webhooks/${id}/test`, { bearer: proAdmin });
   t.equal(test.status, 201);
   t.ok(verifies(created.body.data.secret, receivedAt(created.body.data.url).at(-1)!));
-  const log = await api(member, 'GET', `/orgs/${pro.orgId}/webhooks/${id}/deliveries`, { bearer: proAdmin });
+  const log = await api(node, 'GET', `/orgs/${pro.orgId}/webhooks/${id}/deliveries`, { bearer: proAdmin });
   t.same(log.body.data, [test.body.data]);
 
   const cookie = { cookie: `aula_session=${proAdmin}` };
-  assertError(t, await api(member, 'POST', `/orgs/${pro.orgId}/webhooks/${id}/rotate-secret`, { headers: cookie }), 403, 'csrf_failed');
-  t.equal((await api(member, 'GET', `/orgs/${pro.orgId}/webhooks/${id}`, { headers: cookie })).status, 200, 'reads need no CSRF token');
-  const me = await api(member, 'GET', '/auth/me', { bearer: proAdmin });
-  const withCsrf = await api(member, 'POST', `/orgs/${pro.orgId}/webhooks/${id}/rotate-secret`, { headers: { ...cookie, 'x-csrf-token': me.body.data.csrfToken } });
+  assertError(t, await api(node, 'POST', `/orgs/${pro.orgId}/webhooks/${id}/rotate-secret`, { headers: cookie }), 403, 'csrf_failed');
+  t.equal((await api(node, 'GET', `/orgs/${pro.orgId}/webhooks/${id}`, { headers: cookie })).status, 200, 'reads need no CSRF token');
+  const me = await api(node, 'GET', '/auth/me', { bearer: proAdmin });
+  const withCsrf = await api(node, 'POST', `/orgs/${pro.orgId}/webhooks/${id}/rotate-secret`, { headers: { ...cookie, 'x-csrf-token': me.body.data.csrfToken } });
   t.equal(withCsrf.status, 200);
-  const del = await api(member, 'DELETE', `/orgs/${pro.orgId}/webhooks/${id}`, { bearer: proAdmin });
+  const del = await api(node, 'DELETE', `/orgs/${pro.orgId}/webhooks/${id}`, { bearer: proAdmin });
   t.equal(del.status, 200, JSON.stringify(del.body));
 });
 
 t.test('Idempotency-Key on the admin surface: a retried create answers the first endpoint, once', async (t) => {
   const body = { url: hookUrl(), events: ['class.updated'] };
-  const first = await api(member, 'POST', `/orgs/${pro.orgId}/webhooks`, { bearer: proAdmin, body, headers: { 'idempotency-key': 'admin-create-1' } });
+  const first = await api(node, 'POST', `/orgs/${pro.orgId}/webhooks`, { bearer: proAdmin, body, headers: { 'idempotency-key': 'admin-create-1' } });
   t.equal(first.status, 201);
-  const again = await api(member, 'POST', `/orgs/${pro.orgId}/webhooks`, { bearer: proAdmin, body, headers: { 'idempotency-key': 'admin-create-1' } });
+  const again = await api(node, 'POST', `/orgs/${pro.orgId}/webhooks`, { bearer: proAdmin, body, headers: { 'idempotency-key': 'admin-create-1' } });
   t.equal(again.status, 201);
   t.equal(again.headers.get('idempotent-replayed'), 'true');
   t.same(again.body.data, first.body.data, 'the same endpoint, its secret included');
-  const list = await api(member, 'GET', `/orgs/${pro.orgId}/webhooks?limit=100`, { bearer: proAdmin });
+  const list = await api(node, 'GET', `/orgs/${pro.orgId}/webhooks?limit=100`, { bearer: proAdmin });
   t.equal(list.body.data.filter((e: { url: string }) => e.url === body.url).length, 1, 'made once');
-  assertError(t, await api(member, 'POST', `/orgs/${pro.orgId}/webhooks`, { bearer: proAdmin, body: { ...body, events: ['user.created'] }, headers: { 'idempotency-key': 'admin-create-1' } }), 422, 'idempotency_key_reused');
-  await api(member, 'DELETE', `/orgs/${pro.orgId}/webhooks/${first.body.data.id}`, { bearer: proAdmin });
+  assertError(t, await api(node, 'POST', `/orgs/${pro.orgId}/webhooks`, { bearer: proAdmin, body: { ...body, events: ['user.created'] }, headers: { 'idempotency-key': 'admin-create-1' } }), 422, 'idempotency_key_reused');
+  await api(node, 'DELETE', `/orgs/${pro.orgId}/webhooks/${first.body.data.id}`, { bearer: proAdmin });
 });
 
 t.test('GET /public/events: the last 30 days, oldest first, as delivered, without test events', async (t) => {
-  const tenant = await createTenant(member, 'enterprise');
+  const tenant = await createTenant(node, 'enterprise');
   const at = (ms: number) => iso(ms);
   const now = clock.now();
   const insert = async (type: string, when: number, data: Record<string, unknown> = { n: type }) => {
@@ -629,9 +629,9 @@ t.test('GET /public/events: the last 30 days, oldest first, as delivered, withou
   const e1 = await insert('user.created', now - 29 * 24 * 3600_000, { userId: 'usr_a', name: 'Ünïcødé 李' });
   await insert('webhook.test', now - 3600_000);
   const e2 = await insert('meeting.created', now - 60_000);
-  const u = await api(member, 'POST', '/public/users', { key: tenant.key, body: { externalId: 'feed-1', fullName: 'Feed', role: 'STUDENT' } });
+  const u = await api(node, 'POST', '/public/users', { key: tenant.key, body: { externalId: 'feed-1', fullName: 'Feed', role: 'STUDENT' } });
   t.equal(u.status, 201);
-  const all = await api(member, 'GET', '/public/events', { key: tenant.key });
+  const all = await api(node, 'GET', '/public/events', { key: tenant.key });
   t.equal(all.status, 200, JSON.stringify(all.body));
   const ids = all.body.data.map((e: { id: string }) => e.id);
   t.equal(ids[0], e1);
@@ -643,23 +643,23 @@ t.test('GET /public/events: the last 30 days, oldest first, as delivered, withou
   t.same(all.body.data[0], { id: e1, type: 'user.created', createdAt: at(now - 29 * 24 * 3600_000), organizationId: tenant.orgId, data: { userId: 'usr_a', name: 'Ünïcødé 李' } });
   t.match(all.body.data[2], { type: 'user.created', data: { externalId: 'feed-1' } });
 
-  const p1 = await api(member, 'GET', '/public/events?limit=2', { key: tenant.key });
+  const p1 = await api(node, 'GET', '/public/events?limit=2', { key: tenant.key });
   t.same(p1.body.data.map((e: { id: string }) => e.id), ids.slice(0, 2));
   t.equal(p1.body.nextCursor, e2, 'the cursor is the last event id');
-  const p2 = await api(member, 'GET', `/public/events?limit=2&after=${p1.body.nextCursor}`, { key: tenant.key });
+  const p2 = await api(node, 'GET', `/public/events?limit=2&after=${p1.body.nextCursor}`, { key: tenant.key });
   t.same(p2.body.data.map((e: { id: string }) => e.id), ids.slice(2));
   t.equal(p2.body.nextCursor, null);
-  const typed = await api(member, 'GET', '/public/events?type=meeting.created', { key: tenant.key });
+  const typed = await api(node, 'GET', '/public/events?type=meeting.created', { key: tenant.key });
   t.same(typed.body.data.map((e: { id: string }) => e.id), [e2]);
-  assertError(t, await api(member, 'GET', '/public/events?after=nope', { key: tenant.key }), 400, 'validation_failed');
-  assertError(t, await api(member, 'GET', '/public/events?type=webhook.test', { key: tenant.key }), 400, 'validation_failed');
-  assertError(t, await api(member, 'GET', '/public/events?cursor=x', { key: tenant.key }), 400, 'validation_failed');
-  const other = await api(member, 'GET', '/public/events', { key: pro.key });
+  assertError(t, await api(node, 'GET', '/public/events?after=nope', { key: tenant.key }), 400, 'validation_failed');
+  assertError(t, await api(node, 'GET', '/public/events?type=webhook.test', { key: tenant.key }), 400, 'validation_failed');
+  assertError(t, await api(node, 'GET', '/public/events?cursor=x', { key: tenant.key }), 400, 'validation_failed');
+  const other = await api(node, 'GET', '/public/events', { key: pro.key });
   t.notOk(other.body.data.some((e: { id: string }) => ids.includes(e.id)), 'only the caller\'s organization');
 });
 
 t.test('every webhook route is in the OpenAPI document with its scope', async (t) => {
-  const doc = (await api(member, 'GET', '/api/v1/openapi.json')).body;
+  const doc = (await api(node, 'GET', '/api/v1/openapi.json')).body;
   const create = doc.paths['/api/v1/public/webhooks'].post;
   t.same(create['x-scopes'], ['webhooks:write']);
   t.match(create.responses['402'].description, /plan_feature_unavailable/);

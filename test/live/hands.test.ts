@@ -1,13 +1,13 @@
 import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
-import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { connect } from '../helpers/ws.ts';
 
 // Raised hands over real room sockets: first raised first, your own hand only, hosts lower one or all.
 const clock = new ManualClock(Date.parse('2026-11-24T09:00:00Z'));
-const member = await startTestMember(t, { clock, redis: false });
-const tenant = await createTenant(member);
-const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
+const node = await startTestNode(t, { clock, redis: false });
+const tenant = await createTenant(node);
+const call = (method: string, path: string, body?: unknown) => api(node, method, path, { key: tenant.key, ...(body ? { body } : {}) });
 const teacher = (await call('POST', '/public/users', { externalId: 'h-t', fullName: 'Hana Host', role: 'TEACHER' })).body.data;
 const s1 = (await call('POST', '/public/users', { externalId: 'h-s1', fullName: 'Ada One', role: 'STUDENT' })).body.data;
 const s2 = (await call('POST', '/public/users', { externalId: 'h-s2', fullName: 'Bo Two', role: 'STUDENT' })).body.data;
@@ -15,7 +15,7 @@ const m = (await call('POST', '/public/meetings', { title: 'Hands', type: 'MEETI
 
 async function enter(userId: string, role = 'PARTICIPANT') {
   const link = (await call('POST', `/public/meetings/${m.id}/join-links`, { userId, role })).body.data;
-  const s = (await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: `d-${userId}-${Math.random()}` } })).body.data;
+  const s = (await api(node, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: `d-${userId}-${Math.random()}` } })).body.data;
   const room = await connect(t, s.mediaUrl, s.mediaToken);
   const joined = await room.type('joined');
   return { room, id: joined.participantId as string, joined };

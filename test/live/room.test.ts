@@ -1,22 +1,22 @@
 import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
-import { api, createTenant, startTestMember, type Tenant } from '../helpers/member.ts';
+import { api, createTenant, startTestNode, type Tenant } from '../helpers/node.ts';
 import { assertError } from '../helpers/assert.ts';
 import { connect, eventually } from '../helpers/ws.ts';
 
 const clock = new ManualClock(Date.parse('2026-09-07T08:00:00Z'));
-const member = await startTestMember(t, { clock, redis: process.env.ROOM_REDIS !== "0" });
-const sql = member.app.sql;
+const node = await startTestNode(t, { clock, redis: process.env.ROOM_REDIS !== "0" });
+const sql = node.app.sql;
 
 async function setup(plan: 'free' | 'pro' = 'pro', settings: Record<string, unknown> = {}) {
-  const tenant = await createTenant(member, plan);
-  const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
+  const tenant = await createTenant(node, plan);
+  const call = (method: string, path: string, body?: unknown) => api(node, method, path, { key: tenant.key, ...(body ? { body } : {}) });
   const teacher = (await call('POST', '/public/users', { externalId: 'teacher', fullName: 'Tina Teacher', role: 'TEACHER' })).body.data;
   const student = (await call('POST', '/public/users', { externalId: 'student', fullName: 'Sam Student', role: 'STUDENT', email: 'sam@school.test' })).body.data;
   const meeting = (await call('POST', '/public/meetings', { title: 'Physics', type: 'MEETING', hostUserId: teacher.id, scheduledStart: new Date(clock.now()).toISOString(), durationMinutes: plan === 'free' ? 40 : 90, settings })).body.data;
   const session = async (userId: string, role = 'PARTICIPANT', deviceId = `dev-${userId}-${Math.random()}`) => {
     const link = (await call('POST', `/public/meetings/${meeting.id}/join-links`, { userId, role })).body.data;
-    const r = await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId } });
+    const r = await api(node, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId } });
     if (r.status !== 200) throw new Error(JSON.stringify(r.body));
     return { ...r.body.data, deviceId };
   };
@@ -34,8 +34,8 @@ t.test('hosts and students meet: LIVE on first join, roster pushed, host ends it
   const [started] = await events(tenant, 'meeting.started');
   t.match(started!.data, { meetingId: meeting.id, status: 'LIVE', startedAt: '2026-09-07T08:00:00.000Z' });
 
-  t.ok(member.app.actors.passivateIdle(0) >= 1, 'idle actors can be passivated');
-  t.notOk(member.app.actors.loaded('meeting').includes(`meeting:${meeting.id}`));
+  t.ok(node.app.actors.passivateIdle(0) >= 1, 'idle actors can be passivated');
+  t.notOk(node.app.actors.loaded('meeting').includes(`meeting:${meeting.id}`));
   const ss = await session(student.id);
   const stu = await connect(t, ss.mediaUrl, ss.mediaToken, 'android');
   t.same((await stu.type('joined')).roster.map((p: any) => p.name).sort(), ['Sam Student', 'Tina Teacher'], 'rehydrated from its snapshot, the host still in');
@@ -54,7 +54,7 @@ t.test('hosts and students meet: LIVE on first join, roster pushed, host ends it
   const [ended] = await events(tenant, 'meeting.ended');
   t.match(ended!.data, { endedReason: 'HOST_ENDED', durationSeconds: 1800 });
   t.equal((await events(tenant, 'participant.left')).length, 2, 'everyone still in left with the end');
-  assertError(t, await api(member, 'POST', '/join-tokens/refresh', { bearer: ss.accessToken }), 410, 'meeting_ended');
+  assertError(t, await api(node, 'POST', '/join-tokens/refresh', { bearer: ss.accessToken }), 410, 'meeting_ended');
 });
 
 t.test('a reconnect within the grace period makes no leave/join pair; after it the participant leaves', async (t) => {
@@ -77,7 +77,7 @@ t.test('a reconnect within the grace period makes no leave/join pair; after it t
   again.close();
   await eventually(async () => (await sql`select 1 from actor_timers where name = ${`reconnect:${participantId}`}`).length);
   clock.advance(15_001);
-  await member.app.timers.tick();
+  await node.app.timers.tick();
   const left = await eventually(() => events(tenant, 'participant.left').then((r) => r[0]));
   t.match(left!.data, { participantId, durationSeconds: 10 });
   await host.next((m) => m.type === 'roster' && m.participants.length === 1);
@@ -91,10 +91,10 @@ t.test('an empty room ends after its grace (ROOM_FINISHED); the plan cap ends a 
   host.ws.send(JSON.stringify({ type: 'leave' }));
   t.equal((await host.waitClosed()).code, 4000, 'leaving closes the socket');
   clock.advance(59_000);
-  await member.app.timers.tick();
+  await node.app.timers.tick();
   t.equal((await a.call('GET', `/public/meetings/${a.meeting.id}`)).body.data.status, 'LIVE', 'still live during the grace');
   clock.advance(2_000);
-  await member.app.timers.tick();
+  await node.app.timers.tick();
   t.match((await a.call('GET', `/public/meetings/${a.meeting.id}`)).body.data, { status: 'ENDED', endedReason: 'ROOM_FINISHED' });
 
   const b = await setup('free');
@@ -102,10 +102,10 @@ t.test('an empty room ends after its grace (ROOM_FINISHED); the plan cap ends a 
   const h2 = await connect(t, bs.mediaUrl, bs.mediaToken);
   await h2.type('joined');
   clock.advance(39 * 60_000);
-  await member.app.timers.tick();
+  await node.app.timers.tick();
   t.equal((await b.call('GET', `/public/meetings/${b.meeting.id}`)).body.data.status, 'LIVE');
   clock.advance(60_000);
-  await member.app.timers.tick();
+  await node.app.timers.tick();
   t.equal((await h2.waitClosed()).code, 4002);
   const m = (await b.call('GET', `/public/meetings/${b.meeting.id}`)).body.data;
   t.match(m, { status: 'ENDED', endedReason: 'PLAN_LIMIT', durationSeconds: 40 * 60 });
@@ -124,15 +124,15 @@ t.test('the waiting room: queued, admitted by a host over the socket, then a roo
   await waiting.type('waiting');
   const list = await host.next((m) => m.type === 'waiting-room' && m.entries.length === 1);
   t.match(list.entries[0], { queueId: ss.waitingRoom.queueId });
-  const status = await api(member, 'GET', `/meetings/${meeting.slug}/waiting-room/status/${ss.waitingRoom.queueId}`, { bearer: ss.accessToken });
+  const status = await api(node, 'GET', `/meetings/${meeting.slug}/waiting-room/status/${ss.waitingRoom.queueId}`, { bearer: ss.accessToken });
   t.match(status.body.data, { status: 'WAITING', admittedAt: null });
-  assertError(t, await api(member, 'POST', `/meetings/${meeting.slug}/token`, { bearer: ss.accessToken, body: { queueId: ss.waitingRoom.queueId, deviceId: ss.deviceId } }), 409, 'waiting_not_admitted');
+  assertError(t, await api(node, 'POST', `/meetings/${meeting.slug}/token`, { bearer: ss.accessToken, body: { queueId: ss.waitingRoom.queueId, deviceId: ss.deviceId } }), 409, 'waiting_not_admitted');
 
   clock.advance(5_000);
   const admitAt = new Date(clock.now()).toISOString();
   t.match(await host.command({ type: 'admit', queueId: ss.waitingRoom.queueId }), { ok: true, status: 'ADMITTED' });
   t.match(await waiting.type('admitted'), { queueId: ss.waitingRoom.queueId });
-  const tok = await api(member, 'POST', `/meetings/${meeting.slug}/token`, { bearer: ss.accessToken, body: { queueId: ss.waitingRoom.queueId, deviceId: ss.deviceId } });
+  const tok = await api(node, 'POST', `/meetings/${meeting.slug}/token`, { bearer: ss.accessToken, body: { queueId: ss.waitingRoom.queueId, deviceId: ss.deviceId } });
   t.equal(tok.status, 200);
   t.match(tok.body.data, { mediaToken: /^mrt_/, role: 'PARTICIPANT' });
   const stu = await connect(t, tok.body.data.mediaUrl, tok.body.data.mediaToken);
@@ -145,11 +145,11 @@ t.test('the waiting room: queued, admitted by a host over the socket, then a roo
   const os = await session(other.id);
   const viaApi = await call('POST', `/public/meetings/${meeting.externalId ?? meeting.id}/waiting-room/${os.waitingRoom.queueId}/admit`);
   t.match(viaApi.body.data, { status: 'ADMITTED' });
-  const wrong = await api(member, 'GET', `/meetings/not-this-one/waiting-room/status/${os.waitingRoom.queueId}`, { bearer: os.accessToken });
+  const wrong = await api(node, 'GET', `/meetings/not-this-one/waiting-room/status/${os.waitingRoom.queueId}`, { bearer: os.accessToken });
   assertError(t, wrong, 403, 'session_wrong_meeting');
   const denied = await session((await call('POST', '/public/users', { externalId: 'd', fullName: 'D', role: 'STUDENT' })).body.data.id);
   t.match(await host.command({ type: 'deny', queueId: denied.waitingRoom.queueId }), { ok: true, status: 'DENIED' });
-  assertError(t, await api(member, 'POST', `/meetings/${meeting.slug}/token`, { bearer: denied.accessToken, body: { queueId: denied.waitingRoom.queueId, deviceId: denied.deviceId } }), 403, 'waiting_denied');
+  assertError(t, await api(node, 'POST', `/meetings/${meeting.slug}/token`, { bearer: denied.accessToken, body: { queueId: denied.waitingRoom.queueId, deviceId: denied.deviceId } }), 403, 'waiting_denied');
   t.match(await stu.command({ type: 'admit', queueId: 'wr_x' }), { ok: false, error: { code: 'forbidden' } });
 });
 
@@ -171,7 +171,7 @@ t.test('deactivation disconnects at once; a removed participant cannot refresh',
   const joined = await o.type('joined');
   t.match(await host.command({ type: 'remove', participantId: joined.participantId }), { ok: true });
   t.equal((await o.waitClosed()).code, 4001);
-  assertError(t, await api(member, 'POST', '/join-tokens/refresh', { bearer: os.accessToken }), 401, 'session_revoked');
+  assertError(t, await api(node, 'POST', '/join-tokens/refresh', { bearer: os.accessToken }), 401, 'session_revoked');
   await t.rejects(connect(t, os.mediaUrl, os.mediaToken), /upgrade refused: 401/, 'nor reconnect');
 });
 

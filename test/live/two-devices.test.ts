@@ -1,19 +1,19 @@
 import t from 'tap';
-import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { connect } from '../helpers/ws.ts';
 
 // One person on two devices (a laptop and a phone, each with its own join link): two participants, both
 // in the room, each with its own socket; leaving on one keeps the other in.
-const member = await startTestMember(t, { redis: false });
-const tenant = await createTenant(member);
-const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
+const node = await startTestNode(t, { redis: false });
+const tenant = await createTenant(node);
+const call = (method: string, path: string, body?: unknown) => api(node, method, path, { key: tenant.key, ...(body ? { body } : {}) });
 const teacher = (await call('POST', '/public/users', { externalId: 'td-t', fullName: 'Tess Host', role: 'TEACHER' })).body.data;
 const student = (await call('POST', '/public/users', { externalId: 'td-s', fullName: 'Sol Student', role: 'STUDENT' })).body.data;
 const m = (await call('POST', '/public/meetings', { title: 'Two devices', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2030-11-24T09:00:00Z', durationMinutes: 60 })).body.data;
 
 async function enter(userId: string, deviceId: string, role = 'PARTICIPANT') {
   const link = (await call('POST', `/public/meetings/${m.id}/join-links`, { userId, role })).body.data;
-  const s = (await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId } })).body.data;
+  const s = (await api(node, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId } })).body.data;
   const room = await connect(t, s.mediaUrl, s.mediaToken);
   const joined = await room.type('joined');
   return { room, id: joined.participantId as string };

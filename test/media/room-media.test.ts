@@ -1,13 +1,13 @@
 import t, { type Test } from 'tap';
-import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { enterRoom, framesOf } from '../helpers/media.ts';
 import { eventually } from '../helpers/ws.ts';
 
 // Real WebRTC through Aula's SFU: mediasoup-client 3.6 on libwebrtc in this process, the room protocol over
-// the real WebSocket, one member with one mediasoup worker, real Postgres and Redis.
-const member = await startTestMember(t);
-const tenant = await createTenant(member);
-const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
+// the real WebSocket, one node with one mediasoup worker, real Postgres and Redis.
+const node = await startTestNode(t);
+const tenant = await createTenant(node);
+const call = (method: string, path: string, body?: unknown) => api(node, method, path, { key: tenant.key, ...(body ? { body } : {}) });
 const teacher = (await call('POST', '/public/users', { externalId: 't', fullName: 'Tina Teacher', role: 'TEACHER' })).body.data;
 const students = await Promise.all(
   ['Sam', 'Ana', 'Lee'].map(async (name) => (await call('POST', '/public/users', { externalId: name, fullName: name, role: 'STUDENT' })).body.data),
@@ -22,7 +22,7 @@ async function meeting(settings: Record<string, unknown> = {}, type = 'MEETING')
   return (await call('POST', '/public/meetings', body)).body.data;
 }
 
-const enter = (t: Test, meetingId: string, userId: string, role = 'PARTICIPANT') => enterRoom(t, member, tenant.key, meetingId, userId, role);
+const enter = (t: Test, meetingId: string, userId: string, role = 'PARTICIPANT') => enterRoom(t, node, tenant.key, meetingId, userId, role);
 
 const ackError = (p: Promise<unknown>) =>
   p.then(
@@ -47,7 +47,7 @@ t.test('two-way audio and video between a teacher and a student through the SFU'
     return h.sent > before.host.sent + 20_000 && h.received > before.host.received + 20_000 && s.sent > before.stu.sent + 20_000 && s.received > before.stu.received + 20_000;
   }, 15_000);
   t.pass('RTP bytes grow on both sides, sent and received');
-  const scrape = await (await fetch(`${member.url}/metrics`)).text();
+  const scrape = await (await fetch(`${node.url}/metrics`)).text();
   const value = (name: string) => Number(scrape.match(new RegExp(`^${name} (\\d+)`, 'm'))?.[1]);
   t.match({ rooms: value('aula_media_rooms'), participants: value('aula_media_participants'), producers: value('aula_media_producers'), consumers: value('aula_media_consumers') }, { rooms: 1, participants: 2, producers: 4, consumers: 4 }, 'the metrics count the room, its two participants, four tracks in and four out');
   await eventually(() => host.peer.from(stu.participantId, 'mic')!.peak > 3000 && stu.peer.from(host.participantId, 'mic')!.peak > 3000, 10_000);
@@ -185,7 +185,7 @@ t.test('a removed participant\'s transports close at once', async (t) => {
   const consumerId = (await eventually(() => host.peer.from(stu.participantId, 'mic'), 10_000))!.consumer.id;
   t.match(await host.room.command({ type: 'remove', participantId: stu.participantId }), { ok: true });
   t.match(await host.room.type('consumer-closed'), { consumerId }, 'what the student sent is gone for everyone');
-  const room = await member.app.media!.rooms.room(m.id);
+  const room = await node.app.media!.rooms.room(m.id);
   await eventually(() => room!.peers === 1);
   t.pass('only the host has media left');
 });

@@ -198,11 +198,11 @@ t.test('two Mailers ticking at once send every email exactly once', async (t) =>
   t.ok(rows.every((r) => r.attempts === 1 && r.sentAt !== null), 'each row claimed once');
 });
 
-t.test('a claimed email belongs to its member until the lease runs out, then another sends it', async (t) => {
+t.test('a claimed email belongs to its node until the lease runs out, then another sends it', async (t) => {
   const clock = new ManualClock();
   const sink = await startSmtpSink(t);
   const [id] = await queue(clock, ['owner@lease.test']);
-  // A member claimed it and died before sending.
+  // A node claimed it and died before sending.
   await sql`update email_outbox set claimed_until = ${iso(clock.now() + 5 * 60_000)}, attempts = 1 where id = ${id!}`;
   const m = mailer(t, clock, `smtp://127.0.0.1:${sink.port}`);
   t.equal(await m.tick(), 0, 'not while the lease holds');

@@ -2,19 +2,19 @@ import t from 'tap';
 import WebSocket from 'ws';
 import { COMMAND_BUDGET } from '../../http/ws/gateway.ts';
 import { MAILBOX_LIMIT } from '../../src/runtime/actor-runtime.ts';
-import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { connect, eventually } from '../helpers/ws.ts';
 
 // The room socket under abuse: a student flooding refused commands, a second socket of one session.
-const member = await startTestMember(t);
-const tenant = await createTenant(member);
-const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
+const node = await startTestNode(t);
+const tenant = await createTenant(node);
+const call = (method: string, path: string, body?: unknown) => api(node, method, path, { key: tenant.key, ...(body ? { body } : {}) });
 const teacher = (await call('POST', '/public/users', { externalId: 't', fullName: 'Teacher', role: 'TEACHER' })).body.data;
 const student = (await call('POST', '/public/users', { externalId: 's', fullName: 'Student', role: 'STUDENT' })).body.data;
 
 async function session(meetingId: string, userId: string, role: string, deviceId = `d-${userId}-${Math.random()}`) {
   const link = (await call('POST', `/public/meetings/${meetingId}/join-links`, { userId, role })).body.data;
-  return (await api(member, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId } })).body.data;
+  return (await api(node, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId } })).body.data;
 }
 
 t.test('a socket flooding 1,000 refused commands a second: refused at the edge, then closed; an API end stays fast', async (t) => {
@@ -25,7 +25,7 @@ t.test('a socket flooding 1,000 refused commands a second: refused at the edge, 
   const ss = await session(m.id, student.id, 'PARTICIPANT');
   const stu = await connect(t, ss.mediaUrl, ss.mediaToken);
   await stu.type('joined');
-  const events = member.app.actors.counts.events;
+  const events = node.app.actors.counts.events;
 
   // 1,000 commands a second, in 10 ms bursts of 10, for up to 3 seconds or until the server closes the socket.
   let sent = 0;
@@ -50,8 +50,8 @@ t.test('a socket flooding 1,000 refused commands a second: refused at the edge, 
   const codes = new Set(acks.map((x) => x.error?.code));
   t.same([...codes].sort(), ['command_rate_limited', 'forbidden'], 'each was refused: forbidden by RoomAccess, then over the budget');
   t.ok(acks.filter((x) => x.error?.code === 'forbidden').length <= COMMAND_BUDGET.capacity / COMMAND_BUDGET.actorCost + 5, 'no more than the budget was looked at');
-  await eventually(() => member.app.actors.counts.events > events);
-  t.equal(member.app.actors.counts.events - events, 1, 'no refused command reached an actor (or the database): the one event is the closed socket\'s DISCONNECT');
+  await eventually(() => node.app.actors.counts.events > events);
+  t.equal(node.app.actors.counts.events - events, 1, 'no refused command reached an actor (or the database): the one event is the closed socket\'s DISCONNECT');
   t.ok(slowest < 500, `the host's socket stayed responsive (slowest ping ${Math.round(slowest)} ms)`);
 
   const t0 = performance.now();
@@ -153,11 +153,11 @@ t.test('the meeting actor\'s mailbox is bounded: past the limit, events are refu
   const hs = await session(m.id, teacher.id, 'HOST');
   const host = await connect(t, hs.mediaUrl, hs.mediaToken);
   await host.type('joined');
-  const busy = member.app.actors.counts.busy;
+  const busy = node.app.actors.counts.busy;
   // Far more events at once than the mailbox holds (as many sockets at once would send).
   const outcomes = await Promise.all(
     Array.from({ length: MAILBOX_LIMIT * 3 }, () =>
-      member.app.rooms.meeting.roomState(m.id).then(
+      node.app.rooms.meeting.roomState(m.id).then(
         () => 'ok',
         (err: { code?: string }) => err.code,
       ),
@@ -167,6 +167,6 @@ t.test('the meeting actor\'s mailbox is bounded: past the limit, events are refu
   t.ok(refused >= MAILBOX_LIMIT, `${refused} of ${outcomes.length} refused with room_busy`);
   t.ok(outcomes.filter((o) => o === 'ok').length >= MAILBOX_LIMIT - 1, 'the rest were answered');
   t.same([...new Set(outcomes)].sort(), ['ok', 'room_busy']);
-  t.equal(member.app.actors.counts.busy - busy, refused);
+  t.equal(node.app.actors.counts.busy - busy, refused);
   t.match(await host.command({ type: 'ask-unmute' }), { ok: true }, 'and the room answers again right after');
 });

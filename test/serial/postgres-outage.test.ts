@@ -1,26 +1,26 @@
 import postgres from 'postgres';
 import t from 'tap';
 import { Receiver } from '../helpers/receiver.ts';
-import { api, createTenant, startTestMember } from '../helpers/member.ts';
+import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { eventually } from '../helpers/ws.ts';
 
-// The member's database goes away under it, as in a restart: every connection to it is terminated and
+// The node's database goes away under it, as in a restart: every connection to it is terminated and
 // new ones are refused for a while, then allowed again. Promises: /readyz says so at once, requests
 // that need the database are refused fast as retryable (503 with Retry-After), nothing refused is
 // written, everything recovers without a restart, and every committed event reaches the webhook
 // receiver under one id (retries keep it; nothing is sent twice under a new one). Wall clock: serial lane.
-const member = await startTestMember(t, { redis: false, overrides: { WEBHOOKS_ALLOW_PRIVATE_TARGETS: true } });
-const tenant = await createTenant(member);
-const call = (method: string, path: string, body?: unknown) => api(member, method, path, { key: tenant.key, ...(body ? { body } : {}) });
+const node = await startTestNode(t, { redis: false, overrides: { WEBHOOKS_ALLOW_PRIVATE_TARGETS: true } });
+const tenant = await createTenant(node);
+const call = (method: string, path: string, body?: unknown) => api(node, method, path, { key: tenant.key, ...(body ? { body } : {}) });
 const receiver = await Receiver.start(t);
-const dbName = new URL(member.app.config.AULA_DATABASE_URL!).pathname.slice(1);
+const dbName = new URL(node.app.config.AULA_DATABASE_URL!).pathname.slice(1);
 const admin = postgres('postgres://postgres@127.0.0.1:5432/postgres', { max: 1, onnotice: () => {} });
 t.teardown(async () => {
   await admin.unsafe(`alter database ${dbName} allow_connections true`).catch(() => {});
   await admin.end();
 });
 
-t.test('the database restarts under a busy member: refused fast while it is down, no event lost or re-identified', async (t) => {
+t.test('the database restarts under a busy node: refused fast while it is down, no event lost or re-identified', async (t) => {
   t.equal((await call('POST', '/public/webhooks', { url: receiver.url(), events: ['user.created'] })).status, 201);
   const committed: string[] = [];
   const create = async (n: string) => {
@@ -34,7 +34,7 @@ t.test('the database restarts under a busy member: refused fast while it is down
   await admin.unsafe(`alter database ${dbName} allow_connections false`);
   await admin`select pg_terminate_backend(pid) from pg_stat_activity where datname = ${dbName}`;
   const t0 = performance.now();
-  const ready = await api(member, 'GET', '/readyz');
+  const ready = await api(node, 'GET', '/readyz');
   t.ok(performance.now() - t0 < 500, `/readyz answered in ${Math.round(performance.now() - t0)} ms`);
   t.match(ready, { status: 503, body: { error: { code: 'service_unavailable', details: { database: 'down' } } } }, 'and names the database');
   let refused = 0;
@@ -52,7 +52,7 @@ t.test('the database restarts under a busy member: refused fast while it is down
 
   // back
   await admin.unsafe(`alter database ${dbName} allow_connections true`);
-  t.ok(await eventually(async () => (await api(member, 'GET', '/readyz')).status === 200, 10_000), 'ready again without a restart');
+  t.ok(await eventually(async () => (await api(node, 'GET', '/readyz')).status === 200, 10_000), 'ready again without a restart');
   for (let i = 0; i < 10; i++) t.equal((await create(`after-${i}`)).status, 201);
 
   // every committed user reaches the receiver under one event id; nothing refused does

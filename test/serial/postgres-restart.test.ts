@@ -1,9 +1,9 @@
-// A real restart of PostgreSQL under two busy member processes (`aula serve`, one Redis): a server of
-// the test's own (test/helpers/postgres-server.ts) is stopped in fast mode while both members take
+// A real restart of PostgreSQL under two busy node processes (`aula serve`, one Redis): a server of
+// the test's own (test/helpers/postgres-server.ts) is stopped in fast mode while both nodes take
 // writes, started again, then restarted once more in the middle of a stream of writes. Promises, as
 // for a Redis outage: /readyz says the database is down at once, writes that need it are refused fast
 // as retryable (503, Retry-After), nothing refused is stored, everything recovers without a restart of
-// the members, and every committed event reaches the webhook receiver under one event id (retries keep
+// the nodes, and every committed event reaches the webhook receiver under one event id (retries keep
 // it; none is sent under a second). Wall clock: serial lane.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -16,9 +16,9 @@ import { migrate } from '../../src/db/migrate.ts';
 import { SCOPES } from '../../src/scopes.ts';
 import { ApiKeys } from '../../src/services/api-keys.ts';
 import { createOrg } from '../../src/services/orgs.ts';
-import { REDIS_URL, TEST_SECRET } from '../helpers/member.ts';
+import { REDIS_URL, TEST_SECRET } from '../helpers/node.ts';
 import { startPostgresServer } from '../helpers/postgres-server.ts';
-import { spawnMember, type MemberProcess } from '../helpers/process.ts';
+import { spawnNode, type NodeProcess } from '../helpers/process.ts';
 import { Receiver } from '../helpers/receiver.ts';
 import { redisPrefixFor } from '../helpers/redis-server.ts';
 import { eventually } from '../helpers/ws.ts';
@@ -42,7 +42,7 @@ const env = {
   WEBHOOKS_ALLOW_PRIVATE_TARGETS: 'true',
   AULA_WEBHOOK_POLL_MS: '200',
 };
-const members: MemberProcess[] = [await spawnMember(t, env), await spawnMember(t, env)];
+const nodes: NodeProcess[] = [await spawnNode(t, env), await spawnNode(t, env)];
 const receiver = await Receiver.start(t);
 
 interface Answer {
@@ -52,7 +52,7 @@ interface Answer {
   ms: number;
   body: any;
 }
-async function call(m: MemberProcess, method: string, path: string, body?: unknown): Promise<Answer> {
+async function call(m: NodeProcess, method: string, path: string, body?: unknown): Promise<Answer> {
   const t0 = performance.now();
   const res = await fetch(`${m.url}${path}`, {
     method,
@@ -64,14 +64,14 @@ async function call(m: MemberProcess, method: string, path: string, body?: unkno
   return { status: res.status, code: json?.error?.code, retryAfter: res.headers.get('retry-after'), ms: performance.now() - t0, body: json };
 }
 
-/** Every user answered 201, and every other answer, from writes through both members in turn. */
+/** Every user answered 201, and every other answer, from writes through both nodes in turn. */
 const committed: string[] = [];
 const refused: Answer[] = [];
 const unexpected: Answer[] = [];
 let n = 0;
 async function write(): Promise<Answer> {
   const i = n++;
-  const r = await call(members[i % 2]!, 'POST', '/api/v1/public/users', { externalId: `u-${i}`, fullName: `User ${i}`, role: 'STUDENT' });
+  const r = await call(nodes[i % 2]!, 'POST', '/api/v1/public/users', { externalId: `u-${i}`, fullName: `User ${i}`, role: 'STUDENT' });
   if (r.status === 201) committed.push(r.body.data.id);
   else if (r.status === 503) refused.push(r);
   else unexpected.push(r);
@@ -90,16 +90,16 @@ async function stream(lanes: number, stop: Promise<unknown>): Promise<void> {
     }),
   );
 }
-const ready = async (m: MemberProcess) => (await call(m, 'GET', '/readyz')).status === 200;
+const ready = async (m: NodeProcess) => (await call(m, 'GET', '/readyz')).status === 200;
 
-t.test('PostgreSQL stopped and started under two busy members', async (t) => {
-  t.equal((await call(members[0]!, 'POST', '/api/v1/public/webhooks', { url: receiver.url(), events: ['user.created'] })).status, 201);
+t.test('PostgreSQL stopped and started under two busy nodes', async (t) => {
+  t.equal((await call(nodes[0]!, 'POST', '/api/v1/public/webhooks', { url: receiver.url(), events: ['user.created'] })).status, 201);
   for (let i = 0; i < 10; i++) t.equal((await write()).status, 201);
 
   // stopped (fast mode: sessions ended, open transactions rolled back) while writes stream in
   const stopped = pg.stop();
   await stream(3, stopped);
-  for (const m of members) {
+  for (const m of nodes) {
     const r = await call(m, 'GET', '/readyz');
     t.ok(r.ms < 500, `/readyz answered in ${Math.round(r.ms)} ms`);
     t.match(r, { status: 503, code: 'service_unavailable', body: { error: { details: { database: 'down' } } } }, 'and names the database');
@@ -115,7 +115,7 @@ t.test('PostgreSQL stopped and started under two busy members', async (t) => {
   t.equal(refused.length - before, 10);
 
   await pg.start();
-  for (const m of members) t.ok(await eventually(() => ready(m), 15_000), 'ready again without a restart of the member');
+  for (const m of nodes) t.ok(await eventually(() => ready(m), 15_000), 'ready again without a restart of the node');
   for (let i = 0; i < 10; i++) t.equal((await write()).status, 201, 'writes go through again');
 });
 
@@ -123,7 +123,7 @@ t.test('PostgreSQL restarted in the middle of a stream of writes', async (t) => 
   const from = committed.length;
   const restarted = sleep(300).then(() => pg.restart());
   await stream(3, restarted.then(() => sleep(300)));
-  for (const m of members) t.ok(await eventually(() => ready(m), 15_000), 'ready after the restart');
+  for (const m of nodes) t.ok(await eventually(() => ready(m), 15_000), 'ready after the restart');
   for (let i = 0; i < 10; i++) t.equal((await write()).status, 201);
   t.ok(committed.length - from >= 10, `${committed.length - from} writes committed around the restart`);
 });

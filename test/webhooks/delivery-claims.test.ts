@@ -1,4 +1,4 @@
-// How the sending member claims and holds messages: claims ahead of free slots (bounded), released on
+// How the sending node claims and holds messages: claims ahead of free slots (bounded), released on
 // stop; fan-outs racing on the same events write each message and each SKIPPED row once; an outcome
 // is fenced by the shard epoch its message was claimed under.
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -8,16 +8,16 @@ import { LocalBus } from '../../src/cluster/bus.ts';
 import { shardOf, type Cluster } from '../../src/cluster/cluster.ts';
 import { newId } from '../../src/ids.ts';
 import { createLogger } from '../../src/logger.ts';
-import type { Member } from '../../src/member.ts';
+import type { Node } from '../../src/node.ts';
 import { WebhookDelivery } from '../../src/webhooks/delivery.ts';
 import { Outbox } from '../../src/outbox.ts';
 import { webhookActor } from '../../src/webhooks/envelope.ts';
 import { newSecret } from '../../src/webhooks/signing.ts';
-import { createTenant, startTestMember } from '../helpers/member.ts';
+import { createTenant, startTestNode } from '../helpers/node.ts';
 import { Receiver } from '../helpers/receiver.ts';
 
-async function addEndpoint(member: Member, orgId: string, url: string, status: 'ACTIVE' | 'DISABLED' = 'ACTIVE'): Promise<string> {
-  const { sql, tokens, clock } = member.app;
+async function addEndpoint(node: Node, orgId: string, url: string, status: 'ACTIVE' | 'DISABLED' = 'ACTIVE'): Promise<string> {
+  const { sql, tokens, clock } = node.app;
   const id = newId('whe', clock.now());
   await sql`insert into webhook_endpoints (id, org_id, url, events, status, secret_sealed, created_at, updated_at)
     values (${id}, ${orgId}, ${url}, ${['*']}, ${status}, ${tokens.data.seal(newSecret())}, ${iso(clock.now())}, ${iso(clock.now())})`;
@@ -25,8 +25,8 @@ async function addEndpoint(member: Member, orgId: string, url: string, status: '
 }
 
 /** Events written straight into the outbox (no after-commit wake-up: only the poll or a test's own fan-out finds them). */
-async function addEvents(member: Member, orgId: string, n: number): Promise<string[]> {
-  const { sql, clock } = member.app;
+async function addEvents(node: Node, orgId: string, n: number): Promise<string[]> {
+  const { sql, clock } = node.app;
   const ids = Array.from({ length: n }, () => newId('evt', clock.now()));
   await sql`insert into outbox (id, org_id, type, data, created_at)
     select id, ${orgId}, 'user.created', '{}'::jsonb, ${iso(clock.now())} from unnest(${ids}::text[]) as id`;
@@ -35,8 +35,8 @@ async function addEvents(member: Member, orgId: string, n: number): Promise<stri
 
 async function setup(t: Test, overrides: Record<string, unknown> = {}) {
   const clock = new ManualClock(Date.parse('2026-03-02T08:00:00Z'));
-  const member = await startTestMember(t, { clock, overrides: { WEBHOOKS_ALLOW_PRIVATE_TARGETS: true, ...overrides } });
-  return { clock, member, sql: member.app.sql, delivery: member.app.delivery };
+  const node = await startTestNode(t, { clock, overrides: { WEBHOOKS_ALLOW_PRIVATE_TARGETS: true, ...overrides } });
+  return { clock, node, sql: node.app.sql, delivery: node.app.delivery };
 }
 
 async function until(what: string, ok: () => Promise<boolean>, ms = 10_000): Promise<void> {
@@ -48,16 +48,16 @@ async function until(what: string, ok: () => Promise<boolean>, ms = 10_000): Pro
 }
 
 t.test('claims ahead: a slow endpoint holds at most twice its concurrency, sends at most its concurrency; stop releases what it never started', async (t) => {
-  const { member, sql, delivery } = await setup(t, { AULA_WEBHOOK_CONCURRENCY: 3 });
+  const { node, sql, delivery } = await setup(t, { AULA_WEBHOOK_CONCURRENCY: 3 });
   const slow = await Receiver.start(t);
   const other = await Receiver.start(t);
   slow.answer = () => ({ hang: true });
-  const a = await createTenant(member, 'pro');
-  const b = await createTenant(member, 'pro');
-  const slowId = await addEndpoint(member, a.orgId, slow.url());
-  await addEndpoint(member, b.orgId, other.url());
-  await addEvents(member, a.orgId, 12);
-  await addEvents(member, b.orgId, 4);
+  const a = await createTenant(node, 'pro');
+  const b = await createTenant(node, 'pro');
+  const slowId = await addEndpoint(node, a.orgId, slow.url());
+  await addEndpoint(node, b.orgId, other.url());
+  await addEvents(node, a.orgId, 12);
+  await addEvents(node, b.orgId, 4);
   const claimed = async () =>
     (await sql<{ n: number }[]>`select count(*)::int as n from webhook_messages where endpoint_id = ${slowId} and status = 'PENDING' and claimed_until is not null`)[0]!.n;
 
@@ -78,7 +78,7 @@ t.test('claims ahead: a slow endpoint holds at most twice its concurrency, sends
   await stopping;
   await ticking;
   const n = (await sql<{ n: number }[]>`select count(*)::int as n from webhook_messages where endpoint_id = ${slowId} and status = 'SUCCEEDED'`)[0]!.n;
-  t.equal(n, 3, 'the three in flight record their outcome while the member stops');
+  t.equal(n, 3, 'the three in flight record their outcome while the node stops');
   t.equal(slow.received.length, 3, 'nothing else was sent');
 
   delivery.start(500);
@@ -89,14 +89,14 @@ t.test('claims ahead: a slow endpoint holds at most twice its concurrency, sends
 });
 
 t.test('fan-outs racing on the same events write each message and each SKIPPED row once', async (t) => {
-  const { member, sql } = await setup(t);
+  const { node, sql } = await setup(t);
   const receiver = await Receiver.start(t);
-  const tenant = await createTenant(member, 'pro');
-  const active = await addEndpoint(member, tenant.orgId, receiver.url());
-  const disabled = await addEndpoint(member, tenant.orgId, receiver.url(), 'DISABLED');
-  const events = await addEvents(member, tenant.orgId, 300);
-  const { app } = member;
-  // a second dispatcher on the same database, as another member's would be (owning no shard: it only fans out)
+  const tenant = await createTenant(node, 'pro');
+  const active = await addEndpoint(node, tenant.orgId, receiver.url());
+  const disabled = await addEndpoint(node, tenant.orgId, receiver.url(), 'DISABLED');
+  const events = await addEvents(node, tenant.orgId, 300);
+  const { app } = node;
+  // a second dispatcher on the same database, as another node's would be (owning no shard: it only fans out)
   const twin = new WebhookDelivery({
     sql,
     clock: app.clock,
@@ -124,16 +124,16 @@ t.test('fan-outs racing on the same events write each message and each SKIPPED r
 });
 
 t.test('an outcome is fenced by the epoch its message was claimed under', async (t) => {
-  const { member, sql, delivery } = await setup(t);
+  const { node, sql, delivery } = await setup(t);
   const receiver = await Receiver.start(t);
   receiver.answer = () => ({ hang: true });
-  const tenant = await createTenant(member, 'pro');
-  const ep = await addEndpoint(member, tenant.orgId, receiver.url());
-  await addEvents(member, tenant.orgId, 1);
+  const tenant = await createTenant(node, 'pro');
+  const ep = await addEndpoint(node, tenant.orgId, receiver.url());
+  await addEvents(node, tenant.orgId, 1);
   const shard = shardOf(webhookActor(ep));
   const ticking = delivery.tick();
   await receiver.waitFor(1);
-  // another member takes the shard (its epoch moves on) while the attempt is in flight
+  // another node takes the shard (its epoch moves on) while the attempt is in flight
   await sql`update shards set epoch = epoch + 1 where id = ${shard}`;
   receiver.answer = () => ({ status: 200, body: 'ok' });
   receiver.release();
@@ -146,13 +146,13 @@ t.test('an outcome is fenced by the epoch its message was claimed under', async 
 });
 
 t.test('a response body with NUL bytes is kept (as U+FFFD) and its outcome recorded with the others of its batch', async (t) => {
-  const { member, sql, delivery } = await setup(t);
+  const { node, sql, delivery } = await setup(t);
   const receiver = await Receiver.start(t);
   let n = 0;
   receiver.answer = () => (n++ === 0 ? { status: 500, body: 'bad\u0000body' } : { status: 200, body: 'ok' });
-  const tenant = await createTenant(member, 'pro');
-  const ep = await addEndpoint(member, tenant.orgId, receiver.url());
-  await addEvents(member, tenant.orgId, 5);
+  const tenant = await createTenant(node, 'pro');
+  const ep = await addEndpoint(node, tenant.orgId, receiver.url());
+  await addEvents(node, tenant.orgId, 5);
   await delivery.tick();
   t.equal(receiver.received.length, 5);
   const rows = await sql<{ status: string; responseBody: string }[]>`select status, response_body from webhook_attempts where endpoint_id = ${ep} order by status`;

@@ -1,5 +1,5 @@
-// Webhook delivery when processes and Redis fail, with real member processes (`aula serve`), real
-// Postgres, real Redis and a real receiver: kill -9 of the member in the middle of a send, and a Redis
+// Webhook delivery when processes and Redis fail, with real node processes (`aula serve`), real
+// Postgres, real Redis and a real receiver: kill -9 of the node in the middle of a send, and a Redis
 // restart in the middle of a stream of events. At-least-once: every event arrives, with its id.
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,8 +20,8 @@ import { webhookActor } from '../../src/webhooks/envelope.ts';
 import { newSecret } from '../../src/webhooks/signing.ts';
 import { verifySvcSignature } from '../../src/webhooks/verify.ts';
 import { Fleet } from '../cluster/fixtures/fleet.ts';
-import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/member.ts';
-import { spawnMember, type MemberProcess } from '../helpers/process.ts';
+import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/node.ts';
+import { spawnNode, type NodeProcess } from '../helpers/process.ts';
 import { Receiver } from '../helpers/receiver.ts';
 import { freePort, redisPrefixFor, startRedisServer } from '../helpers/redis-server.ts';
 
@@ -65,14 +65,14 @@ async function post(url: string, key: string, path: string, body: unknown): Prom
   return json.data;
 }
 
-t.test('kill -9 of the member in the middle of a send: the survivor sends the event again, same id', async (t) => {
+t.test('kill -9 of the node in the middle of a send: the survivor sends the event again, same id', async (t) => {
   const redis = new Redis(REDIS_URL);
   const prefix = redisPrefixFor(t, redis);
   const fleet = new Fleet(t, { env: { ...baseEnv, AULA_REDIS_URL: REDIS_URL, AULA_REDIS_PREFIX: prefix }, redis, sql, prefix });
   const [a, b] = await Promise.all([fleet.start('a'), fleet.start('b')]);
   t.teardown(() => {
     if (t.passing()) return;
-    for (const p of fleet.procs) for (const l of p.member.logs) if ((l.level as number) >= 40) t.comment(`${p.name}: ${JSON.stringify(l).slice(0, 400)}`);
+    for (const p of fleet.procs) for (const l of p.node.logs) if ((l.level as number) >= 40) t.comment(`${p.name}: ${JSON.stringify(l).slice(0, 400)}`);
   });
   await fleet.waitSettled([a!, b!]);
   const receiver = await Receiver.start(t);
@@ -81,23 +81,23 @@ t.test('kill -9 of the member in the middle of a send: the survivor sends the ev
   const ep = await addEndpoint(orgId, receiver.url());
   const shard = shardOf(webhookActor(ep.id));
   // the shard's owner as Postgres records it (placement settled in Redis first; the epoch row follows)
-  let sender: ReturnType<typeof fleet.byMember>;
+  let sender: ReturnType<typeof fleet.byNode>;
   for (let i = 0; i < 100 && !sender; i++) {
     if (i) await sleep(50);
     const [row] = await sql<{ owner: string | null }[]>`select owner from shards where id = ${shard}`;
-    sender = fleet.byMember(row?.owner ?? null);
+    sender = fleet.byNode(row?.owner ?? null);
   }
   if (!sender) throw new Error(`shard ${shard} has no owner among the fleet after 5 s`);
   const other = sender === a ? b! : a!;
   t.comment(`endpoint on shard ${shard}, owned by ${sender.name}; the event is created through ${other.name}`);
 
-  // created through the other member: fanned out there, and the owner is woken over the bus
+  // created through the other node: fanned out there, and the owner is woken over the bus
   const user = await post(other.url, key, '/public/users', { externalId: 'kill-1', fullName: 'Kim Kill', role: 'STUDENT' });
   await receiver.waitFor(1, 10_000);
   t.equal(receiver.received[0]!.body.data.userId, user.id, 'the owner is sending the event (the receiver holds the request)');
   const killedAt = performance.now();
-  const gone = once(sender.member.proc, 'exit');
-  sender.member.proc.kill('SIGKILL');
+  const gone = once(sender.node.proc, 'exit');
+  sender.node.proc.kill('SIGKILL');
   await gone;
   receiver.answer = () => ({ status: 200, body: 'ok' });
   await receiver.waitFor(2, 20_000).catch(async (err) => {
@@ -129,7 +129,7 @@ t.test('Redis restarted in the middle of a stream of events: every event is deli
   const port = await freePort();
   let redis = await startRedisServer(t, port);
   const env = { ...baseEnv, AULA_REDIS_URL: `redis://127.0.0.1:${port}`, AULA_REDIS_PREFIX: 'aula:' };
-  const members: MemberProcess[] = await Promise.all([spawnMember(t, env), spawnMember(t, env)]);
+  const nodes: NodeProcess[] = await Promise.all([spawnNode(t, env), spawnNode(t, env)]);
   const receiver = await Receiver.start(t);
   const { orgId, key } = await tenant('Restart School');
   await addEndpoint(orgId, receiver.url());
@@ -138,7 +138,7 @@ t.test('Redis restarted in the middle of a stream of events: every event is deli
   let failedCalls = 0;
   const produce = async (n: number, from: number) => {
     for (let i = from; i < from + n; i++) {
-      const via = members[i % members.length]!;
+      const via = nodes[i % nodes.length]!;
       try {
         const u = await post(via.url, key, '/public/users', { externalId: `r-${i}`, fullName: `Rae ${i}`, role: 'STUDENT' });
         created.push(u.id);
@@ -152,7 +152,7 @@ t.test('Redis restarted in the middle of a stream of events: every event is deli
   redis.kill('SIGKILL');
   await new Promise((r) => redis.once('exit', r));
   await produce(20, 20); // while Redis is down: the API still answers, events are still committed
-  await sleep(3500); // past the shard lease: the members step down and own nothing until Redis is back
+  await sleep(3500); // past the shard lease: the nodes step down and own nothing until Redis is back
   redis = await startRedisServer(t, port);
   await produce(20, 40);
   t.comment(`${created.length} users created, ${failedCalls} API calls refused while Redis was down`);

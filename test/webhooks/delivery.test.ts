@@ -3,20 +3,20 @@ import t, { type Test } from 'tap';
 import { Webhook } from 'standardwebhooks';
 import { ManualClock, iso } from '../../src/clock.ts';
 import { AUTO_DISABLE_AFTER_MS } from '../../actors/webhook-endpoint/webhook-endpoint.machine.ts';
-import type { Member } from '../../src/member.ts';
+import type { Node } from '../../src/node.ts';
 import { newId } from '../../src/ids.ts';
 import { MAX_ATTEMPTS, RETRY_SCHEDULE_MS, retryDelay } from '../../src/webhooks/delivery.ts';
 import { webhookActor } from '../../src/webhooks/envelope.ts';
 import { newSecret } from '../../src/webhooks/signing.ts';
 import { verifySvcSignature } from '../../src/webhooks/verify.ts';
-import { api, createTenant, startTestMember, type Tenant } from '../helpers/member.ts';
+import { api, createTenant, startTestNode, type Tenant } from '../helpers/node.ts';
 import { Receiver, type Received } from '../helpers/receiver.ts';
 
 const MIN = 60_000;
 
-/** A webhook endpoint row, as the management API stores it (secret sealed with the member's data key). */
-async function addEndpoint(member: Member, orgId: string, url: string, events: string[] = ['*']): Promise<{ id: string; secret: string }> {
-  const { sql, tokens, clock } = member.app;
+/** A webhook endpoint row, as the management API stores it (secret sealed with the node's data key). */
+async function addEndpoint(node: Node, orgId: string, url: string, events: string[] = ['*']): Promise<{ id: string; secret: string }> {
+  const { sql, tokens, clock } = node.app;
   const id = newId('whe', clock.now());
   const secret = newSecret();
   await sql`insert into webhook_endpoints (id, org_id, url, events, status, secret_sealed, created_at, updated_at)
@@ -25,8 +25,8 @@ async function addEndpoint(member: Member, orgId: string, url: string, events: s
 }
 
 let n = 0;
-async function createUser(member: Member, tenant: Tenant): Promise<string> {
-  const res = await api(member, 'POST', '/public/users', { key: tenant.key, body: { externalId: `u-${++n}`, email: `u${n}@example.com`, fullName: `User ${n}`, role: 'STUDENT' } });
+async function createUser(node: Node, tenant: Tenant): Promise<string> {
+  const res = await api(node, 'POST', '/public/users', { key: tenant.key, body: { externalId: `u-${++n}`, email: `u${n}@example.com`, fullName: `User ${n}`, role: 'STUDENT' } });
   if (res.status !== 200 && res.status !== 201) throw new Error(`create user: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.data.id;
 }
@@ -47,9 +47,9 @@ function independentVerify(secret: string, r: Received, nowMs: number): boolean 
 
 async function setup(t: Test, overrides: Record<string, unknown> = {}) {
   const clock = new ManualClock(Date.parse('2026-03-02T08:00:00Z'));
-  const member = await startTestMember(t, { clock, overrides: { WEBHOOKS_ALLOW_PRIVATE_TARGETS: true, ...overrides } });
+  const node = await startTestNode(t, { clock, overrides: { WEBHOOKS_ALLOW_PRIVATE_TARGETS: true, ...overrides } });
   const receiver = await Receiver.start(t);
-  return { clock, member, receiver, sql: member.app.sql, delivery: member.app.delivery };
+  return { clock, node, receiver, sql: node.app.sql, delivery: node.app.delivery };
 }
 
 t.test('retryDelay: the spec schedule, ±10% jitter, 8 attempts, Retry-After only postpones', async (t) => {
@@ -67,10 +67,10 @@ t.test('retryDelay: the spec schedule, ±10% jitter, 8 attempts, Retry-After onl
 });
 
 t.test('an event reaches the receiver signed, with the spec headers and the Standard Webhooks ones', async (t) => {
-  const { clock, member, receiver, delivery, sql } = await setup(t);
-  const tenant = await createTenant(member, 'pro');
-  const ep = await addEndpoint(member, tenant.orgId, receiver.url(), ['user.created']);
-  const userId = await createUser(member, tenant);
+  const { clock, node, receiver, delivery, sql } = await setup(t);
+  const tenant = await createTenant(node, 'pro');
+  const ep = await addEndpoint(node, tenant.orgId, receiver.url(), ['user.created']);
+  const userId = await createUser(node, tenant);
   await delivery.tick();
   t.equal(receiver.received.length, 1, 'one delivery');
   const r = receiver.received[0]!;
@@ -99,18 +99,18 @@ t.test('an event reaches the receiver signed, with the spec headers and the Stan
   const [msg] = await sql`select * from webhook_messages where endpoint_id = ${ep.id}`;
   t.match(msg, { status: 'SUCCEEDED', attempts: 1 });
 
-  await createUser(member, tenant);
-  await api(member, 'POST', `/public/users/${userId}/deactivate`, { key: tenant.key });
+  await createUser(node, tenant);
+  await api(node, 'POST', `/public/users/${userId}/deactivate`, { key: tenant.key });
   await delivery.tick();
   t.same(receiver.received.map((x) => x.body.type), ['user.created', 'user.created'], 'only the subscribed type (user.deactivated is not)');
 });
 
 t.test('plans: no webhooks feature, nothing queued, except background events', async (t) => {
-  const { member, receiver, delivery, sql, clock } = await setup(t);
-  const free = await createTenant(member, 'free');
-  const ep = await addEndpoint(member, free.orgId, receiver.url());
-  await createUser(member, free);
-  await sql.begin((tx) => member.app.outbox.emit(tx, free.orgId, 'meeting.ended', { meetingId: 'mtg_x', endedReason: 'PLAN_LIMIT' }, clock.now(), { background: true }));
+  const { node, receiver, delivery, sql, clock } = await setup(t);
+  const free = await createTenant(node, 'free');
+  const ep = await addEndpoint(node, free.orgId, receiver.url());
+  await createUser(node, free);
+  await sql.begin((tx) => node.app.outbox.emit(tx, free.orgId, 'meeting.ended', { meetingId: 'mtg_x', endedReason: 'PLAN_LIMIT' }, clock.now(), { background: true }));
   await delivery.tick();
   t.same(receiver.received.map((r) => r.body.type), ['meeting.ended'], 'only the background worker\'s event is delivered');
   const { count } = (await sql<{ count: number }[]>`select count(*)::int from webhook_messages where endpoint_id = ${ep.id}`)[0]!;
@@ -120,11 +120,11 @@ t.test('plans: no webhooks feature, nothing queued, except background events', a
 });
 
 t.test('the whole retry schedule on the injected clock: 8 attempts, re-signed, same id, jitter within ±10%', async (t) => {
-  const { clock, member, receiver, delivery, sql } = await setup(t);
+  const { clock, node, receiver, delivery, sql } = await setup(t);
   receiver.answer = () => ({ status: 500, body: 'x'.repeat(5000) });
-  const tenant = await createTenant(member, 'pro');
-  const ep = await addEndpoint(member, tenant.orgId, receiver.url());
-  await createUser(member, tenant);
+  const tenant = await createTenant(node, 'pro');
+  const ep = await addEndpoint(node, tenant.orgId, receiver.url());
+  await createUser(node, tenant);
   await delivery.tick();
   t.equal(receiver.received.length, 1, 'first attempt at once');
   const attemptTimes = [clock.now()];
@@ -158,11 +158,11 @@ t.test('the whole retry schedule on the injected clock: 8 attempts, re-signed, s
 });
 
 t.test('jitter spreads retries: many messages, every delay within ±10%, not all equal', async (t) => {
-  const { clock, member, receiver, delivery, sql } = await setup(t);
+  const { clock, node, receiver, delivery, sql } = await setup(t);
   receiver.answer = () => ({ status: 503 });
-  const tenant = await createTenant(member, 'pro');
-  const ep = await addEndpoint(member, tenant.orgId, receiver.url());
-  for (let i = 0; i < 30; i++) await createUser(member, tenant);
+  const tenant = await createTenant(node, 'pro');
+  const ep = await addEndpoint(node, tenant.orgId, receiver.url());
+  for (let i = 0; i < 30; i++) await createUser(node, tenant);
   await delivery.tick();
   const rows = await sql<{ nextAttemptAt: Date }[]>`select next_attempt_at from webhook_messages where endpoint_id = ${ep.id}`;
   const delays = rows.map((r) => r.nextAttemptAt.getTime() - clock.now());
@@ -172,26 +172,26 @@ t.test('jitter spreads retries: many messages, every delay within ±10%, not all
 });
 
 t.test('Retry-After on 429 postpones the next attempt', async (t) => {
-  const { clock, member, receiver, delivery, sql } = await setup(t);
+  const { clock, node, receiver, delivery, sql } = await setup(t);
   receiver.answer = () => ({ status: 429, headers: { 'retry-after': '1200' } });
-  const tenant = await createTenant(member, 'pro');
-  const ep = await addEndpoint(member, tenant.orgId, receiver.url());
-  await createUser(member, tenant);
+  const tenant = await createTenant(node, 'pro');
+  const ep = await addEndpoint(node, tenant.orgId, receiver.url());
+  await createUser(node, tenant);
   await delivery.tick();
   const [m] = await sql<{ nextAttemptAt: Date }[]>`select next_attempt_at from webhook_messages where endpoint_id = ${ep.id}`;
   t.equal(m!.nextAttemptAt.getTime() - clock.now(), 20 * MIN, 'retried after the 20 minutes the receiver asked for, not 1 minute');
 });
 
 t.test('3 days of failures disable the endpoint; owners are told; re-enabling resumes delivery', async (t) => {
-  const { clock, member, receiver, delivery, sql } = await setup(t);
-  const { app } = member;
+  const { clock, node, receiver, delivery, sql } = await setup(t);
+  const { app } = node;
   let up = false;
   receiver.answer = () => (up ? { status: 204 } : { status: 500 });
-  const tenant = await createTenant(member, 'pro');
+  const tenant = await createTenant(node, 'pro');
   await app.services.admins.create(app.sql, { orgId: tenant.orgId, email: 'owner@example.com', role: 'owner', password: 'correct horse battery staple' });
-  const ep = await addEndpoint(member, tenant.orgId, receiver.url());
+  const ep = await addEndpoint(node, tenant.orgId, receiver.url());
   const start = clock.now();
-  await createUser(member, tenant);
+  await createUser(node, tenant);
   await delivery.tick();
   let [row] = await sql`select status, failing_since from webhook_endpoints where id = ${ep.id}`;
   t.equal(row!.failingSince?.getTime(), start, 'the first failure starts the clock');
@@ -207,7 +207,7 @@ t.test('3 days of failures disable the endpoint; owners are told; re-enabling re
   const failStart = clock.now();
   // events keep coming and failing for 3 days
   for (let h = 0; h < 66; h += 6) {
-    await createUser(member, tenant);
+    await createUser(node, tenant);
     await delivery.tick();
     clock.advance(6 * 60 * MIN);
     await delivery.tick();
@@ -230,13 +230,13 @@ t.test('3 days of failures disable the endpoint; owners are told; re-enabling re
   t.equal(emails, 1, 'and an email is queued');
   const [mail] = await sql<{ subject: string; textBody: string }[]>`select subject, text_body from email_outbox where org_id = ${tenant.orgId}`;
   t.match(mail!.subject, receiver.url(), 'naming the endpoint');
-  t.ok(mail!.textBody.includes(`${member.url}/api/v1/`), 'with the API addresses in full');
+  t.ok(mail!.textBody.includes(`${node.url}/api/v1/`), 'with the API addresses in full');
 
   const before = receiver.received.length;
   clock.advance(7 * 24 * 60 * MIN);
   await delivery.tick();
   t.equal(receiver.received.length, before, 'nothing more is sent');
-  const missed = await createUser(member, tenant);
+  const missed = await createUser(node, tenant);
   await delivery.tick();
   t.equal(receiver.received.length, before, 'an event while disabled is not sent');
   const [skipped] = await sql`select status, event_type from webhook_attempts where endpoint_id = ${ep.id} and status = 'SKIPPED'`;
@@ -246,19 +246,19 @@ t.test('3 days of failures disable the endpoint; owners are told; re-enabling re
   up = true;
   const reply = await app.cluster.ask<{ ok: boolean; status: string }>(webhookActor(ep.id), { type: 'ENABLE' });
   t.match(reply, { ok: true, status: 'ACTIVE' });
-  await createUser(member, tenant);
+  await createUser(node, tenant);
   await delivery.tick();
   t.equal(receiver.received.length, before + 1, 're-enabled: new events are delivered');
   t.equal(receiver.received.at(-1)!.headers['svc-webhook-id'], receiver.received.at(-1)!.body.id);
 });
 
 t.test('a 410 from the receiver disables the endpoint at once', async (t) => {
-  const { member, receiver, delivery, sql } = await setup(t);
+  const { node, receiver, delivery, sql } = await setup(t);
   receiver.answer = () => ({ status: 410 });
-  const tenant = await createTenant(member, 'enterprise');
-  const ep = await addEndpoint(member, tenant.orgId, receiver.url());
-  await createUser(member, tenant);
-  await createUser(member, tenant);
+  const tenant = await createTenant(node, 'enterprise');
+  const ep = await addEndpoint(node, tenant.orgId, receiver.url());
+  await createUser(node, tenant);
+  await createUser(node, tenant);
   await delivery.tick();
   const [row] = await sql`select status, disabled_reason from webhook_endpoints where id = ${ep.id}`;
   t.match(row, { status: 'DISABLED', disabledReason: 'GONE' });
@@ -267,12 +267,12 @@ t.test('a 410 from the receiver disables the endpoint at once', async (t) => {
 });
 
 t.test('3xx is a failure and is never followed', async (t) => {
-  const { member, receiver, delivery, sql } = await setup(t);
+  const { node, receiver, delivery, sql } = await setup(t);
   const target = await Receiver.start(t);
   receiver.answer = () => ({ status: 307, headers: { location: target.url() } });
-  const tenant = await createTenant(member, 'pro');
-  const ep = await addEndpoint(member, tenant.orgId, receiver.url());
-  await createUser(member, tenant);
+  const tenant = await createTenant(node, 'pro');
+  const ep = await addEndpoint(node, tenant.orgId, receiver.url());
+  await createUser(node, tenant);
   await delivery.tick();
   t.equal(target.received.length, 0, 'the redirect target got nothing');
   const [log] = await sql`select status, status_code, error_kind from webhook_attempts where endpoint_id = ${ep.id}`;
@@ -280,15 +280,15 @@ t.test('3xx is a failure and is never followed', async (t) => {
 });
 
 t.test('bounded concurrency per endpoint', async (t) => {
-  const { member, receiver, delivery } = await setup(t, { AULA_WEBHOOK_CONCURRENCY: 3 });
+  const { node, receiver, delivery } = await setup(t, { AULA_WEBHOOK_CONCURRENCY: 3 });
   const other = await Receiver.start(t);
   receiver.answer = () => ({ hang: true });
-  const tenant = await createTenant(member, 'pro');
-  await addEndpoint(member, tenant.orgId, receiver.url());
-  const tenant2 = await createTenant(member, 'pro');
-  await addEndpoint(member, tenant2.orgId, other.url());
-  for (let i = 0; i < 12; i++) await createUser(member, tenant);
-  for (let i = 0; i < 4; i++) await createUser(member, tenant2);
+  const tenant = await createTenant(node, 'pro');
+  await addEndpoint(node, tenant.orgId, receiver.url());
+  const tenant2 = await createTenant(node, 'pro');
+  await addEndpoint(node, tenant2.orgId, other.url());
+  for (let i = 0; i < 12; i++) await createUser(node, tenant);
+  for (let i = 0; i < 4; i++) await createUser(node, tenant2);
   const ticking = delivery.tick();
   await receiver.waitFor(3);
   await other.waitFor(4);
@@ -306,15 +306,15 @@ t.test('bounded concurrency per endpoint', async (t) => {
 });
 
 t.test('retention: the maintenance actor purges the delivery log and events after 30 days, on its durable timer', async (t) => {
-  const { clock, member, receiver, delivery, sql } = await setup(t);
-  const { app } = member;
-  const tenant = await createTenant(member, 'pro');
-  const ep = await addEndpoint(member, tenant.orgId, receiver.url());
-  await createUser(member, tenant);
+  const { clock, node, receiver, delivery, sql } = await setup(t);
+  const { app } = node;
+  const tenant = await createTenant(node, 'pro');
+  const ep = await addEndpoint(node, tenant.orgId, receiver.url());
+  await createUser(node, tenant);
   await delivery.tick();
   const t0 = clock.now();
   clock.advance(20 * 24 * 60 * MIN);
-  await createUser(member, tenant);
+  await createUser(node, tenant);
   await delivery.tick();
   await app.cluster.ask('maintenance:retention', { type: 'ENSURE' });
   const count = async () =>

@@ -45,7 +45,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Prometheus metrics of the member that answers (docs/metrics.md).
+         * Prometheus metrics of the node that answers (docs/metrics.md).
          * @description With AULA_METRICS_TOKEN set, only for "Authorization: Bearer <token>". With AULA_METRICS_PORT set, served on that port instead, and route_not_found here.
          */
         get: operations["getMetrics"];
@@ -567,7 +567,7 @@ export interface paths {
         head?: never;
         /**
          * Rename the organization or set its allowed origins.
-         * @description allowedOrigins replaces the list: origins (scheme, host and optional port; http or https) whose pages may put the room in an iframe with the embedding SDK, at most 50. The room page answers with `Content-Security-Policy: frame-ancestors` built from it; running members pick a change up at once.
+         * @description allowedOrigins replaces the list: origins (scheme, host and optional port; http or https) whose pages may put the room in an iframe with the embedding SDK, at most 50. The room page answers with `Content-Security-Policy: frame-ancestors` built from it; running nodes pick a change up at once.
          */
         patch: operations["patchApiV1OrgsOrgId"];
         trace?: never;

@@ -1,29 +1,29 @@
 /**
- * A real Aula member (startMember: HTTP, media gateway, actor runtime, Redis cluster) for the cluster
+ * A real Aula node (startNode: HTTP, media gateway, actor runtime, Redis cluster) for the cluster
  * benchmarks, driven by the runner over stdin (bench/lib/rpc.ts). Prints `BENCH_READY {json}`.
  *
  * Besides the real actors it answers asks to `bench:<anything>` with a constant, from the same
  * cluster handler (an echo actor: routing without a transition or a commit), so the routing cost and
  * the cost of a real meeting transition can be told apart. Run with --expose-gc for `memory`.
- * The join storm (bench/storm.ts) uses two of these members and their `stormSetup` and `stormMeetings`
+ * The join storm (bench/storm.ts) uses two of these nodes and their `stormSetup` and `stormMeetings`
  * fixtures.
  */
 import { writeFileSync } from 'node:fs';
-import { startMember } from '../../src/member.ts';
+import { startNode } from '../../src/node.ts';
 import { createOrg } from '../../src/services/orgs.ts';
 import type { Scope } from '../../src/scopes.ts';
-import { closeOnSignals } from '../lib/member.ts';
+import { closeOnSignals } from '../lib/node.ts';
 import { pool } from '../lib/pool.ts';
 import { serveRpc } from '../lib/rpc-serve.ts';
 
-const member = await startMember({
-  wrapHandler: (handler) => (msg, shard, epoch) => (msg.actorId.startsWith('bench:') ? Promise.resolve({ ok: true, memberId }) : handler(msg, shard, epoch)),
+const node = await startNode({
+  wrapHandler: (handler) => (msg, shard, epoch) => (msg.actorId.startsWith('bench:') ? Promise.resolve({ ok: true, nodeId }) : handler(msg, shard, epoch)),
 });
-const { app } = member;
+const { app } = node;
 const { cluster, actors, sql, services, clock } = app;
-const memberId = cluster.memberId;
+const nodeId = cluster.nodeId;
 
-const shutdown = closeOnSignals(member);
+const shutdown = closeOnSignals(node);
 
 const gc = (globalThis as { gc?: () => void }).gc;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -33,7 +33,7 @@ const HOST_SCOPES = new Set<Scope>(['meetings:write']);
 
 const commands: Record<string, (args: any) => Promise<unknown>> = {
   async info() {
-    return { memberId, port: member.port, url: member.url, pid: process.pid, owned: [...cluster.owned().keys()] };
+    return { nodeId, port: node.port, url: node.url, pid: process.pid, owned: [...cluster.owned().keys()] };
   },
   async memory() {
     for (let i = 0; i < 3; i++) {
@@ -41,7 +41,7 @@ const commands: Record<string, (args: any) => Promise<unknown>> = {
       await sleep(50);
     }
     const m = process.memoryUsage();
-    return { ...m, actors: actors.size, connections: member.gateway.connections, gc: !!gc };
+    return { ...m, actors: actors.size, connections: node.gateway.connections, gc: !!gc };
   },
   async setup() {
     const org = await createOrg(sql, clock, { name: 'Bench Cluster School', plan: 'enterprise' });
@@ -183,4 +183,4 @@ const commands: Record<string, (args: any) => Promise<unknown>> = {
   },
 };
 
-serveRpc(commands, { memberId, port: member.port, url: member.url, pid: process.pid }, () => void shutdown(0));
+serveRpc(commands, { nodeId, port: node.port, url: node.url, pid: process.pid }, () => void shutdown(0));

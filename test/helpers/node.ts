@@ -4,7 +4,7 @@ import type { Test } from 'tap';
 import type { Clock } from '../../src/clock.ts';
 import type { Logger } from '../../src/logger.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
-import { startMember, type Member } from '../../src/member.ts';
+import { startNode, type Node } from '../../src/node.ts';
 import type { PlanName } from '../../src/plans.ts';
 import { SCOPES, type Scope } from '../../src/scopes.ts';
 import { createOrg } from '../../src/services/orgs.ts';
@@ -27,19 +27,19 @@ export async function createTestDatabase(t: Test): Promise<string> {
   return url.toString();
 }
 
-export interface TestMemberOptions {
+export interface TestNodeOptions {
   clock?: Clock;
   databaseUrl?: string;
   /** Share Redis (real, on this machine) under this key prefix; a fresh prefix by default. */
   redisPrefix?: string;
   redis?: boolean;
   overrides?: Partial<Config>;
-  /** The member's logger (a test that reads its lines passes one writing to memory). */
+  /** The node's logger (a test that reads its lines passes one writing to memory). */
   logger?: Logger;
 }
 
-/** Starts a real member on port 0 against the real Postgres and Redis, closed at teardown. */
-export async function startTestMember(t: Test, opts: TestMemberOptions = {}): Promise<Member> {
+/** Starts a real node on port 0 against the real Postgres and Redis, closed at teardown. */
+export async function startTestNode(t: Test, opts: TestNodeOptions = {}): Promise<Node> {
   const databaseUrl = opts.databaseUrl ?? (await createTestDatabase(t));
   const useRedis = opts.redis ?? true;
   const config = loadConfig(
@@ -58,9 +58,9 @@ export async function startTestMember(t: Test, opts: TestMemberOptions = {}): Pr
     },
     opts.overrides,
   );
-  const member = await startMember({ config, ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.logger ? { logger: opts.logger } : {}) });
-  t.teardown(() => member.close());
-  return member;
+  const node = await startNode({ config, ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.logger ? { logger: opts.logger } : {}) });
+  t.teardown(() => node.close());
+  return node;
 }
 
 export interface Tenant {
@@ -70,8 +70,8 @@ export interface Tenant {
 }
 
 /** An organization and an API key with the given scopes (all by default), made through the services. */
-export async function createTenant(member: Member, plan: PlanName = 'pro', scopes: readonly Scope[] = SCOPES): Promise<Tenant> {
-  const { app } = member;
+export async function createTenant(node: Node, plan: PlanName = 'pro', scopes: readonly Scope[] = SCOPES): Promise<Tenant> {
+  const { app } = node;
   const org = await createOrg(app.sql, app.clock, { name: `Org ${randomBytes(3).toString('hex')}`, plan });
   const key = await app.services.apiKeys.create(app.sql, { orgId: org.id, name: 'test key', scopes: [...scopes] });
   return { orgId: org.id, key: key.key, keyId: key.id };
@@ -85,9 +85,9 @@ export interface ApiResponse<T = any> {
   text: string;
 }
 
-/** Real HTTP against the member. `body` objects are sent as JSON; strings and Buffers are sent as they are. */
+/** Real HTTP against the node. `body` objects are sent as JSON; strings and Buffers are sent as they are. */
 export async function api<T = any>(
-  member: Member,
+  node: Node,
   method: string,
   path: string,
   opts: { key?: string; bearer?: string; body?: unknown; headers?: Record<string, string> } = {},
@@ -102,7 +102,7 @@ export async function api<T = any>(
     else body = JSON.stringify(opts.body);
     if (!('content-type' in headers)) headers['content-type'] = 'application/json';
   }
-  const res = await fetch(`${member.url}${path.startsWith('/api') || path.startsWith('/healthz') || path.startsWith('/readyz') || path.startsWith('/metrics') ? '' : '/api/v1'}${path}`, {
+  const res = await fetch(`${node.url}${path.startsWith('/api') || path.startsWith('/healthz') || path.startsWith('/readyz') || path.startsWith('/metrics') ? '' : '/api/v1'}${path}`, {
     method,
     headers,
     ...(body !== undefined ? { body } : {}),

@@ -46,7 +46,7 @@ import { mediaAnnouncedAddress } from './config.ts';
 import { routes } from '../http/routes/index.ts';
 import { WebhookDelivery } from './webhooks/delivery.ts';
 
-export interface MemberOptions {
+export interface NodeOptions {
   config?: Config;
   env?: Record<string, string | undefined>;
   overrides?: Partial<Config>;
@@ -56,7 +56,7 @@ export interface MemberOptions {
   wrapHandler?: (handler: ActorHandler) => ActorHandler;
 }
 
-export interface Member {
+export interface Node {
   app: App;
   gateway: MediaGateway;
   port: number;
@@ -78,8 +78,8 @@ function secretKey(config: Config, log: Logger): string {
   return key;
 }
 
-/** Starts one server process ("member"): database, Redis, services, job runner, HTTP. */
-export async function startMember(opts: MemberOptions = {}): Promise<Member> {
+/** Starts one server process ("node"): database, Redis, services, job runner, HTTP. */
+export async function startNode(opts: NodeOptions = {}): Promise<Node> {
   const config = opts.config ?? loadConfig(opts.env ?? process.env, opts.overrides);
   const log = opts.logger ?? createLogger(config);
   const clock = opts.clock ?? systemClock;
@@ -135,12 +135,12 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
   const clients = roomClients(cluster);
   const meetings = new Meetings(clock, bus, outbox, users, classes, clients);
   const sessions = new Sessions(clock, tokens, meetings, users, clients, () => app.baseUrl);
-  const connections = new Connections({ redis, prefix: config.AULA_REDIS_PREFIX, memberId: cluster.memberId, log });
+  const connections = new Connections({ redis, prefix: config.AULA_REDIS_PREFIX, nodeId: cluster.nodeId, log });
   const pool = await startWorkers(config, log);
-  const mediaLoad = new MediaLoad({ redis, prefix: config.AULA_REDIS_PREFIX, memberId: cluster.memberId, pool, log });
+  const mediaLoad = new MediaLoad({ redis, prefix: config.AULA_REDIS_PREFIX, nodeId: cluster.nodeId, pool, log });
   const mediaRooms = pool
     ? new MediaRooms({
-        memberId: cluster.memberId,
+        nodeId: cluster.nodeId,
         pool,
         load: mediaLoad,
         rooms: clients,
@@ -209,7 +209,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
     workers: () => pool?.all().map((w) => ({ index: w.index, cpu: w.cpu, consumers: w.consumers })) ?? [],
     mailboxDepth: () => actors.mailboxDepth(),
     shardsOwned: () => cluster.owned().size,
-    clusterMembers: async () => (await cluster.placement()).members.length,
+    clusterNodes: async () => (await cluster.placement()).nodes.length,
   });
   await cluster.start(opts.wrapHandler ? opts.wrapHandler(timed) : timed);
   await mediaLoad.start();
@@ -223,7 +223,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
   publicBaseUrl = app.baseUrl;
   app.services.jobs.start(config.AULA_JOB_POLL_MS);
   // Retention (delivery log, events, idempotency records, sessions) is the maintenance actor's hourly
-  // durable timer; every member makes sure the actor exists, until one attempt gets through.
+  // durable timer; every node makes sure the actor exists, until one attempt gets through.
   const ensureRetention = setInterval(() => {
     cluster.ask(RETENTION_ACTOR, { type: 'ENSURE' }).then(
       () => clearInterval(ensureRetention),
@@ -233,7 +233,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
   ensureRetention.unref();
   const passivate = setInterval(() => actors.passivateIdle(10 * 60_000), 60_000);
   passivate.unref();
-  log.info({ port: http.port, baseUrl: app.baseUrl, embedded: database.embedded, redis: !!redis }, 'aula member listening');
+  log.info({ port: http.port, baseUrl: app.baseUrl, embedded: database.embedded, redis: !!redis }, 'aula node listening');
 
   let closed = false;
   return {
@@ -248,7 +248,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
       clearInterval(ensureRetention);
       clearInterval(passivate);
       rateLimits.close();
-      // Drain: close the server (its sockets go; clients reconnect to another member), hand the
+      // Drain: close the server (its sockets go; clients reconnect to another node), hand the
       // shards over, then the rest. Ending sockets one by one with 4503 first crashed uWS on close.
       roomService.stop();
       await mediaLoad.withdraw();
@@ -270,7 +270,7 @@ export async function startMember(opts: MemberOptions = {}): Promise<Member> {
   };
 }
 
-/** The member's mediasoup workers; a member whose worker cannot start runs without media (and says so). */
+/** The node's mediasoup workers; a node whose worker cannot start runs without media (and says so). */
 async function startWorkers(config: Config, log: Logger): Promise<WorkerPool | null> {
   if (config.AULA_MEDIA_WORKERS === 0) return null;
   const pool = new WorkerPool({
@@ -287,7 +287,7 @@ async function startWorkers(config: Config, log: Logger): Promise<WorkerPool | n
     return pool;
   } catch (err) {
     await pool.close();
-    log.error({ err }, 'mediasoup workers did not start: this member runs without media (see media/README-worker.md)');
+    log.error({ err }, 'mediasoup workers did not start: this node runs without media (see media/README-worker.md)');
     return null;
   }
 }

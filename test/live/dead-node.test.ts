@@ -1,23 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
-import { api, createTenant, createTestDatabase, startTestMember } from '../helpers/member.ts';
+import { api, createTenant, createTestDatabase, startTestNode } from '../helpers/node.ts';
 import { connect, eventually } from '../helpers/ws.ts';
 
-// A member that dies cannot report its sockets closed; the survivors do it for it.
+// A node that dies cannot report its sockets closed; the survivors do it for it.
 const clock = new ManualClock(Date.parse('2026-10-06T10:00:00Z'));
 const databaseUrl = await createTestDatabase(t);
 const redisPrefix = `aulatest:${randomBytes(4).toString('hex')}:`;
-const a = await startTestMember(t, { databaseUrl, redisPrefix, clock });
-const b = await startTestMember(t, { databaseUrl, redisPrefix, clock });
+const a = await startTestNode(t, { databaseUrl, redisPrefix, clock });
+const b = await startTestNode(t, { databaseUrl, redisPrefix, clock });
 const tenant = await createTenant(a);
 const key = tenant.key;
 
-t.test('the participants of a dead member leave after the reconnect grace', async (t) => {
+t.test('the participants of a dead node leave after the reconnect grace', async (t) => {
   await eventually(() => a.app.cluster.owned().size > 0 && b.app.cluster.owned().size > 0);
   const teacher = (await api(a, 'POST', '/public/users', { key, body: { externalId: 't', fullName: 'T', role: 'TEACHER' } })).body.data;
   const student = (await api(a, 'POST', '/public/users', { key, body: { externalId: 's', fullName: 'S', role: 'STUDENT' } })).body.data;
-  const meeting = (await api(a, 'POST', '/public/meetings', { key, body: { title: 'Dead member', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2026-10-06T10:00:00Z', durationMinutes: 60 } })).body.data;
+  const meeting = (await api(a, 'POST', '/public/meetings', { key, body: { title: 'Dead node', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2026-10-06T10:00:00Z', durationMinutes: 60 } })).body.data;
   const session = async (userId: string, role: string) => {
     const link = (await api(a, 'POST', `/public/meetings/${meeting.id}/join-links`, { key, body: { userId, role } })).body.data;
     return (await api(a, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: `d-${userId}` } })).body.data;
@@ -30,12 +30,12 @@ t.test('the participants of a dead member leave after the reconnect grace', asyn
   const { participantId } = await stu.type('joined');
   await host.next((m) => m.type === 'roster' && m.participants.length === 2);
 
-  // member b "dies": it leaves the cluster without a word about its sockets
+  // node b "dies": it leaves the cluster without a word about its sockets
   await b.app.cluster.stop();
-  t.equal(await a.app.services.rooms.sweepDeadMembers(), 1, 'member a reports the dead member\'s one connection');
+  t.equal(await a.app.services.rooms.sweepDeadNodes(), 1, 'node a reports the dead node\'s one connection');
   await eventually(async () => (await a.app.sql`select 1 from actor_timers where name = ${`reconnect:${participantId}`}`).length);
   clock.advance(15_001);
   await eventually(async () => (await a.app.timers.tick()) >= 0 && (await a.app.sql`select 1 from outbox where type = 'participant.left' and data->>'participantId' = ${participantId}`).length);
   await host.next((m) => m.type === 'roster' && m.participants.length === 1);
-  t.equal(await a.app.services.rooms.sweepDeadMembers(), 0, 'reported once');
+  t.equal(await a.app.services.rooms.sweepDeadNodes(), 0, 'reported once');
 });
