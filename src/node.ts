@@ -26,6 +26,7 @@ import { Sessions } from './services/sessions.ts';
 import { Tokens } from './services/tokens.ts';
 import { Users } from './services/users.ts';
 import { startHttp } from '../http/server.ts';
+import { parseUserItem } from '../http/schemas/users.ts';
 import { MediaGateway } from '../http/ws/gateway.ts';
 import type { ActorHandler, Cluster } from './cluster/cluster.ts';
 import { LocalCluster } from './cluster/local-cluster.ts';
@@ -183,7 +184,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
       invitations: new Invitations(clock, users, meetings),
       joinLinks: new JoinLinks(clock, tokens, users, meetings),
       sessions,
-      jobs: new Jobs(sql, clock, bus, users, log),
+      jobs: new Jobs(sql, clock, bus, users, log, parseUserItem),
       idempotency: new Idempotency(sql, clock, tokens.data),
       admins: new Admins(sql, clock, bus),
       orgOrigins: new OrgOrigins(clock, bus),

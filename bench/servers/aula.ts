@@ -57,8 +57,34 @@ const log = app.log as unknown as Record<string, unknown>;
 const join_ = app.tokens.join as unknown as Record<string, unknown>;
 const record = RouteMeter.prototype.record;
 
+/** The methods whose value-or-promise answers `plain-async` turns into promises, as async functions give. */
+const valueOrPromise: [Record<string, unknown>, string][] = [
+  [app.services.apiKeys as unknown as Record<string, unknown>, 'authenticate'],
+  [app.services.admins as unknown as Record<string, unknown>, 'authenticate'],
+  [app.services.users as unknown as Record<string, unknown>, 'getCached'],
+  [app.services.meetings as unknown as Record<string, unknown>, 'getCached'],
+  [RateLimits.prototype as unknown as Record<string, unknown>, 'consume'],
+];
+const valueOrPromiseOriginals = valueOrPromise.map(([o, name]) => o[name] as (...a: unknown[]) => unknown);
+
+function plainAsync(on: boolean): void {
+  valueOrPromise.forEach(([o, name], i) => {
+    const f = valueOrPromiseOriginals[i]!;
+    if (!on) {
+      if (Object.hasOwn(Object.getPrototypeOf(o) as object, name)) delete o[name]; // an instance's own stand-in
+      else o[name] = f; // the prototype's method itself
+      return;
+    }
+    o[name] = function (this: unknown, ...args: unknown[]) {
+      const r = f.apply(this, args);
+      return r instanceof Promise ? r : Promise.resolve(r);
+    };
+  });
+}
+
 function ablate(names: string[]): void {
   const on = new Set(names);
+  plainAsync(on.has('plain-async'));
   for (const n of on) if (!(n in ABLATIONS)) throw new Error(`unknown ablation ${n}`);
   app.rateLimits = on.has('no-rate-limit') ? noLimits : on.has('rate-limit-local') ? localLimits : original.rateLimits;
   if (on.has('no-log-child')) log.child = () => app.log;

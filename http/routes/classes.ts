@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { classInput, classListQuery, classRecord, toClassRecord } from '../../src/services/classes.ts';
-import { idParam } from '../../src/services/common.ts';
+import { toClassRecord } from '../../src/services/classes.ts';
+import { classInput, classListQuery, classRecord } from '../schemas/classes.ts';
+import { idParam } from '../schemas/common.ts';
 import { route } from '../route.ts';
 
 const tag = 'Classes';

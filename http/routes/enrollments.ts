@@ -1,10 +1,9 @@
 import { z } from 'zod';
-import { externalId, idParam } from '../../src/services/common.ts';
-import { enrollmentCreate, enrollmentListQuery, enrollmentRecord, toEnrollmentRecord } from '../../src/services/enrollments.ts';
-import { invitationCreate, invitationListQuery, invitationRecord, toInvitationRecord } from '../../src/services/invitations.ts';
+import { toEnrollmentRecord } from '../../src/services/enrollments.ts';
+import { toInvitationRecord } from '../../src/services/invitations.ts';
+import { idParam } from '../schemas/common.ts';
+import { enrollmentCreate, enrollmentListQuery, enrollmentRecord, invitationCreate, invitationListQuery, invitationRecord, memberParams } from '../schemas/enrollments.ts';
 import { route } from '../route.ts';
-
-const memberParams = z.object({ id: externalId, userId: externalId.describe('Service user id or externalId.') });
 
 export const enrollmentRoutes = [
   route(

@@ -1,4 +1,4 @@
-import { exchangeBody, meetingSession } from '../../src/services/sessions.ts';
+import { exchangeBody, meetingSession } from '../schemas/sessions.ts';
 import { route } from '../route.ts';
 
 const tag = 'Joining';

@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { idParam } from '../../src/services/common.ts';
-import { joinLinkCreate, joinLinkJson, joinLinkRecord } from '../../src/services/join-links.ts';
-import { meetingCreate, meetingListQuery, meetingRecord, meetingUpdate, toMeetingRecord } from '../../src/services/meetings.ts';
+import { toMeetingRecord } from '../../src/services/meetings.ts';
+import { joinLinkJson } from '../join-link-json.ts';
+import { idParam } from '../schemas/common.ts';
+import { joinLinkCreate, joinLinkRecord, meetingCreate, meetingListQuery, meetingRecord, meetingUpdate } from '../schemas/meetings.ts';
 import { route } from '../route.ts';
 
 const tag = 'Meetings';

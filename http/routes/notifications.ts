@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { listNotifications, markNotificationRead, notificationListQuery, notificationRecord } from '../../src/notifications/inbox.ts';
+import { listNotifications, markNotificationRead } from '../../src/notifications/inbox.ts';
+import { notificationListQuery, notificationRecord } from '../schemas/notifications.ts';
 import { route } from '../route.ts';
 
 const tag = 'Notifications (admin)';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PLAN_NAMES, PLANS } from '../../src/plans.ts';
-import { allowedOrigins, getOrg, updateOrg, type Org } from '../../src/services/orgs.ts';
+import { getOrg, updateOrg, type Org } from '../../src/services/orgs.ts';
+import { allowedOrigins } from '../schemas/orgs.ts';
 import { route } from '../route.ts';
 
 const tag = 'Organization (admin)';

@@ -1,6 +1,6 @@
 import { WAITING_STATUSES } from '../../actors/waiting-room/waiting-room.schemas.ts';
 import { z } from 'zod';
-import { externalId, idParam } from '../../src/services/common.ts';
+import { externalId, idParam } from '../schemas/common.ts';
 import { ROOM_ROLES } from '../../src/services/join-links.ts';
 import { route } from '../route.ts';
 

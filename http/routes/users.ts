@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { idParam } from '../../src/services/common.ts';
-import { bulkUsersBody, jobRecord, toJobRecord } from '../../src/services/jobs.ts';
-import { toUserRecord, userInput, userListQuery, userRecord } from '../../src/services/users.ts';
+import { toJobRecord } from '../../src/services/jobs.ts';
+import { toUserRecord } from '../../src/services/users.ts';
+import { idParam } from '../schemas/common.ts';
+import { bulkUsersBody, jobRecord, userInput, userListQuery, userRecord } from '../schemas/users.ts';
 import { route } from '../route.ts';
 
 const tag = 'Users';

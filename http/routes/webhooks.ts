@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { AppError, type ErrorCode } from '../../src/errors.ts';
 import { planHas, type PlanName } from '../../src/plans.ts';
-import { externalId } from '../../src/services/common.ts';
+import { externalId } from '../schemas/common.ts';
 import { EVENT_TYPES } from '../../src/outbox.ts';
+import { toDeliveryRecord, toWebhookRecord, WILDCARD } from '../../src/services/webhook-endpoints.ts';
 import {
   deliveryDetail,
   deliveryListQuery,
@@ -10,15 +11,12 @@ import {
   eventCatalog,
   eventEnvelope,
   eventFeedQuery,
-  toDeliveryRecord,
-  toWebhookRecord,
   webhookCreate,
   webhookListQuery,
   webhookRecord,
   webhookUpdate,
   webhookWithSecret,
-  WILDCARD,
-} from '../../src/services/webhook-endpoints.ts';
+} from '../schemas/webhooks.ts';
 import type { App } from '../../src/app.ts';
 import type { Db } from '../../src/db/index.ts';
 import type { Logger } from '../../src/logger.ts';

@@ -1,30 +1,25 @@
-import { z } from 'zod';
 import { iso } from '../clock.ts';
 import type { Db } from '../db/index.ts';
 import { AppError } from '../errors.ts';
-import { decodeCursor, encodeCursor, pageQuery } from '../services/common.ts';
+import { decodeCursor, encodeCursor, type PageQuery } from '../services/common.ts';
 
 /** A signed-in owner's or admin's own in-app notifications (written by notify.ts). */
 
-export const notificationRecord = z.object({
-  id: z.string(),
-  kind: z.string().describe('e.g. webhook.endpoint_disabled'),
-  title: z.string(),
-  body: z.string(),
-  data: z.record(z.string(), z.unknown()).describe('Details by kind; webhook.endpoint_disabled: { endpointId, url, reason: FAILING | GONE, failingSince, disabledAt }.'),
-  createdAt: z.string(),
-  readAt: z.string().nullable(),
-});
-export type NotificationRecord = z.infer<typeof notificationRecord>;
+/** A notification as the API shows it; `data` depends on `kind`. */
+export interface NotificationRecord {
+  id: string;
+  kind: string;
+  title: string;
+  body: string;
+  data: Record<string, unknown>;
+  createdAt: string;
+  readAt: string | null;
+}
 
-export const notificationListQuery = z.strictObject({
-  ...pageQuery,
-  unread: z
-    .enum(['true', 'false'])
-    .optional()
-    .transform((v) => v === 'true')
-    .describe('true: only notifications not yet marked read.'),
-});
+export interface NotificationListQuery extends PageQuery {
+  /** Only notifications not yet marked read. */
+  unread: boolean;
+}
 
 interface NotificationRow {
   id: string;
@@ -50,7 +45,7 @@ const toRecord = (r: NotificationRow): NotificationRecord => ({
 export async function listNotifications(
   db: Db,
   who: { orgId: string; adminId: string },
-  q: z.output<typeof notificationListQuery>,
+  q: NotificationListQuery,
 ): Promise<{ items: NotificationRecord[]; nextCursor: string | null }> {
   const after = decodeCursor(q.cursor, 'id');
   const rows = await db<NotificationRow[]>`select id, kind, title, body, data, created_at, read_at from notifications

@@ -1,35 +1,37 @@
-import { z } from 'zod';
 import { iso, type Clock } from '../clock.ts';
 import type { Db } from '../db/index.ts';
 import { inTx } from '../db/tx.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { decodeCursor, encodeCursor, externalId, pageQuery, ts } from './common.ts';
+import { decodeCursor, encodeCursor, ts, type PageQuery } from './common.ts';
 import type { Outbox } from '../outbox.ts';
 
-export const classInput = z.strictObject({
-  externalId: externalId.describe('Your own id for the class; sending it again updates the class.'),
-  name: z.string().trim().min(1).max(300),
-  section: z.string().max(100).nullable().optional(),
-  academicYear: z.string().max(50).nullable().optional(),
-  description: z.string().max(5000).nullable().optional(),
-  courseId: z.string().max(255).nullable().optional().describe('Your own course id, echoed in events.'),
-});
-export type ClassInput = z.infer<typeof classInput>;
+/** A class as the API creates or updates it (by externalId). */
+export interface ClassInput {
+  externalId: string;
+  name: string;
+  section?: string | null | undefined;
+  academicYear?: string | null | undefined;
+  description?: string | null | undefined;
+  courseId?: string | null | undefined;
+}
 
-export const classRecord = z.object({
-  id: z.string(),
-  externalId: z.string().nullable(),
-  name: z.string(),
-  section: z.string().nullable(),
-  academicYear: z.string().nullable(),
-  description: z.string().nullable(),
-  courseId: z.string().nullable(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
+/** A class as the API shows it. */
+export interface ClassRecord {
+  id: string;
+  externalId: string | null;
+  name: string;
+  section: string | null;
+  academicYear: string | null;
+  description: string | null;
+  courseId: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
 
-export const classListQuery = z.strictObject({ ...pageQuery, externalId: externalId.optional() });
+export interface ClassListQuery extends PageQuery {
+  externalId?: string | undefined;
+}
 
 export interface ClassRow {
   id: string;
@@ -44,7 +46,7 @@ export interface ClassRow {
   updatedAt: Date;
 }
 
-export const toClassRecord = (c: ClassRow) => ({
+export const toClassRecord = (c: ClassRow): ClassRecord => ({
   id: c.id,
   externalId: c.externalId,
   name: c.name,
@@ -108,7 +110,7 @@ export class Classes {
     return rows[0];
   }
 
-  async list(db: Db, orgId: string, q: z.infer<typeof classListQuery>): Promise<{ items: ClassRow[]; nextCursor: string | null }> {
+  async list(db: Db, orgId: string, q: ClassListQuery): Promise<{ items: ClassRow[]; nextCursor: string | null }> {
     const after = decodeCursor(q.cursor, 'id');
     const rows = await db<ClassRow[]>`select * from classes where org_id = ${orgId}
       ${q.externalId ? db`and external_id = ${q.externalId}` : db``}

@@ -1,54 +1,47 @@
-import { z } from 'zod';
 import { iso, type Clock } from '../clock.ts';
 import type { Db } from '../db/index.ts';
 import { inTx } from '../db/tx.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ClassRow, Classes } from './classes.ts';
-import { decodeCursor, encodeCursor, externalId, pageQuery, ts } from './common.ts';
+import { decodeCursor, encodeCursor, ts, type PageQuery } from './common.ts';
 import type { Outbox } from '../outbox.ts';
-import { USER_ROLES, type UserRole } from '../domain.ts';
+import type { UserRole } from '../domain.ts';
 import type { UserRow, Users } from './users.ts';
 
 export const ENROLLMENT_STATUSES = ['ACTIVE', 'REMOVED'] as const;
 export type EnrollmentStatus = (typeof ENROLLMENT_STATUSES)[number];
 
-export const enrollmentCreate = z
-  .strictObject({
-    userId: externalId.optional().describe('Service user id or externalId.'),
-    externalUserId: externalId.optional().describe('Your externalId of the user.'),
-    batchId: z.string().max(255).nullable().optional().describe('Your own batch id, echoed in events.'),
-  })
-  .refine((b) => (b.userId === undefined) !== (b.externalUserId === undefined), {
-    message: 'give exactly one of userId and externalUserId',
-    path: ['userId'],
-  });
-export type EnrollmentCreate = z.infer<typeof enrollmentCreate>;
+/** Enrolls a user given by exactly one of `userId` (service id or externalId) and `externalUserId`. */
+export interface EnrollmentCreate {
+  userId?: string | undefined;
+  externalUserId?: string | undefined;
+  batchId?: string | null | undefined;
+}
 
-export const enrollmentListQuery = z.strictObject({
-  ...pageQuery,
-  status: z.enum(ENROLLMENT_STATUSES).optional().describe('Only enrollments in this status; all by default.'),
-});
+export interface EnrollmentListQuery extends PageQuery {
+  status?: EnrollmentStatus | undefined;
+}
 
 /** The user as enrollment and invitation records and events show it. */
-export const memberUser = z.object({
-  id: z.string(),
-  externalId: z.string(),
-  name: z.string(),
-  role: z.enum(USER_ROLES),
-});
+export interface MemberUser {
+  id: string;
+  externalId: string;
+  name: string;
+  role: UserRole;
+}
 
-export const enrollmentRecord = z.object({
-  id: z.string(),
-  classId: z.string(),
-  externalClassId: z.string().nullable(),
-  user: memberUser,
-  batchId: z.string().nullable(),
-  status: z.enum(ENROLLMENT_STATUSES),
-  enrolledAt: z.string(),
-  removedAt: z.string().nullable(),
-});
-export type EnrollmentRecord = z.infer<typeof enrollmentRecord>;
+/** An enrollment as the API shows it. */
+export interface EnrollmentRecord {
+  id: string;
+  classId: string;
+  externalClassId: string | null;
+  user: MemberUser;
+  batchId: string | null;
+  status: EnrollmentStatus;
+  enrolledAt: string;
+  removedAt: string | null;
+}
 
 interface EnrollmentRow {
   id: string;
@@ -79,7 +72,7 @@ const withParts = (e: EnrollmentRow, u: Pick<UserRow, 'externalId' | 'fullName' 
   courseId: c.courseId,
 });
 
-const userOf = (e: Enrollment) => ({ id: e.userId, externalId: e.userExternalId, name: e.userName, role: e.userRole });
+const userOf = (e: Enrollment): MemberUser => ({ id: e.userId, externalId: e.userExternalId, name: e.userName, role: e.userRole });
 
 export const toEnrollmentRecord = (e: Enrollment): EnrollmentRecord => ({
   id: e.id,
@@ -162,7 +155,7 @@ export class Enrollments {
   }
 
   /** The class's enrollments, newest first; removed ones stay listed unless filtered out. */
-  async list(db: Db, orgId: string, classIdOrExternal: string, q: z.infer<typeof enrollmentListQuery>): Promise<{ items: Enrollment[]; nextCursor: string | null }> {
+  async list(db: Db, orgId: string, classIdOrExternal: string, q: EnrollmentListQuery): Promise<{ items: Enrollment[]; nextCursor: string | null }> {
     const cls = await this.#classes.get(db, orgId, classIdOrExternal);
     const after = decodeCursor(q.cursor, 'id');
     const rows = await db<(EnrollmentRow & { userExternalId: string; fullName: string; role: UserRole })[]>`

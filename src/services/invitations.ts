@@ -1,32 +1,21 @@
-import { z } from 'zod';
 import { iso, type Clock } from '../clock.ts';
 import type { Db } from '../db/index.ts';
 import { inTx } from '../db/tx.ts';
 import { AppError } from '../errors.ts';
-import { decodeCursor, encodeCursor, externalId, pageQuery } from './common.ts';
-import { memberUser } from './enrollments.ts';
+import { decodeCursor, encodeCursor, type PageQuery } from './common.ts';
+import type { MemberUser } from './enrollments.ts';
 import type { Meetings } from './meetings.ts';
 import type { UserRole } from '../domain.ts';
 import type { UserRow, Users } from './users.ts';
 
 export const MAX_INVITES_PER_REQUEST = 1000;
 
-export const invitationCreate = z.strictObject({
-  userIds: z
-    .array(externalId)
-    .min(1)
-    .max(MAX_INVITES_PER_REQUEST)
-    .describe(`1 to ${MAX_INVITES_PER_REQUEST} service user ids or externalIds.`),
-});
-
-export const invitationListQuery = z.strictObject({ ...pageQuery });
-
-export const invitationRecord = z.object({
-  meetingId: z.string(),
-  user: memberUser,
-  invitedAt: z.string(),
-});
-export type InvitationRecord = z.infer<typeof invitationRecord>;
+/** An invitation as the API shows it. */
+export interface InvitationRecord {
+  meetingId: string;
+  user: MemberUser;
+  invitedAt: string;
+}
 
 /** An invitation with the user fields its record carries. */
 export interface Invitation {
@@ -107,7 +96,7 @@ export class Invitations {
   }
 
   /** The meeting's invitations by user id (the primary key's order, so paging needs no extra index). */
-  async list(db: Db, orgId: string, meetingIdOrExternal: string, q: z.infer<typeof invitationListQuery>): Promise<{ items: Invitation[]; nextCursor: string | null }> {
+  async list(db: Db, orgId: string, meetingIdOrExternal: string, q: PageQuery): Promise<{ items: Invitation[]; nextCursor: string | null }> {
     const meeting = await this.#meetings.get(db, orgId, meetingIdOrExternal);
     const after = decodeCursor(q.cursor, 'id');
     const rows = await db<Invitation[]>`${FROM(db)} where i.meeting_id = ${meeting.id}

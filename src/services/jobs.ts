@@ -1,59 +1,62 @@
 import { hostname } from 'node:os';
-import { z } from 'zod';
 import { iso, type Clock } from '../clock.ts';
 import type { Bus } from '../cluster/bus.ts';
 import type { Db, Sql } from '../db/index.ts';
 import { afterCommit, savepoint, transaction } from '../db/tx.ts';
-import { AppError, toAppError, validationError } from '../errors.ts';
+import { AppError, toAppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Logger } from '../logger.ts';
-import { userInput, type Users } from './users.ts';
+import type { UserInput, Users } from './users.ts';
 
 export const BULK_MAX_USERS = 1000;
 const CHUNK = 100;
 const LEASE_MS = 30_000;
 
-export const bulkUsersBody = z.strictObject({
-  users: z.array(z.unknown()).min(1).max(BULK_MAX_USERS).describe(`1 to ${BULK_MAX_USERS} users, each as for POST /public/users; each is validated on its own and failures are reported per user.`),
-});
+export const JOB_STATUSES = ['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED'] as const;
 
-const failure = z.object({
-  index: z.number().describe('Position in the request\'s users array.'),
-  externalId: z.string().nullable(),
-  error: z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()) }),
-});
+/** One item of a bulk job that was not applied, and why. */
+export interface JobFailure {
+  /** Position in the request's users array. */
+  index: number;
+  externalId: string | null;
+  error: { code: string; message: string; details: Record<string, unknown> };
+}
 
-export const jobRecord = z.object({
-  id: z.string(),
-  kind: z.literal('users.bulk_upsert'),
-  status: z.enum(['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED']),
-  total: z.number(),
-  processed: z.number(),
-  succeeded: z.number(),
-  failed: z.number(),
-  failures: z.array(failure),
-  createdAt: z.string(),
-  startedAt: z.string().nullable(),
-  finishedAt: z.string().nullable(),
-});
+/** A background job as the API shows it. */
+export interface JobRecord {
+  id: string;
+  kind: 'users.bulk_upsert';
+  status: (typeof JOB_STATUSES)[number];
+  total: number;
+  processed: number;
+  succeeded: number;
+  failed: number;
+  failures: JobFailure[];
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+/** Checks one item of a bulk upsert as POST /public/users would, or throws its validation_failed. */
+export type UserItemParser = (raw: unknown) => UserInput;
 
 interface JobRow {
   id: string;
   orgId: string;
   kind: 'users.bulk_upsert';
-  status: 'QUEUED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED';
+  status: (typeof JOB_STATUSES)[number];
   input: { users: unknown[] };
   total: number;
   processed: number;
   succeeded: number;
   failed: number;
-  failures: z.infer<typeof failure>[];
+  failures: JobFailure[];
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
 }
 
-export const toJobRecord = (j: JobRow) => ({
+export const toJobRecord = (j: JobRow): JobRecord => ({
   id: j.id,
   kind: j.kind,
   status: j.status,
@@ -78,13 +81,16 @@ export class Jobs {
   readonly #bus: Bus;
   readonly #users: Users;
   readonly #log: Logger;
+  readonly #parseUser: UserItemParser;
   readonly #worker = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
   #timer: NodeJS.Timeout | null = null;
   #running = false;
   #again = false;
   #stopped = false;
 
-  constructor(sql: Sql, clock: Clock, bus: Bus, users: Users, log: Logger) {
+  /** `parseUser` checks each item as the API checks one user (its schema belongs to the HTTP layer). */
+  constructor(sql: Sql, clock: Clock, bus: Bus, users: Users, log: Logger, parseUser: UserItemParser) {
+    this.#parseUser = parseUser;
     this.#sql = sql;
     this.#clock = clock;
     this.#bus = bus;
@@ -167,19 +173,14 @@ export class Jobs {
 
   async #chunk(job: JobRow, from: number, to: number): Promise<void> {
     await transaction(this.#sql, async (tx) => {
-      const failures: z.infer<typeof failure>[] = [];
+      const failures: JobFailure[] = [];
       let ok = 0;
       for (let i = from; i < to; i++) {
         const raw = job.input.users[i];
-        const parsed = userInput.safeParse(raw);
         const ext = typeof (raw as { externalId?: unknown })?.externalId === 'string' ? (raw as { externalId: string }).externalId : null;
-        if (!parsed.success) {
-          const e = validationError(parsed.error, 'item');
-          failures.push({ index: i, externalId: ext, error: { code: e.code, message: e.message, details: e.details } });
-          continue;
-        }
         try {
-          await savepoint(tx, (sp) => this.#users.upsert(sp, job.orgId, parsed.data));
+          const input = this.#parseUser(raw);
+          await savepoint(tx, (sp) => this.#users.upsert(sp, job.orgId, input));
           ok++;
         } catch (err) {
           const e = toAppError(err);

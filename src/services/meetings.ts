@@ -1,7 +1,6 @@
-import { z } from 'zod';
 import { meetingData } from '../../actors/meeting/meeting.views.ts';
 import type { MeetingEventData, MeetingFacts } from '../../actors/meeting/meeting.types.ts';
-import { ENDED_REASONS, MEETING_STATUSES, type EndedReason, type MeetingStatus } from '../domain.ts';
+import type { EndedReason, MeetingStatus } from '../domain.ts';
 import { TtlCache } from '../cache.ts';
 import { iso, type Clock } from '../clock.ts';
 import type { Bus } from '../cluster/bus.ts';
@@ -10,7 +9,7 @@ import { afterCommit, inTx } from '../db/tx.ts';
 import { AppError, invalidField } from '../errors.ts';
 import { PLANS, type PlanName } from '../plans.ts';
 import { newId, newSlug } from '../ids.ts';
-import { decodeCursor, encodeCursor, externalId, isoDate, pageQuery, ts } from './common.ts';
+import { decodeCursor, encodeCursor, ts, type PageQuery } from './common.ts';
 import type { EventType, Outbox } from '../outbox.ts';
 import type { UserRow, Users } from './users.ts';
 import type { Classes } from './classes.ts';
@@ -20,98 +19,86 @@ import type { RoomClients } from '../rooms/clients.ts';
 export const SCHEDULE_GRACE_MS = 5 * 60_000;
 export const ACCESS_MODES = ['ORG_MEMBERS', 'ENROLLED', 'INVITED'] as const;
 
-export const meetingSettings = z.strictObject({
-  waitingRoom: z.boolean().optional().describe('People wait until a host admits them. Default false.'),
-  muteOnEntry: z.boolean().optional().describe('Default false.'),
-  recordAutomatically: z.boolean().optional().describe('Default false.'),
-  lectureMode: z.boolean().optional().describe('Only hosts and cohosts send audio until a host gives a student the floor. Default false.'),
-  allowStudentScreenShare: z.boolean().optional().describe('Default true for MEETING, false for CLASS.'),
-});
-export type MeetingSettings = Required<z.infer<typeof meetingSettings>>;
+export type AccessMode = (typeof ACCESS_MODES)[number];
+export const MEETING_KINDS = ['MEETING', 'CLASS'] as const;
+export type MeetingKind = (typeof MEETING_KINDS)[number];
 
-const slug = z.string().regex(/^[a-z0-9](?:[a-z0-9-]{1,62}[a-z0-9])$/, 'lowercase letters, digits and inner hyphens, 3 to 64 characters');
+/** A meeting's settings, every one decided (the defaults of its kind where it was created without them). */
+export type MeetingSettings = {
+  waitingRoom: boolean;
+  muteOnEntry: boolean;
+  recordAutomatically: boolean;
+  lectureMode: boolean;
+  allowStudentScreenShare: boolean;
+}; // a type, not an interface: it is stored as JSON
 
-export const meetingCreate = z
-  .strictObject({
-    externalId: externalId.optional().describe('Your own id; the meeting can then be addressed by it.'),
-    title: z.string().trim().min(1).max(300),
-    type: z.enum(['MEETING', 'CLASS']).describe('MEETING, or CLASS for an academic live class (needs classId).'),
-    classId: externalId.optional().describe('Class service id or externalId; required for CLASS.'),
-    batchId: z.string().max(255).optional(),
-    hostUserId: externalId.describe('Service user id or externalId of the host.'),
-    scheduledStart: isoDate,
-    durationMinutes: z.number().int().min(1).max(1440),
-    slug: slug.optional().describe('Room address; generated when absent.'),
-    settings: meetingSettings.optional(),
-    access: z.strictObject({ mode: z.enum(ACCESS_MODES) }).optional().describe('Default ORG_MEMBERS. ENROLLED is for CLASS meetings.'),
-  })
-  .superRefine((m, ctx) => {
-    if (m.type === 'CLASS' && !m.classId) ctx.addIssue({ code: 'custom', path: ['classId'], message: 'required when type is CLASS' });
-    if (m.type === 'MEETING' && m.classId) ctx.addIssue({ code: 'custom', path: ['classId'], message: 'only for type CLASS' });
-    if (m.access?.mode === 'ENROLLED' && m.type !== 'CLASS') ctx.addIssue({ code: 'custom', path: ['access', 'mode'], message: 'ENROLLED needs type CLASS' });
-  });
-export type MeetingCreate = z.infer<typeof meetingCreate>;
+/** A meeting as the API creates it: a CLASS needs its class; ENROLLED access needs a CLASS. */
+export interface MeetingCreate {
+  externalId?: string | undefined;
+  title: string;
+  type: MeetingKind;
+  classId?: string | undefined;
+  batchId?: string | undefined;
+  hostUserId: string;
+  scheduledStart: string;
+  durationMinutes: number;
+  slug?: string | undefined;
+  settings?: Partial<MeetingSettings> | undefined;
+  access?: { mode: AccessMode } | undefined;
+}
 
-export const meetingUpdate = z
-  .strictObject({
-    title: z.string().trim().min(1).max(300).optional(),
-    hostUserId: externalId.optional(),
-    scheduledStart: isoDate.optional(),
-    durationMinutes: z.number().int().min(1).max(1440).optional(),
-    settings: meetingSettings.optional().describe('Only the settings given change.'),
-    access: z.strictObject({ mode: z.enum(ACCESS_MODES) }).optional(),
-  })
-  .refine((u) => Object.keys(u).length > 0, { message: 'give at least one field to change' });
+/** The fields a meeting update changes (at least one); only the settings given change. */
+export interface MeetingUpdate {
+  title?: string | undefined;
+  hostUserId?: string | undefined;
+  scheduledStart?: string | undefined;
+  durationMinutes?: number | undefined;
+  settings?: Partial<MeetingSettings> | undefined;
+  access?: { mode: AccessMode } | undefined;
+}
 
-export const meetingListQuery = z.strictObject({
-  ...pageQuery,
-  status: z.enum(MEETING_STATUSES).optional(),
-  classId: externalId.optional().describe('Class service id or externalId.'),
-  from: isoDate.optional().describe('scheduledStart at or after'),
-  to: isoDate.optional().describe('scheduledStart before'),
-  externalId: externalId.optional(),
-});
+export interface MeetingListQuery extends PageQuery {
+  status?: MeetingStatus | undefined;
+  classId?: string | undefined;
+  from?: string | undefined;
+  to?: string | undefined;
+  externalId?: string | undefined;
+}
 
-export const meetingRecord = z.object({
-  id: z.string(),
-  externalId: z.string().nullable(),
-  slug: z.string(),
-  kind: z.enum(['MEETING', 'CLASS']),
-  type: z.enum(['MEETING', 'CLASS']).describe('As created: MEETING, or CLASS for a class session (the same as `kind`).'),
-  title: z.string(),
-  status: z.enum(MEETING_STATUSES),
-  hostUserId: z.string(),
-  classId: z.string().nullable(),
-  externalClassId: z.string().nullable(),
-  courseId: z.string().nullable(),
-  batchId: z.string().nullable(),
-  scheduledStart: z.string(),
-  scheduledEnd: z.string(),
-  durationMinutes: z.number(),
-  settings: z.object({
-    waitingRoom: z.boolean(),
-    muteOnEntry: z.boolean(),
-    recordAutomatically: z.boolean(),
-    lectureMode: z.boolean(),
-    allowStudentScreenShare: z.boolean(),
-  }),
-  access: z.object({ mode: z.enum(ACCESS_MODES) }),
-  startedAt: z.string().nullable(),
-  endedAt: z.string().nullable(),
-  durationSeconds: z.number().nullable(),
-  endedReason: z.enum(ENDED_REASONS).nullable(),
-  cancelledAt: z.string().nullable(),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
-export type MeetingRecord = z.infer<typeof meetingRecord>;
+/** A meeting as the API shows it. */
+export interface MeetingRecord {
+  id: string;
+  externalId: string | null;
+  slug: string;
+  kind: MeetingKind;
+  type: MeetingKind;
+  title: string;
+  status: MeetingStatus;
+  hostUserId: string;
+  classId: string | null;
+  externalClassId: string | null;
+  courseId: string | null;
+  batchId: string | null;
+  scheduledStart: string;
+  scheduledEnd: string;
+  durationMinutes: number;
+  settings: MeetingSettings;
+  access: { mode: AccessMode };
+  startedAt: string | null;
+  endedAt: string | null;
+  durationSeconds: number | null;
+  endedReason: EndedReason | null;
+  cancelledAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
 
 export interface MeetingRow {
   id: string;
   orgId: string;
   externalId: string | null;
   slug: string;
-  kind: 'MEETING' | 'CLASS';
+  kind: MeetingKind;
   title: string;
   classId: string | null;
   batchId: string | null;
@@ -119,7 +106,7 @@ export interface MeetingRow {
   scheduledStart: Date;
   durationMinutes: number;
   settings: MeetingSettings;
-  accessMode: (typeof ACCESS_MODES)[number];
+  accessMode: AccessMode;
   status: MeetingStatus;
   startedAt: Date | null;
   endedAt: Date | null;
@@ -194,7 +181,7 @@ export function meetingEventData(m: MeetingRow): MeetingEventData {
   });
 }
 
-const defaults = (kind: 'MEETING' | 'CLASS', s: z.infer<typeof meetingSettings> = {}): MeetingSettings => ({
+const defaults = (kind: 'MEETING' | 'CLASS', s: Partial<MeetingSettings> = {}): MeetingSettings => ({
   waitingRoom: s.waitingRoom ?? false,
   muteOnEntry: s.muteOnEntry ?? false,
   recordAutomatically: s.recordAutomatically ?? false,
@@ -317,7 +304,7 @@ export class Meetings {
     return rows[0] ?? null;
   }
 
-  async list(db: Db, orgId: string, q: z.infer<typeof meetingListQuery>): Promise<{ items: MeetingRow[]; nextCursor: string | null }> {
+  async list(db: Db, orgId: string, q: MeetingListQuery): Promise<{ items: MeetingRow[]; nextCursor: string | null }> {
     const after = decodeCursor(q.cursor, 'time', 'id');
     const classId = q.classId ? (await this.#classes.get(db, orgId, q.classId)).id : null;
     const rows = await db<MeetingRow[]>`select m.*, c.external_id as external_class_id, c.course_id
@@ -335,7 +322,7 @@ export class Meetings {
     return { items, nextCursor: rows.length > q.limit && last ? encodeCursor([last.scheduledStart.toISOString(), last.id]) : null };
   }
 
-  update(pool: Db, orgId: string, idOrExternal: string, patch: z.infer<typeof meetingUpdate>): Promise<MeetingRow> {
+  update(pool: Db, orgId: string, idOrExternal: string, patch: MeetingUpdate): Promise<MeetingRow> {
     return inTx(pool, async (db) => {
       const m = await this.get(db, orgId, idOrExternal, true);
       if (m.status === 'ENDED' || m.status === 'CANCELLED') {

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { TtlCache } from '../cache.ts';
 import { iso, type Clock } from '../clock.ts';
 import type { Bus } from '../cluster/bus.ts';
@@ -32,6 +31,7 @@ export async function getOrg(db: Db, id: string): Promise<Org> {
 // ---- allowed origins: who may frame the room page (embedUrl) -------------------------------------------------
 
 export const MAX_ALLOWED_ORIGINS = 50;
+export const ORIGIN_RULE = 'must be an origin: scheme, host and optional port, like https://school.example (no path, no wildcard)';
 
 /** `https://school.example:8443` from what a customer typed, or null when it is not an origin (a path, a query, a wildcard, userinfo, another scheme). */
 export function parseOrigin(text: string): string | null {
@@ -47,13 +47,6 @@ export function parseOrigin(text: string): string | null {
   if (/[?#]/.test(text) || !/^https?:\/\/[^/]+\/?$/i.test(text)) return null;
   return u.origin;
 }
-
-/** The setting as customers send it: origins (http or https, for staging hosts too), at most 50, normalized and deduplicated. */
-export const allowedOrigins = z
-  .array(z.string().max(300).refine((v) => parseOrigin(v) !== null, 'must be an origin: scheme, host and optional port, like https://school.example (no path, no wildcard)'))
-  .max(MAX_ALLOWED_ORIGINS, `at most ${MAX_ALLOWED_ORIGINS} origins`)
-  .transform((list) => [...new Set(list.map((v) => parseOrigin(v)!))])
-  .describe('Origins (scheme, host and optional port) whose pages may frame the room with the embedding SDK.');
 
 export async function updateOrg(db: Db, clock: Clock, id: string, patch: { name?: string; allowedOrigins?: string[] }): Promise<Org> {
   const [org] = await db<Org[]>`update organizations set

@@ -1,5 +1,3 @@
-import { z } from 'zod';
-import { WAITING_STATUSES } from '../../actors/waiting-room/waiting-room.schemas.ts';
 import type { WaitingStatus } from '../../actors/waiting-room/waiting-room.types.ts';
 import { iso, type Clock } from '../clock.ts';
 import type postgres from 'postgres';
@@ -8,9 +6,8 @@ import type { Db, Sql } from '../db/index.ts';
 import { inTx, isPool } from '../db/tx.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { ROOM_ROLES } from './join-links.ts';
 import { RoomAccess } from '../rooms/access.ts';
-import type { MeetingRow, Meetings } from './meetings.ts';
+import type { MeetingKind, MeetingRow, Meetings } from './meetings.ts';
 import type { RoomClients } from '../rooms/clients.ts';
 import type { AccessClaims, JoinClaims, RoomRole, Tokens } from './tokens.ts';
 import type { UserRow, Users } from './users.ts';
@@ -18,39 +15,27 @@ import type { UserRow, Users } from './users.ts';
 export const ACCESS_TTL_MS = 60 * 60_000;
 export const REFRESH_WINDOW_MS = 24 * 60 * 60_000;
 
-export const exchangeBody = z.strictObject({
-  token: z.string().min(1).max(4096),
-  deviceId: z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces').describe('Stable per-device (per-tab) string.'),
-});
-
-const settingsShape = z.object({
-  muteOnEntry: z.boolean(),
-  lectureMode: z.boolean(),
-  allowStudentScreenShare: z.boolean(),
-  recordAutomatically: z.boolean(),
-});
-
-export const meetingSession = z.object({
-  accessToken: z.string(),
-  tokenType: z.literal('Bearer'),
-  expiresAt: z.string(),
-  mediaToken: z.string().nullable(),
-  mediaUrl: z.string(),
-  role: z.enum(ROOM_ROLES),
-  waitingRoom: z.object({ queueId: z.string(), status: z.enum(WAITING_STATUSES) }).nullable(),
-  meeting: z.object({
-    id: z.string(),
-    kind: z.enum(['MEETING', 'CLASS']),
-    slug: z.string(),
-    title: z.string(),
-    status: z.string(),
-    orgId: z.string(),
-    settings: settingsShape,
-  }),
-  user: z.object({ id: z.string(), externalId: z.string(), displayName: z.string() }),
-  redirectUrl: z.string().nullable(),
-});
-export type MeetingSession = z.infer<typeof meetingSession>;
+/** A meeting session as the exchange and the refresh answer it. */
+export interface MeetingSession {
+  accessToken: string;
+  tokenType: 'Bearer';
+  expiresAt: string;
+  mediaToken: string | null;
+  mediaUrl: string;
+  role: RoomRole;
+  waitingRoom: { queueId: string; status: WaitingStatus } | null;
+  meeting: {
+    id: string;
+    kind: MeetingKind;
+    slug: string;
+    title: string;
+    status: string;
+    orgId: string;
+    settings: { muteOnEntry: boolean; lectureMode: boolean; allowStudentScreenShare: boolean; recordAutomatically: boolean };
+  };
+  user: { id: string; externalId: string; displayName: string };
+  redirectUrl: string | null;
+}
 
 export interface SessionPrincipal {
   sessionId: string;

@@ -1,5 +1,4 @@
-import { z } from 'zod';
-import { USER_ROLES, type UserRole } from '../domain.ts';
+import type { UserRole } from '../domain.ts';
 import { TtlCache } from '../cache.ts';
 import { iso, type Clock } from '../clock.ts';
 import type { Bus } from '../cluster/bus.ts';
@@ -7,39 +6,41 @@ import type { Db } from '../db/index.ts';
 import { afterCommit, inTx } from '../db/tx.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { decodeCursor, encodeCursor, externalId, pageQuery, ts } from './common.ts';
+import { decodeCursor, encodeCursor, ts, type PageQuery } from './common.ts';
 import type { Outbox } from '../outbox.ts';
 
 
-export const userInput = z.strictObject({
-  externalId: externalId.describe('Your own id for the user; sending it again updates the user.'),
-  fullName: z.string().trim().min(1).max(200).describe('Display name default in rooms.'),
-  email: z.email().max(320).nullable().optional().describe('Optional; null clears it.'),
-  role: z.enum(USER_ROLES).describe('Organization role. TEACHER and ADMIN may hold any room role; STUDENT is capped at PARTICIPANT unless a meetings:write key asks for more.'),
-  avatarUrl: z.url({ protocol: /^https?$/ }).max(2048).nullable().optional(),
-});
-export type UserInput = z.infer<typeof userInput>;
+/** A user as the API creates or updates it (by externalId); an omitted optional field keeps its value, null clears it. */
+export interface UserInput {
+  externalId: string;
+  fullName: string;
+  email?: string | null | undefined;
+  role: UserRole;
+  avatarUrl?: string | null | undefined;
+}
 
-export const userRecord = z.object({
-  id: z.string(),
-  externalId: z.string(),
-  fullName: z.string(),
-  email: z.string().nullable(),
-  role: z.enum(USER_ROLES),
-  avatarUrl: z.string().nullable(),
-  status: z.enum(['ACTIVE', 'DEACTIVATED']),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-  deactivatedAt: z.string().nullable(),
-});
-export type UserRecord = z.infer<typeof userRecord>;
+export const USER_STATUSES = ['ACTIVE', 'DEACTIVATED'] as const;
+export type UserStatus = (typeof USER_STATUSES)[number];
 
-export const userListQuery = z.strictObject({
-  ...pageQuery,
-  status: z.enum(['ACTIVE', 'DEACTIVATED']).optional(),
-  role: z.enum(USER_ROLES).optional(),
-  externalId: externalId.optional(),
-});
+/** A user as the API shows it. */
+export interface UserRecord {
+  id: string;
+  externalId: string;
+  fullName: string;
+  email: string | null;
+  role: UserRole;
+  avatarUrl: string | null;
+  status: UserStatus;
+  createdAt: string;
+  updatedAt: string;
+  deactivatedAt: string | null;
+}
+
+export interface UserListQuery extends PageQuery {
+  status?: UserStatus | undefined;
+  role?: UserRole | undefined;
+  externalId?: string | undefined;
+}
 
 export interface UserRow {
   id: string;
@@ -49,7 +50,7 @@ export interface UserRow {
   email: string | null;
   role: UserRole;
   avatarUrl: string | null;
-  status: 'ACTIVE' | 'DEACTIVATED';
+  status: UserStatus;
   createdAt: Date;
   updatedAt: Date;
   deactivatedAt: Date | null;
@@ -164,7 +165,7 @@ export class Users {
     for (const k of [`${u.orgId}:${u.id}`, `${u.orgId}:${u.externalId}`, `${u.orgId}:ext:${u.externalId}`]) this.#cache.delete(k);
   }
 
-  async list(db: Db, orgId: string, q: z.infer<typeof userListQuery>): Promise<{ items: UserRow[]; nextCursor: string | null }> {
+  async list(db: Db, orgId: string, q: UserListQuery): Promise<{ items: UserRow[]; nextCursor: string | null }> {
     const after = decodeCursor(q.cursor, 'id');
     const rows = await db<UserRow[]>`select * from users where org_id = ${orgId}
       ${q.status ? db`and status = ${q.status}` : db``}

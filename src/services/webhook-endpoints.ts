@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { iso, type Clock } from '../clock.ts';
 import type { Cluster } from '../cluster/cluster.ts';
 import type { RateLimits } from '../cluster/rate-limit.ts';
@@ -11,8 +10,8 @@ import type { Logger } from '../logger.ts';
 import { eventBody, insertAttempt, liveSecrets, sendAttempt, webhookActor, type EventRow } from '../webhooks/envelope.ts';
 import { newSecret } from '../webhooks/signing.ts';
 import { checkTargetUrl } from '../webhooks/targets.ts';
-import { decodeCursor, encodeCursor, externalId, pageQuery, ts } from './common.ts';
-import { EVENT_TYPES } from '../outbox.ts';
+import { decodeCursor, encodeCursor, ts, type PageQuery } from './common.ts';
+import { EVENT_TYPES, type EventType } from '../outbox.ts';
 
 /** Endpoints per organization, disabled ones included (spec, Webhook management rule 2). */
 export const WEBHOOK_ENDPOINT_LIMIT = 20;
@@ -32,103 +31,77 @@ export const DELIVERY_TRIGGERS = ['EVENT', 'TEST', 'REDELIVERY'] as const;
 /** Types the events feed serves: the catalog without the test events, which belong to one endpoint. */
 export const FEED_EVENT_TYPES = EVENT_TYPES.filter((t) => t !== 'webhook.test') as [string, ...string[]];
 
-const eventsField = z
-  .array(z.enum([WILDCARD, ...EVENT_TYPES]))
-  .min(1)
-  .max(EVENT_TYPES.length + 1)
-  .superRefine((events, ctx) => {
-    if (events.includes(WILDCARD) && events.some((e) => e !== WILDCARD)) {
-      ctx.addIssue({ code: 'custom', message: `"${WILDCARD}" means every type: send it alone` });
-    }
-  })
-  .transform((events) => [...new Set(events)])
-  .describe(`Event types of the catalog (GET .../webhooks/event-types), or ["${WILDCARD}"] for every current and future type. Duplicates are dropped.`);
+export type EndpointStatus = (typeof ENDPOINT_STATUSES)[number];
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+export type FeedEventType = (typeof FEED_EVENT_TYPES)[number];
 
-const urlField = z.string().min(1).max(2048).describe('A public https:// address; checked (and its name resolved) when saved.');
-const descriptionField = z.string().max(500);
+/** An endpoint as the API creates it: `events` are catalog types (duplicates dropped), or the wildcard alone. */
+export interface WebhookCreate {
+  url: string;
+  description?: string | undefined;
+  events?: string[] | undefined;
+}
 
-export const webhookCreate = z.strictObject({
-  url: urlField,
-  description: descriptionField.optional(),
-  events: eventsField.optional().describe(`Event types, or ["${WILDCARD}"] (the default when omitted) for every current and future type.`),
-});
-export type WebhookCreate = z.infer<typeof webhookCreate>;
+/** The fields an endpoint update changes (at least one); a null description clears it. */
+export interface WebhookUpdate {
+  url?: string | undefined;
+  description?: string | null | undefined;
+  events?: string[] | undefined;
+  status?: EndpointStatus | undefined;
+}
 
-export const webhookUpdate = z
-  .strictObject({
-    url: urlField.optional(),
-    description: descriptionField.nullable().optional().describe('null clears it.'),
-    events: eventsField.optional(),
-    status: z.enum(ENDPOINT_STATUSES).optional().describe('ACTIVE re-enables a disabled endpoint; DISABLED stops deliveries (events are logged as SKIPPED).'),
-  })
-  .refine((u) => Object.keys(u).length > 0, { message: 'give at least one field to change' });
-export type WebhookUpdate = z.infer<typeof webhookUpdate>;
+/** An endpoint as the API shows it (its secret only on creation and rotation). */
+export interface WebhookRecord {
+  id: string;
+  url: string;
+  description: string | null;
+  events: string[];
+  status: EndpointStatus;
+  disabledReason: (typeof DISABLED_REASONS)[number] | null;
+  disabledAt: string | null;
+  failingSince: string | null;
+  previousSecretExpiresAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
 
-export const webhookRecord = z.object({
-  id: z.string(),
-  url: z.string(),
-  description: z.string().nullable(),
-  events: z.array(z.string()),
-  status: z.enum(ENDPOINT_STATUSES),
-  disabledReason: z.enum(DISABLED_REASONS).nullable().describe('MANUAL (an update), FAILING (3 days of failed deliveries) or GONE (the receiver answered 410).'),
-  disabledAt: z.string().nullable(),
-  failingSince: z.string().nullable().describe('The first failed delivery since the last success; null while deliveries succeed.'),
-  previousSecretExpiresAt: z.string().nullable().describe('While a rotation overlap runs: when the previous secret stops signing.'),
-  createdAt: z.string(),
-  updatedAt: z.string(),
-});
-export type WebhookRecord = z.infer<typeof webhookRecord>;
-export const webhookWithSecret = webhookRecord.extend({ secret: z.string().describe('whsec_...: shown only here and on rotate-secret.') });
+export interface DeliveryListQuery extends PageQuery {
+  status?: DeliveryStatus | undefined;
+  eventType?: EventType | undefined;
+}
 
-export const webhookListQuery = z.strictObject({ ...pageQuery });
+/** One delivery attempt as the API shows it. */
+export interface DeliveryRecord {
+  id: string;
+  endpointId: string;
+  eventId: string;
+  eventType: string;
+  attempt: number;
+  trigger: (typeof DELIVERY_TRIGGERS)[number];
+  status: DeliveryStatus;
+  statusCode: number | null;
+  durationMs: number | null;
+  responseBody: string | null;
+  error: { kind: string; message: string } | null;
+  nextAttemptAt: string | null;
+  createdAt: string;
+}
 
-export const deliveryListQuery = z.strictObject({
-  ...pageQuery,
-  status: z.enum(DELIVERY_STATUSES).optional(),
-  eventType: z.enum(EVENT_TYPES).optional(),
-});
+/** An event as delivered and as the events feed serves it. */
+export interface EventEnvelope {
+  id: string;
+  type: string;
+  createdAt: string;
+  organizationId: string;
+  data: Record<string, unknown>;
+}
 
-export const deliveryRecord = z.object({
-  id: z.string().describe('The deliveryId (whd_...).'),
-  endpointId: z.string(),
-  eventId: z.string(),
-  eventType: z.string(),
-  attempt: z.number().int().describe('1 to 8 within an event\'s scheduled series (0 on SKIPPED); a test or a redelivery is a series of its own (1).'),
-  trigger: z.enum(DELIVERY_TRIGGERS),
-  status: z.enum(DELIVERY_STATUSES),
-  statusCode: z.number().int().nullable(),
-  durationMs: z.number().int().nullable(),
-  responseBody: z.string().nullable().describe('The first 1 KB of the receiver\'s response.'),
-  error: z.object({ kind: z.string(), message: z.string() }).nullable(),
-  nextAttemptAt: z.string().nullable(),
-  createdAt: z.string(),
-});
-export type DeliveryRecord = z.infer<typeof deliveryRecord>;
-
-export const eventEnvelope = z.object({
-  id: z.string(),
-  type: z.string(),
-  createdAt: z.string(),
-  organizationId: z.string(),
-  data: z.record(z.string(), z.unknown()),
-});
-export type EventEnvelope = z.infer<typeof eventEnvelope>;
-
-export const deliveryDetail = deliveryRecord.extend({
-  payload: eventEnvelope.nullable().describe('The event envelope as delivered; null once the event is no longer kept.'),
-});
-
-export const eventCatalog = z.object({ wildcard: z.literal(WILDCARD), types: z.array(z.string()) });
-
-export const eventFeedQuery = z.strictObject({
-  after: z
-    .string()
-    .regex(/^evt_[0-9a-z]{26}$/, 'an event id (evt_...)')
-    .optional()
-    .describe('An event id: the events after it. The nextCursor of the previous page, or the id of the last event you processed.'),
-  type: z.enum(FEED_EVENT_TYPES).optional(),
-  limit: pageQuery.limit,
-});
+/** The events feed's page: the events after the event id `after`. */
+export interface EventFeedQuery {
+  after?: string | undefined;
+  type?: FeedEventType | undefined;
+  limit: number;
+}
 
 /** A `webhook_endpoints` row. */
 export interface EndpointRow {
@@ -137,7 +110,7 @@ export interface EndpointRow {
   url: string;
   description: string | null;
   events: string[];
-  status: (typeof ENDPOINT_STATUSES)[number];
+  status: EndpointStatus;
   disabledReason: (typeof DISABLED_REASONS)[number] | null;
   disabledAt: Date | null;
   failingSince: Date | null;
@@ -244,7 +217,7 @@ export class WebhookEndpoints {
   }
 
   /** Newest first. */
-  async list(db: Db, orgId: string, q: z.infer<typeof webhookListQuery>): Promise<{ items: EndpointRow[]; nextCursor: string | null }> {
+  async list(db: Db, orgId: string, q: PageQuery): Promise<{ items: EndpointRow[]; nextCursor: string | null }> {
     const after = decodeCursor(q.cursor, 'id');
     const rows = await db<EndpointRow[]>`select * from webhook_endpoints where org_id = ${orgId}
       ${after ? db`and id < ${after[0]!}` : db``}
@@ -356,7 +329,7 @@ export class WebhookEndpoints {
   }
 
   /** The log of one endpoint, newest first. */
-  async deliveries(db: Db, orgId: string, endpointId: string, q: z.infer<typeof deliveryListQuery>): Promise<{ items: AttemptRow[]; nextCursor: string | null }> {
+  async deliveries(db: Db, orgId: string, endpointId: string, q: DeliveryListQuery): Promise<{ items: AttemptRow[]; nextCursor: string | null }> {
     const e = await this.get(db, orgId, endpointId);
     const after = decodeCursor(q.cursor, 'id');
     const rows = await db<AttemptRow[]>`select * from webhook_attempts where endpoint_id = ${e.id}
@@ -386,7 +359,7 @@ export class WebhookEndpoints {
   }
 
   /** The organization's events of the last 30 days, oldest first, as delivered (test events excluded). */
-  async events(db: Db, orgId: string, q: z.infer<typeof eventFeedQuery>): Promise<{ items: EventEnvelope[]; nextCursor: string | null }> {
+  async events(db: Db, orgId: string, q: EventFeedQuery): Promise<{ items: EventEnvelope[]; nextCursor: string | null }> {
     const since = iso(this.#clock.now() - EVENT_FEED_WINDOW_MS);
     const rows = await db<EventRow[]>`select id, org_id, type, data, created_at from outbox
       where org_id = ${orgId} and type <> 'webhook.test' and created_at >= ${since}

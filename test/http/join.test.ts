@@ -1,6 +1,6 @@
 import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
-import { joinLinkJson } from '../../src/services/join-links.ts';
+import { joinLinkJson } from '../../http/join-link-json.ts';
 import { Tokens } from '../../src/services/tokens.ts';
 import { api, createTenant, startTestNode, TEST_SECRET } from '../helpers/node.ts';
 import { assertError } from '../helpers/assert.ts';

@@ -32,10 +32,9 @@ t.test('GET /api/v1/openapi.json is a valid OpenAPI 3.1 document covering every 
 
 t.test('responses match their documented schemas', async (t) => {
   const tenant = await createTenant(node);
-  const { meetingRecord } = await import('../../src/services/meetings.ts');
-  const { joinLinkRecord } = await import('../../src/services/join-links.ts');
-  const { meetingSession } = await import('../../src/services/sessions.ts');
-  const { userRecord } = await import('../../src/services/users.ts');
+  const { joinLinkRecord, meetingRecord } = await import('../../http/schemas/meetings.ts');
+  const { meetingSession } = await import('../../http/schemas/sessions.ts');
+  const { userRecord } = await import('../../http/schemas/users.ts');
   const u = await api(node, 'POST', '/public/users', { key: tenant.key, body: { externalId: 'o1', fullName: 'O', role: 'TEACHER' } });
   t.ok(userRecord.safeParse(u.body.data).success);
   const m = await api(node, 'POST', '/public/meetings', { key: tenant.key, body: { title: 'T', type: 'MEETING', hostUserId: 'o1', scheduledStart: '2030-10-01T10:00:00Z', durationMinutes: 5 } });

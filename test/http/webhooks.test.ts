@@ -5,7 +5,7 @@ import t from 'tap';
 import { iso, ManualClock } from '../../src/clock.ts';
 import { newId } from '../../src/ids.ts';
 import { EVENT_TYPES } from '../../src/outbox.ts';
-import { deliveryDetail, deliveryRecord, eventEnvelope, webhookRecord, webhookWithSecret } from '../../src/services/webhook-endpoints.ts';
+import { deliveryDetail, deliveryRecord, eventEnvelope, webhookRecord, webhookWithSecret } from '../../http/schemas/webhooks.ts';
 import { insertAttempt } from '../../src/webhooks/envelope.ts';
 import { verifySvcSignature } from '../../src/webhooks/verify.ts';
 import { assertError } from '../helpers/assert.ts';
