@@ -19,11 +19,11 @@ export const ABLATIONS = {
   /** the pipeline's per-request Prometheus counting (src/metrics.ts `RouteMeter.record`) does nothing */
   'no-metrics': 'no Prometheus request metrics',
   /**
-   * Not a removal but the plain version of a trick: the API-key and admin-session lookups, the rate
-   * limit and the cached user and meeting reads always answer a promise, as async functions would,
-   * so the pipeline awaits each instead of taking a cached value as it is
+   * Not a removal but the plain version of the pipeline's one trick (src/maybe-promise.ts): the API-key
+   * and admin-session lookups and the rate limit always answer a promise, as async functions would, so
+   * the pipeline awaits each instead of taking a cached value as it is
    */
-  'plain-async': 'every cached read and rate-limit answer a promise (plain async code)',
+  'plain-async': 'the credential and rate-limit reads answer promises (plain async code)',
 } as const;
 
 export type Ablation = keyof typeof ABLATIONS;

@@ -61,8 +61,6 @@ const record = RouteMeter.prototype.record;
 const valueOrPromise: [Record<string, unknown>, string][] = [
   [app.services.apiKeys as unknown as Record<string, unknown>, 'authenticate'],
   [app.services.admins as unknown as Record<string, unknown>, 'authenticate'],
-  [app.services.users as unknown as Record<string, unknown>, 'getCached'],
-  [app.services.meetings as unknown as Record<string, unknown>, 'getCached'],
   [RateLimits.prototype as unknown as Record<string, unknown>, 'consume'],
 ];
 const valueOrPromiseOriginals = valueOrPromise.map(([o, name]) => o[name] as (...a: unknown[]) => unknown);

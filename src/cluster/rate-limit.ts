@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { systemClock, type Clock } from '../clock.ts';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { MaybePromise } from '../maybe-promise.ts';
 
 export interface RateLimitResult {
   allowed: boolean;
@@ -93,7 +94,7 @@ export class RateLimits {
   }
 
   /** Takes one point; answered without a promise when this node holds points for the key, or knows it has none. */
-  consume(bucket: string, key: string, perMinute: number): RateLimitResult | Promise<RateLimitResult> {
+  consume(bucket: string, key: string, perMinute: number): MaybePromise<RateLimitResult> {
     let leases = this.#leases.get(bucket);
     if (!leases) this.#leases.set(bucket, (leases = new Map()));
     let lease = leases.get(key);

@@ -11,6 +11,7 @@ import { SCOPES, type Scope } from '../scopes.ts';
 import type { ApiPrincipal } from './api-keys.ts';
 import { getOrg } from './orgs.ts';
 import { SignInThrottle } from './sign-in-throttle.ts';
+import type { MaybePromise } from '../maybe-promise.ts';
 
 export const ADMIN_ROLES = ['owner', 'admin'] as const;
 export type AdminRole = (typeof ADMIN_ROLES)[number];
@@ -190,7 +191,7 @@ export class Admins {
    * a promise. Refusals: admin_session_missing, auth_malformed, admin_session_invalid,
    * admin_session_revoked, admin_session_expired.
    */
-  authenticate(authorization: string | undefined, cookie: string | undefined, beforeQuery?: () => void): AdminPrincipal | Promise<AdminPrincipal> {
+  authenticate(authorization: string | undefined, cookie: string | undefined, beforeQuery?: () => void): MaybePromise<AdminPrincipal> {
     let token: string | undefined;
     let via: AdminPrincipal['via'];
     if (authorization !== undefined) {

@@ -8,6 +8,7 @@ import { newId, randomToken } from '../ids.ts';
 import { PLANS, type PlanName } from '../plans.ts';
 import type { Scope } from '../scopes.ts';
 import { getOrg } from './orgs.ts';
+import type { MaybePromise } from '../maybe-promise.ts';
 
 /** Who calls the public API: an API key, or a signed-in admin with a bearer session (src/services/admins.ts). */
 export interface ApiPrincipal {
@@ -74,7 +75,7 @@ export class ApiKeys {
    * A cached key is answered synchronously (no promise, no microtask on the hot path); only a cache miss
    * returns a promise, so callers await the result only when it is one.
    */
-  authenticate(header: string | undefined, beforeQuery?: () => void): ApiPrincipal | Promise<ApiPrincipal> {
+  authenticate(header: string | undefined, beforeQuery?: () => void): MaybePromise<ApiPrincipal> {
     if (!header) throw new AppError('auth_missing');
     // A header seen lately skips the parse and the hash; the entry it finds is still the one
     // revocation and plan changes delete (keyed by the hash), so a stale header only costs a lookup.

@@ -282,14 +282,13 @@ export class Meetings {
     return rows[0];
   }
 
-  getCached(db: Db, orgId: string, idOrExternal: string): MeetingRow | Promise<MeetingRow> {
+  async getCached(db: Db, orgId: string, idOrExternal: string): Promise<MeetingRow> {
     const key = `${orgId}:${idOrExternal}`;
     const hit = this.#cache.get(key);
-    if (hit) return hit; // a hit is a value, not a promise: the hot path awaits nothing
-    return this.get(db, orgId, idOrExternal).then((m) => {
-      this.#cache.set(key, m);
-      return m;
-    });
+    if (hit) return hit;
+    const m = await this.get(db, orgId, idOrExternal);
+    this.#cache.set(key, m);
+    return m;
   }
 
   /** Drops a cached row found stale; the next `getCached` reads it again. */

@@ -150,14 +150,13 @@ export class Users {
   }
 
   /** Cached read for the join-link hot path; every change to a user invalidates it on every node. */
-  getCached(db: Db, orgId: string, idOrExternal: string, by: 'any' | 'external' = 'any'): UserRow | Promise<UserRow> {
+  async getCached(db: Db, orgId: string, idOrExternal: string, by: 'any' | 'external' = 'any'): Promise<UserRow> {
     const key = by === 'external' ? `${orgId}:ext:${idOrExternal}` : `${orgId}:${idOrExternal}`;
     const hit = this.#cache.get(key);
-    if (hit) return hit; // a hit is a value, not a promise: the hot path awaits nothing
-    return this.get(db, orgId, idOrExternal, false, by).then((u) => {
-      this.#cache.set(key, u);
-      return u;
-    });
+    if (hit) return hit;
+    const u = await this.get(db, orgId, idOrExternal, false, by);
+    this.#cache.set(key, u);
+    return u;
   }
 
   /** Drops a cached row found stale; the next `getCached` reads it again. */
