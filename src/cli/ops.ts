@@ -37,6 +37,8 @@ export interface OpContext {
   publish(channel: string, message: Record<string, unknown>): Promise<void>;
   redis(): Redis | null;
   redisPrefix: string;
+  /** Inside a running node: its cluster's own view, which names the node itself when there is no Redis. */
+  placement?: () => Promise<Placement>;
 }
 
 const id = z.string().min(1).max(200);
@@ -114,7 +116,7 @@ const ops = {
     return { id: a.id, disabled: true, disabledAt: iso(row.disabledAt), alreadyDisabled: !now };
   },
   async 'cluster.status'(ctx: OpContext): Promise<Placement> {
-    return readPlacement(ctx.redis(), ctx.sql, ctx.redisPrefix);
+    return ctx.placement ? ctx.placement() : readPlacement(ctx.redis(), ctx.sql, ctx.redisPrefix);
   },
 };
 export type OpResult<K extends OpName> = Awaited<ReturnType<(typeof ops)[K]>>;
@@ -147,6 +149,7 @@ export function nodeContext(app: App): OpContext {
     publish: (channel, message) => app.bus.publish(channel, message),
     redis: () => app.redis,
     redisPrefix: app.config.AULA_REDIS_PREFIX,
+    placement: () => app.cluster.placement(),
   };
 }
 

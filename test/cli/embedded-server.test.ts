@@ -105,7 +105,10 @@ t.test('while npm start runs on the embedded database, every command works, thro
   t.same(JSON.parse(migrate.stdout), { applied: [] }, 'the server migrated at start');
   const status = await aula(['cluster', 'status', '--json'], env);
   t.equal(status.code, 0, status.stderr);
-  t.ok(JSON.parse(status.stdout).shards.every((s: { owner: string | null }) => s.owner), 'the one node owns every shard');
+  const placement = JSON.parse(status.stdout);
+  t.ok(placement.shards.every((s: { owner: string | null }) => s.owner), 'the one node owns every shard');
+  t.same(placement.nodes.map((n: { pid: number }) => n.pid), [node.proc.pid], 'and is listed: the server that ran the command');
+  t.ok(placement.shards.every((s: { owner: string | null }) => s.owner === placement.nodes[0].id), 'under its own id');
 
   const serve = await aula(['serve'], { ...env, AULA_PORT: '0' });
   t.equal(serve.code, 75, 'a second server may not open the embedded database');
