@@ -69,7 +69,7 @@ export function buildOpenApi(routes: Route[], serverUrl: string): Json {
     // a raw route answers its own media types: a page, a script, or (the document itself) JSON as it is
     const content = spec.raw
       ? Object.fromEntries(spec.raw.map((type) => [type, { schema: type === 'application/json' ? data : { type: 'string' } }]))
-      : { 'application/json': { schema: success } };
+      : { 'application/json': { schema: success }, ...Object.fromEntries((spec.alternates ?? []).map((type) => [type, { schema: { type: 'string' } }])) };
     const codes = [...new Set([...(spec.errors ?? []), ...(COMMON[spec.auth] ?? []), ...SERVER_ERRORS])];
     const byStatus = new Map<number, ErrorCode[]>();
     for (const c of codes) byStatus.set(errorCatalog[c].status, [...(byStatus.get(errorCatalog[c].status) ?? []), c]);

@@ -41,6 +41,8 @@ export interface RouteSpec {
   maxBodyBytes?: number;
   /** Answered as they are (not in the `{ data }` envelope), with these media types: pages, scripts, the OpenAPI document. */
   raw?: readonly string[];
+  /** Other media types the JSON route also answers in, chosen by the request's Accept header (the handler's `raw` reply). */
+  alternates?: readonly string[];
   /** How an Idempotency-Key is honoured: in the handler's transaction (default), or after a handler that asks actors. */
   idempotency?: 'transaction' | 'after';
 }

@@ -19,6 +19,7 @@ import type { Database, Sql } from './db/index.ts';
 import type { Logger } from './logger.ts';
 import type { Mailer } from './notifications/mailer.ts';
 import type { ApiKeys } from './services/api-keys.ts';
+import type { Attendance } from './services/attendance.ts';
 import type { Classes } from './services/classes.ts';
 import type { Enrollments } from './services/enrollments.ts';
 import type { Idempotency } from './services/idempotency.ts';
@@ -71,6 +72,8 @@ export interface App {
     classes: Classes;
     meetings: Meetings;
     enrollments: Enrollments;
+    /** Attendance reports of meetings and classes (written by the meeting actors). */
+    attendance: Attendance;
     invitations: Invitations;
     joinLinks: JoinLinks;
     sessions: Sessions;

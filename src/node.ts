@@ -14,6 +14,7 @@ import { createLogger, type Logger } from './logger.ts';
 import { Mailer, MAIL_POLL_MS } from './notifications/mailer.ts';
 import { ApiKeys } from './services/api-keys.ts';
 import { Classes } from './services/classes.ts';
+import { Attendance } from './services/attendance.ts';
 import { Enrollments } from './services/enrollments.ts';
 import { Idempotency } from './services/idempotency.ts';
 import { Invitations } from './services/invitations.ts';
@@ -181,6 +182,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
       classes,
       meetings,
       enrollments: new Enrollments(clock, outbox, users, classes),
+      attendance: new Attendance(meetings, classes),
       invitations: new Invitations(clock, users, meetings),
       joinLinks: new JoinLinks(clock, tokens, users, meetings),
       sessions,

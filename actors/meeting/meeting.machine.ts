@@ -1,10 +1,10 @@
 import { emit, enqueueActions, not, setup } from 'xstate';
 import { RoomAccess, type HostCommand } from '../../src/rooms/access.ts';
 import { iso, refusal, type ActorErrorCode, type DisconnectCode } from '../effects.ts';
-import { byJoin, clientSettings, initialMeetingContext, meetingData, participantData, roster, rosterMessage } from './meeting.views.ts';
+import { byJoin, clientSettings, DEFAULT_SETTLE_MINUTES, initialMeetingContext, meetingData, participantData, roster, rosterMessage } from './meeting.views.ts';
 import type { EndedReason, MeetingContext, MeetingEffect, MeetingEvent, MeetingInput, Participant } from './meeting.types.ts';
 
-export { initialMeetingContext, meetingData, roster } from './meeting.views.ts';
+export { DEFAULT_SETTLE_MINUTES, initialMeetingContext, meetingData, roster } from './meeting.views.ts';
 
 /** Stored beside every persisted snapshot; bump it when a snapshot of the previous version would not restore. */
 export const MEETING_MACHINE_VERSION = 2;
@@ -19,6 +19,7 @@ export const MEETING_TIMERS = {
   planCap: 'plan-cap',
   emptyGrace: 'empty-grace',
   noShow: 'no-show',
+  attendanceSettle: 'attendance-settle',
   reconnect: (participantId: string) => `reconnect:${participantId}`,
 } as const;
 const RECONNECT_PREFIX = 'reconnect:';
@@ -52,6 +53,8 @@ function withParticipant(c: MeetingContext, p: Participant) {
   const rev = c.rev + 1;
   return { assign: { participants, rev }, roster: rosterMessage(participants, rev) };
 }
+/** The attendance effect of a participant's stay: it began (leftAt null) or ended. */
+const stay = (p: Participant, leftAt: number | null) => ({ type: 'attendance' as const, participantId: p.participantId, userId: p.user.id, joinedAt: p.joinedAt, leftAt });
 const noShowAt = (c: MeetingContext): number => Math.max(Date.parse(c.meeting.scheduledEnd), c.noShowFloor ?? 0) + NO_SHOW_GRACE_MS;
 
 const refuse = (code: ActorErrorCode, message: string) => ({ type: 'refuse', params: { code, message } }) as const;
@@ -121,6 +124,8 @@ export const meetingMachine = setup({
       event.at >= context.emptyGraceAt &&
       Object.keys(context.participants).length === 0,
     noShowDue: ({ context, event }) => event.type === 'TIMER' && event.name === MEETING_TIMERS.noShow && event.at >= noShowAt(context),
+    settleDue: ({ context, event }) =>
+      event.type === 'TIMER' && event.name === MEETING_TIMERS.attendanceSettle && (context.attendanceFinalizedAt ?? null) === null && context.endedAt !== null,
     reconnectDue: ({ context, event }) => {
       if (event.type !== 'TIMER' || !event.name.startsWith(RECONNECT_PREFIX)) return false;
       const p = context.participants[event.name.slice(RECONNECT_PREFIX.length)];
@@ -193,6 +198,7 @@ export const meetingMachine = setup({
       enqueue.assign({ ...next.assign, emptySince: null, emptyGraceAt: null });
       if (context.emptyGraceAt !== null) enqueue.emit({ type: 'timer.cancel', name: MEETING_TIMERS.emptyGrace });
       enqueue.emit({ type: 'outbox', eventType: 'participant.joined', data: participantData(context, p, null) });
+      enqueue.emit(stay(p, null));
       enqueue.emit(next.roster);
     }),
 
@@ -281,6 +287,7 @@ export const meetingMachine = setup({
         lastLeftAt = Math.max(lastLeftAt, leftAt);
         delete participants[p.participantId];
         enqueue.emit({ type: 'outbox', eventType: 'participant.left', data: participantData(context, p, leftAt) });
+        enqueue.emit(stay(p, leftAt));
         if (params.code && (p.connections.length > 0 || params.code !== 'left')) {
           enqueue.emit({ type: 'disconnect', participantId: p.participantId, code: params.code });
         }
@@ -395,7 +402,9 @@ export const meetingMachine = setup({
         : at;
       const present = Object.values(context.participants).sort(byJoin);
       for (const p of present) {
-        enqueue.emit({ type: 'outbox', eventType: 'participant.left', data: participantData(context, p, Math.min(p.disconnectedAt ?? endedAt, endedAt)) });
+        const leftAt = Math.min(p.disconnectedAt ?? endedAt, endedAt);
+        enqueue.emit({ type: 'outbox', eventType: 'participant.left', data: participantData(context, p, leftAt) });
+        enqueue.emit(stay(p, leftAt));
       }
       const ended = {
         status: 'ENDED' as const,
@@ -420,6 +429,14 @@ export const meetingMachine = setup({
       for (const p of present) {
         if (p.disconnectedAt !== null) enqueue.emit({ type: 'timer.cancel', name: MEETING_TIMERS.reconnect(p.participantId) });
       }
+      // Attendance stays provisional for the settle window, then it is final (finalizeAttendance).
+      enqueue.emit({ type: 'timer.set', name: MEETING_TIMERS.attendanceSettle, dueAt: at + (context.attendanceSettleMs ?? DEFAULT_SETTLE_MINUTES * 60_000) });
+    }),
+
+    /** The settle window passed: the host writes the final report and sends attendance.finalized, once. */
+    finalizeAttendance: enqueueActions(({ event, enqueue }) => {
+      enqueue.assign({ attendanceFinalizedAt: event.at });
+      enqueue.emit({ type: 'attendance.finalize' });
     }),
 
     /** SCHEDULED, nobody came: ENDED with TIMEOUT and no webhook (the spec declares TIMEOUT but never sends it). */
@@ -554,7 +571,7 @@ export const meetingMachine = setup({
     },
     // The end states are not XState `final`: a done actor drops every event, and these must still answer
     // (JOIN refused with meeting_ended, END/CANCEL repeated idempotently). The host recognises them by the tag.
-    ended: { tags: ['closed'], on: endedHandlers },
+    ended: { tags: ['closed'], on: { ...endedHandlers, TIMER: { guard: 'settleDue', actions: 'finalizeAttendance' } } },
     /** Ended without ever going live (no-show); status ENDED, endedReason TIMEOUT. */
     expired: { tags: ['closed'], on: endedHandlers },
     cancelled: {

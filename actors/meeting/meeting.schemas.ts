@@ -52,6 +52,8 @@ export const meetingInput = z.object({
   endedReason: z.enum(ENDED_REASONS).nullable().optional(),
   /** When the schedule was last set (the row's updatedAt): a meeting scheduled in the past still gets its grace from then. */
   notBefore: isoTime.optional(),
+  /** The organization's attendance settle window: the report is final this long after the end (default 5). */
+  attendanceSettleMinutes: z.number().int().min(0).max(1440).optional(),
 });
 
 const ev = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) => z.object({ type: z.literal(type), at, ...shape });

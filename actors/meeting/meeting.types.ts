@@ -80,6 +80,10 @@ export interface MeetingContext {
   media: MediaPlacement | null;
   /** Grows with every roster and settings change, so the media rooms applies only newer room state. */
   rev: number;
+  /** How long after the end attendance settles (absent in snapshots from before attendance: the default). */
+  attendanceSettleMs?: number;
+  /** When attendance was finalized (ms); null until then. */
+  attendanceFinalizedAt?: number | null;
 }
 
 /** The settings a client of the room needs. */
@@ -177,8 +181,24 @@ export interface MeetingReplies {
 
 export type MeetingReplyBody = Refusal | MeetingReplies[keyof MeetingReplies];
 
+/** A stay in the room began (`leftAt` null) or ended: the host writes it as an attendance interval. */
+export interface AttendanceStayEffect {
+  type: 'attendance';
+  participantId: string;
+  userId: string | null;
+  joinedAt: number;
+  leftAt: number | null;
+}
+
+/** The settle window after the end passed: the host writes the final report and sends attendance.finalized. */
+export interface AttendanceFinalizeEffect {
+  type: 'attendance.finalize';
+}
+
 export type MeetingEffect =
   | MeetingOutbox
+  | AttendanceStayEffect
+  | AttendanceFinalizeEffect
   | TimerSetEffect
   | TimerCancelEffect
   | SendEffect<RoomMessage>

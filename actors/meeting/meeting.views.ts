@@ -13,6 +13,9 @@ import type {
 // Pure functions from the meeting machine's context to what it shows: its initial context, webhook data,
 // the roster and the settings clients see.
 
+/** Attendance settles this long after the end unless the organization says otherwise (src/services/attendance.ts). */
+export const DEFAULT_SETTLE_MINUTES = 5;
+
 const ms = (s: string | null | undefined): number | null => (s == null ? null : Date.parse(s));
 
 /** Roster order: by join time, then id, so every node renders the same list. */
@@ -21,7 +24,7 @@ export const byJoin = (a: Participant, b: Participant): number => a.joinedAt - b
 export function initialMeetingContext(input: MeetingInput): MeetingContext {
   const startedAt = ms(input.startedAt);
   // the input is the meeting's facts and its state; the facts are kept as they came, the times normalized
-  const { settings: _s, planMaxMinutes: _p, status: _st, startedAt: _sa, endedAt: _ea, endedReason: _er, notBefore: _nb, ...facts } = input;
+  const { settings: _s, planMaxMinutes: _p, status: _st, startedAt: _sa, endedAt: _ea, endedReason: _er, notBefore: _nb, attendanceSettleMinutes: _as, ...facts } = input;
   return {
     meeting: { ...facts, scheduledStart: iso(Date.parse(input.scheduledStart)), scheduledEnd: iso(Date.parse(input.scheduledEnd)) },
     settings: { ...input.settings },
@@ -39,6 +42,8 @@ export function initialMeetingContext(input: MeetingInput): MeetingContext {
     removedSessions: [],
     media: null,
     rev: 0,
+    attendanceSettleMs: (input.attendanceSettleMinutes ?? DEFAULT_SETTLE_MINUTES) * 60_000,
+    attendanceFinalizedAt: null,
   };
 }
 

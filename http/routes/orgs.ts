@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { PLAN_NAMES, PLANS } from '../../src/plans.ts';
 import { getOrg, updateOrg, type Org } from '../../src/services/orgs.ts';
+import { attendanceRules } from '../schemas/attendance.ts';
 import { allowedOrigins } from '../schemas/orgs.ts';
 import { route } from '../route.ts';
 
@@ -12,8 +13,9 @@ const organization = z.object({
   plan: z.enum(PLAN_NAMES as [string, ...string[]]),
   features: z.array(z.string()),
   allowedOrigins: z.array(z.string()).describe('Origins whose pages may frame the room (docs/sdk.md).'),
+  attendanceRules: attendanceRules.describe('How attendance is reconciled (docs/attendance.md): the rules in force.'),
 });
-const present = (org: Org) => ({ id: org.id, name: org.name, plan: org.plan, features: [...PLANS[org.plan].features], allowedOrigins: org.allowedOrigins });
+const present = (org: Org) => ({ id: org.id, name: org.name, plan: org.plan, features: [...PLANS[org.plan].features], allowedOrigins: org.allowedOrigins, attendanceRules: org.attendanceRules });
 
 /** The admin surface, `/orgs/:orgId/...`: signed-in owners and admins of that organization only. */
 export const orgRoutes = [
@@ -27,11 +29,11 @@ export const orgRoutes = [
       path: '/orgs/:orgId',
       tag,
       auth: 'admin',
-      summary: 'Rename the organization or set its allowed origins.',
+      summary: 'Rename the organization, set its allowed origins or its attendance rules.',
       description:
-        'allowedOrigins replaces the list: origins (scheme, host and optional port; http or https) whose pages may put the room in an iframe with the embedding SDK, at most 50. The room page answers with `Content-Security-Policy: frame-ancestors` built from it; running nodes pick a change up at once.',
+        'allowedOrigins replaces the list: origins (scheme, host and optional port; http or https) whose pages may put the room in an iframe with the embedding SDK, at most 50. The room page answers with `Content-Security-Policy: frame-ancestors` built from it; running nodes pick a change up at once. attendanceRules changes the rules given and keeps the others; lateness and shares apply to reports not yet final, the settle window to meetings created after the change.',
       params: orgParams,
-      body: z.strictObject({ name: z.string().trim().min(1).max(200).optional(), allowedOrigins: allowedOrigins.optional() }),
+      body: z.strictObject({ name: z.string().trim().min(1).max(200).optional(), allowedOrigins: allowedOrigins.optional(), attendanceRules: attendanceRules.partial().optional() }),
       response: organization,
       errors: ['not_found'],
     },

@@ -29,7 +29,7 @@ export const enrollmentListQuery = schemaOf<EnrollmentListQuery>()(
 );
 
 /** The user as enrollment and invitation records show it. */
-const memberUser = schemaOf<MemberUser>()(
+export const memberUser = schemaOf<MemberUser>()(
   z.object({
     id: z.string(),
     externalId: z.string(),

@@ -41,6 +41,8 @@ export interface ActorDefinition {
 export interface EffectEnv {
   /** The public base URL (for addresses written into emails), once the node listens. */
   baseUrl(): string | undefined;
+  /** Where a definition's own effects write events, in the transition's transaction. */
+  outbox: Outbox;
 }
 
 /** Where the sends and disconnects an actor emits go once its transition has committed. */
@@ -93,7 +95,7 @@ export class ActorRuntime {
     clock: Clock;
     log: Logger;
     definitions: ActorDefinition[];
-    env?: EffectEnv;
+    env?: Omit<EffectEnv, 'outbox'>;
     /** Where the transitions' events are written (in their transaction). */
     outbox: Outbox;
     /** Where room effects go once a transition has committed (the rooms service). */
@@ -106,7 +108,7 @@ export class ActorRuntime {
     this.#sql = opts.sql;
     this.#clock = opts.clock;
     this.#log = opts.log;
-    this.#env = opts.env ?? { baseUrl: () => undefined };
+    this.#env = { baseUrl: opts.env?.baseUrl ?? (() => undefined), outbox: opts.outbox };
     this.#outbox = opts.outbox;
     this.#sink = opts.sink;
     this.#send = opts.send;

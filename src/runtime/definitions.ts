@@ -2,7 +2,8 @@ import type { AnyStateMachine } from 'xstate';
 import type { z } from 'zod';
 import { MEETING_MACHINE_VERSION, meetingMachine } from '../../actors/meeting/meeting.machine.ts';
 import { meetingEvent } from '../../actors/meeting/meeting.schemas.ts';
-import type { MeetingContext } from '../../actors/meeting/meeting.types.ts';
+import type { AttendanceStayEffect, MeetingContext } from '../../actors/meeting/meeting.types.ts';
+import { Attendance, attendanceRules, type AttendanceRules } from '../services/attendance.ts';
 import { WAITING_ROOM_MACHINE_VERSION, waitingRoomMachine } from '../../actors/waiting-room/waiting-room.machine.ts';
 import { waitingRoomEvent } from '../../actors/waiting-room/waiting-room.schemas.ts';
 import type { Db } from '../db/index.ts';
@@ -20,8 +21,10 @@ import { MAINTENANCE_MACHINE_VERSION, maintenanceMachine } from '../../actors/ma
 import { maintenanceEvent } from '../../actors/maintenance/maintenance.schemas.ts';
 import { purgeExpired } from '../services/retention.ts';
 
-async function meetingRow(db: Db, meetingId: string): Promise<(MeetingRow & { plan: PlanName }) | null> {
-  const [row] = await db<(MeetingRow & { plan: PlanName })[]>`select m.*, c.external_id as external_class_id, c.course_id, o.plan
+type MeetingActorRow = MeetingRow & { plan: PlanName; attendanceRules: Partial<AttendanceRules> | null };
+
+async function meetingRow(db: Db, meetingId: string): Promise<MeetingActorRow | null> {
+  const [row] = await db<MeetingActorRow[]>`select m.*, c.external_id as external_class_id, c.course_id, o.plan, o.attendance_rules
     from meetings m join organizations o on o.id = m.org_id left join classes c on c.id = m.class_id where m.id = ${meetingId}`;
   return row ?? null;
 }
@@ -44,6 +47,7 @@ export const meetingDefinition: ActorDefinition = {
       endedAt: r.endedAt,
       endedReason: m.endedReason,
       notBefore: r.updatedAt,
+      attendanceSettleMinutes: attendanceRules(m.attendanceRules).settleMinutes,
     };
   },
   orgOf: (c) => (c as unknown as MeetingContext).meeting.orgId,
@@ -62,6 +66,13 @@ export const meetingDefinition: ActorDefinition = {
     }
     if (c.status === 'CANCELLED') {
       await tx`update meeting_sessions set revoked_at = ${iso(at)}, revoked_reason = 'meeting_cancelled' where meeting_id = ${meetingId} and revoked_at is null`;
+    }
+  },
+  async effect(tx, meetingId, context, effect, at, env) {
+    if (effect.type === 'attendance') {
+      await Attendance.recordStay(tx, (context as unknown as MeetingContext).meeting.orgId, meetingId, effect as unknown as AttendanceStayEffect, at);
+    } else if (effect.type === 'attendance.finalize') {
+      await Attendance.finalize(tx, env.outbox, meetingId, at);
     }
   },
   followUps(meetingId, before, after) {

@@ -6,26 +6,33 @@ import type { Db } from '../db/index.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { PlanName } from '../plans.ts';
+import { attendanceRules, type AttendanceRules } from './attendance.ts';
 
 export interface Org {
   id: string;
   name: string;
   plan: PlanName;
   allowedOrigins: string[];
+  /** The rules in force: the organization's own, over the defaults. */
+  attendanceRules: AttendanceRules;
   createdAt: Date;
 }
 
+type OrgRow = Omit<Org, 'attendanceRules'> & { attendanceRules: Partial<AttendanceRules> | null };
+const ORG_COLUMNS = 'id, name, plan, allowed_origins, attendance_rules, created_at';
+const toOrg = (row: OrgRow): Org => ({ ...row, attendanceRules: attendanceRules(row.attendanceRules) });
+
 export async function createOrg(db: Db, clock: Clock, input: { name: string; plan: PlanName }): Promise<Org> {
   const now = iso(clock.now());
-  const [org] = await db<Org[]>`insert into organizations (id, name, plan, created_at, updated_at)
-    values (${newId('org')}, ${input.name}, ${input.plan}, ${now}, ${now}) returning id, name, plan, allowed_origins, created_at`;
-  return org!;
+  const [org] = await db<OrgRow[]>`insert into organizations (id, name, plan, created_at, updated_at)
+    values (${newId('org')}, ${input.name}, ${input.plan}, ${now}, ${now}) returning ${db.unsafe(ORG_COLUMNS)}`;
+  return toOrg(org!);
 }
 
 export async function getOrg(db: Db, id: string): Promise<Org> {
-  const [org] = await db<Org[]>`select id, name, plan, allowed_origins, created_at from organizations where id = ${id}`;
+  const [org] = await db<OrgRow[]>`select ${db.unsafe(ORG_COLUMNS)} from organizations where id = ${id}`;
   if (!org) throw new AppError('not_found', { message: `No organization ${id}.` });
-  return org;
+  return toOrg(org);
 }
 
 // ---- allowed origins: who may frame the room page (embedUrl) -------------------------------------------------
@@ -48,14 +55,22 @@ export function parseOrigin(text: string): string | null {
   return u.origin;
 }
 
-export async function updateOrg(db: Db, clock: Clock, id: string, patch: { name?: string; allowedOrigins?: string[] }): Promise<Org> {
-  const [org] = await db<Org[]>`update organizations set
+/** `attendanceRules` changes only the rules given; the others keep their values. */
+export async function updateOrg(
+  db: Db,
+  clock: Clock,
+  id: string,
+  patch: { name?: string | undefined; allowedOrigins?: string[] | undefined; attendanceRules?: Partial<AttendanceRules> | undefined },
+): Promise<Org> {
+  const rules = patch.attendanceRules ? Object.fromEntries(Object.entries(patch.attendanceRules).filter(([, v]) => v !== undefined)) : null;
+  const [org] = await db<OrgRow[]>`update organizations set
       name = coalesce(${patch.name ?? null}, name),
       allowed_origins = coalesce(${patch.allowedOrigins ? db.array(patch.allowedOrigins) : null}::text[], allowed_origins),
+      attendance_rules = case when ${rules === null} then attendance_rules else coalesce(attendance_rules, '{}'::jsonb) || ${db.json((rules ?? {}) as never)} end,
       updated_at = ${iso(clock.now())}
-    where id = ${id} returning id, name, plan, allowed_origins, created_at`;
+    where id = ${id} returning ${db.unsafe(ORG_COLUMNS)}`;
   if (!org) throw new AppError('not_found', { message: `No organization ${id}.` });
-  return org;
+  return toOrg(org);
 }
 
 /**

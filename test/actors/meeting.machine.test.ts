@@ -291,7 +291,7 @@ t.test('the empty-room grace running out ends the meeting ROOM_FINISHED', async 
     durationSeconds: 1200,
     endedReason: 'ROOM_FINISHED',
   });
-  t.same(timers(fx), ['cancel plan-cap', 'cancel empty-grace']);
+  t.same(timers(fx), ['cancel plan-cap', 'cancel empty-grace', `set attendance-settle@${26 * MIN}`], 'attendance settles 5 minutes after the end is known');
   t.same(reply(fx), undefined);
   t.match(r.context, { status: 'ENDED', endedReason: 'ROOM_FINISHED', endedAt: T0 + 20 * MIN });
 });
@@ -311,7 +311,11 @@ t.test('the plan cap ends the meeting PLAN_LIMIT; everyone still in leaves and i
     { type: 'disconnect', participantId: 'par_teacher', code: 'meeting_ended' },
     { type: 'disconnect', participantId: 'par_alice', code: 'meeting_ended' },
   ]);
-  t.same(timers(fx), ['cancel plan-cap', 'cancel reconnect:par_alice']);
+  t.same(timers(fx), ['cancel plan-cap', 'cancel reconnect:par_alice', `set attendance-settle@${45 * MIN + 200}`]);
+  t.same(ofType(fx, 'attendance'), [
+    { type: 'attendance', participantId: 'par_teacher', userId: users.teacher.id, joinedAt: T0, leftAt: T0 + 40 * MIN },
+    { type: 'attendance', participantId: 'par_alice', userId: users.alice.id, joinedAt: T0 + MIN, leftAt: T0 + 39 * MIN + 55_000 },
+  ], 'every stay still open ends with the meeting (at the drop for someone in the reconnect grace)');
   t.same(r.context.participants, {});
 });
 
@@ -639,4 +643,48 @@ t.test('zod schemas refuse malformed events and input', async (t) => {
   t.notOk(meetingInput.safeParse({ ...baseInput, status: 'PAUSED' }).success, 'unknown status');
   t.notOk(meetingInput.safeParse({ ...baseInput, planMaxMinutes: 0 }).success, 'plan cap must be positive');
   t.notOk(meetingInput.safeParse({ ...baseInput, scheduledEnd: 'soon' }).success, 'scheduledEnd must be ISO');
+});
+
+t.test('attendance: every stay is an effect, a reconnect within the grace is not a leave, and the settle timer finalizes once', async (t) => {
+  const r = room({ attendanceSettleMinutes: 7 });
+  r.send({ type: 'INIT', at: T0 - 10 * MIN });
+  let fx = r.send(join('teacher', T0));
+  t.same(ofType(fx, 'attendance'), [{ type: 'attendance', participantId: 'par_teacher', userId: users.teacher.id, joinedAt: T0, leftAt: null }]);
+  r.send(join('alice', T0 + MIN));
+  fx = r.send({ type: 'DISCONNECT', participantId: 'par_alice', connectionId: 'conn_alice_1', at: T0 + 5 * MIN });
+  t.same(ofType(fx, 'attendance'), [], 'a dropped connection is not a leave yet');
+  fx = r.send(join('alice', T0 + 5 * MIN + 10_000, { conn: 'conn_alice_2' }));
+  t.same(ofType(fx, 'attendance'), [], 'a reconnect within the grace continues the stay');
+  fx = r.send({ type: 'LEAVE', participantId: 'par_alice', at: T0 + 10 * MIN });
+  t.same(ofType(fx, 'attendance'), [{ type: 'attendance', participantId: 'par_alice', userId: users.alice.id, joinedAt: T0 + MIN, leftAt: T0 + 10 * MIN }]);
+  fx = r.send(join('alice', T0 + 12 * MIN, { conn: 'conn_alice_3' }));
+  t.same(ofType(fx, 'attendance'), [{ type: 'attendance', participantId: 'par_alice', userId: users.alice.id, joinedAt: T0 + 12 * MIN, leftAt: null }], 'coming back is a new stay');
+
+  fx = r.send({ type: 'END', by: 'par_teacher', at: T0 + 30 * MIN });
+  t.same(ofType(fx, 'attendance').map((e) => e.leftAt), [T0 + 30 * MIN, T0 + 30 * MIN]);
+  t.same(timers(fx).at(-1), `set attendance-settle@${37 * MIN}`, "the organization's settle window");
+  t.same(r.send({ type: 'TIMER', name: 'plan-cap', at: T0 + 37 * MIN }), [], 'another timer after the end changes nothing');
+
+  fx = r.send({ type: 'TIMER', name: 'attendance-settle', at: T0 + 37 * MIN });
+  t.same(fx, [{ type: 'attendance.finalize' }]);
+  t.equal(r.context.attendanceFinalizedAt, T0 + 37 * MIN);
+  t.equal(r.state, 'ended');
+  t.same(r.send({ type: 'TIMER', name: 'attendance-settle', at: T0 + 38 * MIN }), [], 'a repeated timer finalizes nothing again');
+
+  // a snapshot taken before attendance existed (no settle fields) still settles, on the default window
+  const old = JSON.parse(JSON.stringify(liveRoom().actor.getPersistedSnapshot()));
+  delete old.context.attendanceSettleMs;
+  delete old.context.attendanceFinalizedAt;
+  const restored = room({}, old);
+  fx = restored.send({ type: 'END', byApi: true, at: T0 + 20 * MIN });
+  t.same(timers(fx).at(-1), `set attendance-settle@${25 * MIN}`);
+  t.same(restored.send({ type: 'TIMER', name: 'attendance-settle', at: T0 + 25 * MIN }), [{ type: 'attendance.finalize' }]);
+});
+
+t.test('a meeting that never went live has no attendance to settle', async (t) => {
+  const r = room();
+  r.send({ type: 'INIT', at: T0 - 10 * MIN });
+  r.send({ type: 'TIMER', name: 'no-show', at: T0 + 60 * MIN + 60 * MIN });
+  t.equal(r.state, 'expired');
+  t.same(r.send({ type: 'TIMER', name: 'attendance-settle', at: T0 + 200 * MIN }), []);
 });

@@ -377,6 +377,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/public/meetings/{id}/attendance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A meeting's attendance: PROVISIONAL from its first join until the settle window after its end, then FINAL.
+         * @description Everyone expected (the class's students enrolled when the session began, or the meeting's invitees) and everyone who came, each PRESENT, LATE or ABSENT by the organization's rules (docs/attendance.md). With `Accept: text/csv` the same records as CSV, one row per person (and session), intervals as `joinedAt/leftAt` pairs separated by spaces. A meeting that has not been live answers invalid_state.
+         */
+        get: operations["getApiV1PublicMeetingsIdAttendance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/classes/{id}/attendance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A class's attendance across its sessions that began in [from, to), oldest first, with each person's counts.
+         * @description At most 500 sessions per request; a longer range is refused (validation_failed). With `Accept: text/csv` the same records as CSV, one row per person (and session), intervals as `joinedAt/leftAt` pairs separated by spaces.
+         */
+        get: operations["getApiV1PublicClassesIdAttendance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/join-tokens/exchange": {
         parameters: {
             query?: never;
@@ -566,8 +606,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Rename the organization or set its allowed origins.
-         * @description allowedOrigins replaces the list: origins (scheme, host and optional port; http or https) whose pages may put the room in an iframe with the embedding SDK, at most 50. The room page answers with `Content-Security-Policy: frame-ancestors` built from it; running nodes pick a change up at once.
+         * Rename the organization, set its allowed origins or its attendance rules.
+         * @description allowedOrigins replaces the list: origins (scheme, host and optional port; http or https) whose pages may put the room in an iframe with the embedding SDK, at most 50. The room page answers with `Content-Security-Policy: frame-ancestors` built from it; running nodes pick a change up at once. attendanceRules changes the rules given and keeps the others; lateness and shares apply to reports not yet final, the settle window to meetings created after the change.
          */
         patch: operations["patchApiV1OrgsOrgId"];
         trace?: never;
@@ -4365,6 +4405,351 @@ export interface operations {
             };
         };
     };
+    getApiV1PublicMeetingsIdAttendance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string & (unknown & unknown);
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            meetingId: string;
+                            externalMeetingId: string | null;
+                            /** @enum {string} */
+                            kind: "MEETING" | "CLASS";
+                            title: string;
+                            classId: string | null;
+                            externalClassId: string | null;
+                            attendanceSessionId: string;
+                            /**
+                             * @description PROVISIONAL until the settle window after the end has passed; FINAL never changes again.
+                             * @enum {string}
+                             */
+                            status: "PROVISIONAL" | "FINAL";
+                            startedAt: string;
+                            endedAt: string | null;
+                            finalizedAt: string | null;
+                            summary: {
+                                total: number;
+                                present: number;
+                                late: number;
+                                absent: number;
+                            };
+                            records: {
+                                user: {
+                                    id: string;
+                                    externalId: string;
+                                    name: string;
+                                    /** @enum {string} */
+                                    role: "TEACHER" | "STUDENT" | "ADMIN";
+                                };
+                                /** @enum {string} */
+                                status: "PRESENT" | "LATE" | "ABSENT";
+                                /** @description Time attended: the merged intervals, within the session. */
+                                durationSeconds: number;
+                                /** @description First join; null for someone expected who never came. */
+                                joinedAt: string | null;
+                                /** @description Last leave (while the meeting is live: now). */
+                                leftAt: string | null;
+                                /** @description The stays in the room, unioned, short gaps merged. */
+                                intervals: {
+                                    joinedAt: string;
+                                    leftAt: string;
+                                }[];
+                            }[];
+                        };
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `auth_missing`, `auth_malformed`, `api_key_invalid`, `api_key_revoked`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `meeting_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `invalid_state` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiV1PublicClassesIdAttendance: {
+        parameters: {
+            query?: {
+                /** @description Sessions that began at or after this instant. */
+                from?: string;
+                /** @description Sessions that began before this instant. */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                id: string & (unknown & unknown);
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            classId: string;
+                            externalClassId: string | null;
+                            from: string | null;
+                            to: string | null;
+                            sessions: {
+                                meetingId: string;
+                                externalMeetingId: string | null;
+                                /** @enum {string} */
+                                kind: "MEETING" | "CLASS";
+                                title: string;
+                                classId: string | null;
+                                externalClassId: string | null;
+                                attendanceSessionId: string;
+                                /**
+                                 * @description PROVISIONAL until the settle window after the end has passed; FINAL never changes again.
+                                 * @enum {string}
+                                 */
+                                status: "PROVISIONAL" | "FINAL";
+                                startedAt: string;
+                                endedAt: string | null;
+                                finalizedAt: string | null;
+                                summary: {
+                                    total: number;
+                                    present: number;
+                                    late: number;
+                                    absent: number;
+                                };
+                                records: {
+                                    user: {
+                                        id: string;
+                                        externalId: string;
+                                        name: string;
+                                        /** @enum {string} */
+                                        role: "TEACHER" | "STUDENT" | "ADMIN";
+                                    };
+                                    /** @enum {string} */
+                                    status: "PRESENT" | "LATE" | "ABSENT";
+                                    /** @description Time attended: the merged intervals, within the session. */
+                                    durationSeconds: number;
+                                    /** @description First join; null for someone expected who never came. */
+                                    joinedAt: string | null;
+                                    /** @description Last leave (while the meeting is live: now). */
+                                    leftAt: string | null;
+                                    /** @description The stays in the room, unioned, short gaps merged. */
+                                    intervals: {
+                                        joinedAt: string;
+                                        leftAt: string;
+                                    }[];
+                                }[];
+                            }[];
+                            /** @description Each person's counts over the sessions. */
+                            students: {
+                                total: number;
+                                present: number;
+                                late: number;
+                                absent: number;
+                                user: {
+                                    id: string;
+                                    externalId: string;
+                                    name: string;
+                                    /** @enum {string} */
+                                    role: "TEACHER" | "STUDENT" | "ADMIN";
+                                };
+                                durationSeconds: number;
+                            }[];
+                        };
+                    };
+                    "text/csv": string;
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `auth_missing`, `auth_malformed`, `api_key_invalid`, `api_key_revoked`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `class_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     postApiV1JoinTokensExchange: {
         parameters: {
             query?: never;
@@ -5435,6 +5820,17 @@ export interface operations {
                             features: string[];
                             /** @description Origins whose pages may frame the room (docs/sdk.md). */
                             allowedOrigins: string[];
+                            /** @description How attendance is reconciled (docs/attendance.md): the rules in force. */
+                            attendanceRules: {
+                                /** @description Joining more than this many minutes after the session began is LATE. */
+                                lateAfterMinutes: number;
+                                /** @description Attending less than this share of the session (0 to 1) is ABSENT. */
+                                presentShare: number;
+                                /** @description Gaps between stays up to this long count as attended. */
+                                mergeGapSeconds: number;
+                                /** @description Minutes after the end before the report is FINAL and attendance.finalized is sent. */
+                                settleMinutes: number;
+                            };
                         };
                     };
                 };
@@ -5532,6 +5928,16 @@ export interface operations {
                     name?: string;
                     /** @description Origins (scheme, host and optional port) whose pages may frame the room with the embedding SDK. */
                     allowedOrigins?: string[];
+                    attendanceRules?: {
+                        /** @description Joining more than this many minutes after the session began is LATE. */
+                        lateAfterMinutes?: number;
+                        /** @description Attending less than this share of the session (0 to 1) is ABSENT. */
+                        presentShare?: number;
+                        /** @description Gaps between stays up to this long count as attended. */
+                        mergeGapSeconds?: number;
+                        /** @description Minutes after the end before the report is FINAL and attendance.finalized is sent. */
+                        settleMinutes?: number;
+                    };
                 };
             };
         };
@@ -5551,6 +5957,17 @@ export interface operations {
                             features: string[];
                             /** @description Origins whose pages may frame the room (docs/sdk.md). */
                             allowedOrigins: string[];
+                            /** @description How attendance is reconciled (docs/attendance.md): the rules in force. */
+                            attendanceRules: {
+                                /** @description Joining more than this many minutes after the session began is LATE. */
+                                lateAfterMinutes: number;
+                                /** @description Attending less than this share of the session (0 to 1) is ABSENT. */
+                                presentShare: number;
+                                /** @description Gaps between stays up to this long count as attended. */
+                                mergeGapSeconds: number;
+                                /** @description Minutes after the end before the report is FINAL and attendance.finalized is sent. */
+                                settleMinutes: number;
+                            };
                         };
                     };
                 };
