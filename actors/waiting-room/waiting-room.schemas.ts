@@ -15,9 +15,9 @@ const ev = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) => z.o
 
 /** Someone arrived at a meeting with a waiting room; queueId is the entry's id. */
 export const enqueueEvent = ev('ENQUEUE', { queueId: id, sessionId: id, user: roomUser });
-/** A host let them in; `by` is the host's user id (the host layer checks that they may). */
-export const admitEvent = ev('ADMIT', { queueId: id, by: id });
-export const denyEvent = ev('DENY', { queueId: id, by: id });
+/** A host let them in; `by` is the host's user id (the host layer checks that they may), null when the public API did. */
+export const admitEvent = ev('ADMIT', { queueId: id, by: id.nullable() });
+export const denyEvent = ev('DENY', { queueId: id, by: id.nullable() });
 /** The waiting person gave up (closed the page, pressed leave). */
 export const leaveEvent = ev('LEAVE', { queueId: id });
 export const statusEvent = ev('STATUS', { queueId: id });

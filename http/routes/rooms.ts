@@ -47,7 +47,7 @@ export const roomRoutes = [
         scope: 'meetings:write',
         idempotency: 'after',
         summary: action === 'admit' ? 'Admit a waiting person from your backend.' : 'Turn a waiting person away from your backend.',
-        description: `${action === 'admit' ? 'Emits participant.admitted with admittedBy set to the API key id. ' : ''}Repeating it answers the entry unchanged.`,
+        description: `${action === 'admit' ? 'Emits participant.admitted with admittedBy null (no user admitted them: your backend did). ' : ''}Repeating it answers the entry unchanged.`,
         params: idParam.extend({ queueId: externalId }),
         response: waitingStatus,
         errors: ['meeting_not_found', 'not_found', 'invalid_state'],
@@ -55,7 +55,7 @@ export const roomRoutes = [
       async ({ app, db, apiKey, params, log }) => {
         const m = await app.services.meetings.get(db, apiKey!.orgId, params.id);
         log.info({ meetingId: m.id, queueId: params.queueId, by: apiKey!.keyId, via: 'api' }, action === 'admit' ? 'waiting room: admitted' : 'waiting room: denied');
-        const reply = await app.rooms.waitingRoom[action](m.id, { queueId: params.queueId, by: apiKey!.keyId });
+        const reply = await app.rooms.waitingRoom[action](m.id, { queueId: params.queueId, by: null });
         return { data: { queueId: reply.queueId, status: reply.status, requestedAt: reply.requestedAt, admittedAt: reply.admittedAt } };
       },
     ),

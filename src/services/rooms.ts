@@ -137,7 +137,7 @@ export class Rooms implements EffectSink {
       else if (entry.status === 'EXPIRED') c.send(JSON.stringify({ type: 'expired', queueId: c.queueId, reason: 'timeout' }));
       return;
     }
-    const user = await this.#roomUser(c.userId);
+    const user = await this.#roomUser(c.sessionId);
     const reply = await this.#o.clients.meeting.join(c.meetingId, {
       participantId: c.participantId,
       sessionId: c.sessionId,
@@ -331,11 +331,12 @@ export class Rooms implements EffectSink {
     }
   }
 
-  async #roomUser(userId: string) {
-    const [u] = await this.#o.sql<{ id: string; externalId: string; fullName: string; email: string | null; role: 'TEACHER' | 'STUDENT' | 'ADMIN' }[]>`
-      select id, external_id, full_name, email, role from users where id = ${userId}`;
+  /** The person as the room and participant.* events show them: named by the join link's displayName (the user's name when it gave none). */
+  async #roomUser(sessionId: string) {
+    const [u] = await this.#o.sql<{ id: string; externalId: string; displayName: string; email: string | null; role: 'TEACHER' | 'STUDENT' | 'ADMIN' }[]>`
+      select u.id, u.external_id, s.display_name, u.email, u.role from meeting_sessions s join users u on u.id = s.user_id where s.id = ${sessionId}`;
     if (!u) throw new AppError('not_a_member');
-    return { id: u.id, externalId: u.externalId, name: u.fullName, email: u.email, role: u.role };
+    return { id: u.id, externalId: u.externalId, name: u.displayName, email: u.email, role: u.role };
   }
 }
 

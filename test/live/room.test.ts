@@ -14,8 +14,8 @@ async function setup(plan: 'free' | 'pro' = 'pro', settings: Record<string, unkn
   const teacher = (await call('POST', '/public/users', { externalId: 'teacher', fullName: 'Tina Teacher', role: 'TEACHER' })).body.data;
   const student = (await call('POST', '/public/users', { externalId: 'student', fullName: 'Sam Student', role: 'STUDENT', email: 'sam@school.test' })).body.data;
   const meeting = (await call('POST', '/public/meetings', { title: 'Physics', type: 'MEETING', hostUserId: teacher.id, scheduledStart: new Date(clock.now()).toISOString(), durationMinutes: plan === 'free' ? 40 : 90, settings })).body.data;
-  const session = async (userId: string, role = 'PARTICIPANT', deviceId = `dev-${userId}-${Math.random()}`) => {
-    const link = (await call('POST', `/public/meetings/${meeting.id}/join-links`, { userId, role })).body.data;
+  const session = async (userId: string, role = 'PARTICIPANT', deviceId = `dev-${userId}-${Math.random()}`, displayName?: string) => {
+    const link = (await call('POST', `/public/meetings/${meeting.id}/join-links`, { userId, role, ...(displayName ? { displayName } : {}) })).body.data;
     const r = await api(node, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId } });
     if (r.status !== 200) throw new Error(JSON.stringify(r.body));
     return { ...r.body.data, deviceId };
@@ -145,12 +145,32 @@ t.test('the waiting room: queued, admitted by a host over the socket, then a roo
   const os = await session(other.id);
   const viaApi = await call('POST', `/public/meetings/${meeting.externalId ?? meeting.id}/waiting-room/${os.waitingRoom.queueId}/admit`);
   t.match(viaApi.body.data, { status: 'ADMITTED' });
+  const byApi = (await events(tenant, 'participant.admitted')).find((e) => e.data.user.id === other.id);
+  t.match(byApi!.data, { admittedBy: null }, 'admitted by your backend, not by a user');
   const wrong = await api(node, 'GET', `/meetings/not-this-one/waiting-room/status/${os.waitingRoom.queueId}`, { bearer: os.accessToken });
   assertError(t, wrong, 403, 'session_wrong_meeting');
   const denied = await session((await call('POST', '/public/users', { externalId: 'd', fullName: 'D', role: 'STUDENT' })).body.data.id);
   t.match(await host.command({ type: 'deny', queueId: denied.waitingRoom.queueId }), { ok: true, status: 'DENIED' });
   assertError(t, await api(node, 'POST', `/meetings/${meeting.slug}/token`, { bearer: denied.accessToken, body: { queueId: denied.waitingRoom.queueId, deviceId: denied.deviceId } }), 403, 'waiting_denied');
   t.match(await stu.command({ type: 'admit', queueId: 'wr_x' }), { ok: false, error: { code: 'forbidden' } });
+});
+
+t.test("the join link's displayName is the name in the roster and in participant.* events", async (t) => {
+  const { tenant, teacher, student, session } = await setup();
+  const hs = await session(teacher.id, 'HOST');
+  const host = await connect(t, hs.mediaUrl, hs.mediaToken);
+  await host.type('joined');
+  const ss = await session(student.id, 'PARTICIPANT', undefined, 'Sam (tablet)');
+  const stu = await connect(t, ss.mediaUrl, ss.mediaToken);
+  t.same((await stu.type('joined')).roster.map((p: any) => p.name).sort(), ['Sam (tablet)', 'Tina Teacher']);
+  const roster = await host.next((m) => m.type === 'roster' && m.participants.length === 2);
+  t.ok(roster.participants.some((p: any) => p.name === 'Sam (tablet)'), 'the host sees the display name');
+  stu.ws.send(JSON.stringify({ type: 'leave' }));
+  await stu.waitClosed();
+  const joined = (await events(tenant, 'participant.joined')).find((e) => e.data.user.id === student.id);
+  const left = await eventually(async () => (await events(tenant, 'participant.left')).find((e) => e.data.user.id === student.id));
+  t.match(joined!.data.user, { id: student.id, externalId: 'student', name: 'Sam (tablet)', email: 'sam@school.test', role: 'STUDENT' });
+  t.equal(left!.data.user.name, 'Sam (tablet)');
 });
 
 t.test('deactivation disconnects at once; a removed participant cannot refresh', async (t) => {
