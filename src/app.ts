@@ -20,6 +20,7 @@ import type { Logger } from './logger.ts';
 import type { Mailer } from './notifications/mailer.ts';
 import type { ApiKeys } from './services/api-keys.ts';
 import type { Attendance } from './services/attendance.ts';
+import type { Usage } from './services/usage.ts';
 import type { Classes } from './services/classes.ts';
 import type { Enrollments } from './services/enrollments.ts';
 import type { Idempotency } from './services/idempotency.ts';
@@ -74,6 +75,8 @@ export interface App {
     enrollments: Enrollments;
     /** Attendance reports of meetings and classes (written by the meeting actors). */
     attendance: Attendance;
+    /** Usage per day against the plan's limits. */
+    usage: Usage;
     invitations: Invitations;
     joinLinks: JoinLinks;
     sessions: Sessions;

@@ -66,6 +66,9 @@ export const errorCatalog = {
   waiting_denied: { status: 403, message: 'A host declined the request to join.' },
   waiting_expired: { status: 410, message: 'The waiting-room entry expired or was left.' },
   participant_removed: { status: 403, message: 'A host removed this participant from the meeting.' },
+  meeting_locked: { status: 403, message: 'A host locked the meeting: nobody new may join until it is unlocked.' },
+  meeting_full: { status: 409, message: 'The meeting has as many participants as it allows.', retryable: true },
+  plan_limit_reached: { status: 403, message: 'The organization has as many meetings live as its plan allows; end one first.' },
 
   // in the room (media gateway)
   produce_not_allowed: { status: 403, message: 'Your room role may not send this kind of media in this meeting.' },

@@ -15,6 +15,7 @@ import { Mailer, MAIL_POLL_MS } from './notifications/mailer.ts';
 import { ApiKeys } from './services/api-keys.ts';
 import { Classes } from './services/classes.ts';
 import { Attendance } from './services/attendance.ts';
+import { Usage } from './services/usage.ts';
 import { Enrollments } from './services/enrollments.ts';
 import { Idempotency } from './services/idempotency.ts';
 import { Invitations } from './services/invitations.ts';
@@ -153,7 +154,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
         initialOutgoingBitrate: config.AULA_MEDIA_INITIAL_OUTGOING_BITRATE,
       })
     : null;
-  roomService = new Rooms({ sql, clients, cluster, bus, connections, load: mediaLoad, media: mediaRooms, log, sweepMs: redis ? 2000 : 0 });
+  roomService = new Rooms({ sql, clients, cluster, bus, connections, meetings, load: mediaLoad, media: mediaRooms, log, sweepMs: redis ? 2000 : 0 });
   const app: App = {
     config,
     log,
@@ -183,6 +184,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
       meetings,
       enrollments: new Enrollments(clock, outbox, users, classes),
       attendance: new Attendance(meetings, classes),
+      usage: new Usage(),
       invitations: new Invitations(clock, users, meetings),
       joinLinks: new JoinLinks(clock, tokens, users, meetings),
       sessions,

@@ -1,10 +1,13 @@
-/** The plan table: API rate budget per key per minute, meeting-duration cap, features. */
+/**
+ * The plan table: API rate budget per key per minute, meeting-duration cap, people in one room, meetings
+ * live at once in the organization, features.
+ */
 export const PLANS = {
-  free: { rateLimitPerMinute: 600, maxMeetingMinutes: 40, features: [] },
-  standard: { rateLimitPerMinute: 1_200, maxMeetingMinutes: 300, features: [] },
-  pro: { rateLimitPerMinute: 3_000, maxMeetingMinutes: 720, features: ['webhooks'] },
-  enterprise: { rateLimitPerMinute: 10_000, maxMeetingMinutes: 1_440, features: ['webhooks'] },
-} as const satisfies Record<string, { rateLimitPerMinute: number; maxMeetingMinutes: number; features: readonly string[] }>;
+  free: { rateLimitPerMinute: 600, maxMeetingMinutes: 40, maxParticipants: 100, maxLiveMeetings: 2, features: [] },
+  standard: { rateLimitPerMinute: 1_200, maxMeetingMinutes: 300, maxParticipants: 300, maxLiveMeetings: 20, features: [] },
+  pro: { rateLimitPerMinute: 3_000, maxMeetingMinutes: 720, maxParticipants: 500, maxLiveMeetings: 200, features: ['webhooks'] },
+  enterprise: { rateLimitPerMinute: 10_000, maxMeetingMinutes: 1_440, maxParticipants: 1_000, maxLiveMeetings: 2_000, features: ['webhooks'] },
+} as const satisfies Record<string, { rateLimitPerMinute: number; maxMeetingMinutes: number; maxParticipants: number; maxLiveMeetings: number; features: readonly string[] }>;
 
 export type PlanName = keyof typeof PLANS;
 export type Feature = 'webhooks';

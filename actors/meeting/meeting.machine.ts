@@ -1,10 +1,10 @@
 import { emit, enqueueActions, not, setup } from 'xstate';
 import { RoomAccess, type HostCommand } from '../../src/rooms/access.ts';
 import { iso, refusal, type ActorErrorCode, type DisconnectCode } from '../effects.ts';
-import { byJoin, clientSettings, DEFAULT_SETTLE_MINUTES, initialMeetingContext, meetingData, participantData, roster, rosterMessage } from './meeting.views.ts';
+import { byJoin, clientSettings, DEFAULT_SETTLE_MINUTES, occupancy, initialMeetingContext, meetingData, participantData, roster, rosterMessage } from './meeting.views.ts';
 import type { EndedReason, MeetingContext, MeetingEffect, MeetingEvent, MeetingInput, Participant } from './meeting.types.ts';
 
-export { DEFAULT_SETTLE_MINUTES, initialMeetingContext, meetingData, roster } from './meeting.views.ts';
+export { DEFAULT_SETTLE_MINUTES, initialMeetingContext, meetingData, occupancy, roster } from './meeting.views.ts';
 
 /** Stored beside every persisted snapshot; bump it when a snapshot of the previous version would not restore. */
 export const MEETING_MACHINE_VERSION = 2;
@@ -33,7 +33,7 @@ function only<T extends MeetingEvent['type']>(event: MeetingEvent, ...types: T[]
 }
 
 /** The host command an event is, for RoomAccess. */
-const COMMANDS: Partial<Record<MeetingEvent['type'], HostCommand>> = { END: 'end', REMOVE: 'remove', MUTE: 'mute', MUTE_ALL: 'mute', ALLOW_UNMUTE: 'allow-unmute', FLOOR: 'floor', LOWER_ALL_HANDS: 'lower-hand' };
+const COMMANDS: Partial<Record<MeetingEvent['type'], HostCommand>> = { END: 'end', REMOVE: 'remove', MUTE: 'mute', MUTE_ALL: 'mute', ALLOW_UNMUTE: 'allow-unmute', FLOOR: 'floor', LOWER_ALL_HANDS: 'lower-hand', LOCK: 'lock' };
 
 /** RoomAccess's answer to a host command event (null: allowed). The public API's END is checked by its scope instead. */
 function commandDecision(c: MeetingContext, e: MeetingEvent) {
@@ -46,6 +46,8 @@ function commandDecision(c: MeetingContext, e: MeetingEvent) {
   const target = 'participantId' in e ? c.participants[e.participantId] : undefined;
   return RoomAccess.command(command, by.roomRole, target?.roomRole);
 }
+
+const admission = (c: MeetingContext, e: MeetingEvent) => (e.type === 'JOIN' ? RoomAccess.admits(e.roomRole, occupancy(c)) : null);
 
 /** Replaces one participant, bumps the room revision and tells everyone the new roster. */
 function withParticipant(c: MeetingContext, p: Participant) {
@@ -63,6 +65,7 @@ const R = {
   removed: refuse('participant_removed', 'A host removed this participant from the meeting.'),
   ended: refuse('meeting_ended', 'The meeting has ended or was cancelled.'),
   notLive: refuse('invalid_state', 'The meeting is not live.'),
+  planLimit: refuse('plan_limit_reached', 'The organization has as many meetings live as its plan allows; end one first.'),
   cancelLive: refuse('invalid_state', 'A LIVE meeting cannot be cancelled; end it instead.'),
   endScheduled: refuse('invalid_state', 'A SCHEDULED meeting cannot be ended; cancel it instead.'),
   endCancelled: refuse('invalid_state', 'A CANCELLED meeting cannot be ended.'),
@@ -81,6 +84,7 @@ const notInRoom = (refusal: ReturnType<typeof refuse>) =>
     HAND: { actions: refusal },
     LOWER_ALL_HANDS: { actions: refusal },
     FLOOR: { actions: refusal },
+    LOCK: { actions: refusal },
     PLACE_MEDIA: { actions: refusal },
     ROOM_STATE: { actions: 'replyRoomState' },
   }) as const;
@@ -111,6 +115,8 @@ export const meetingMachine = setup({
     bootCancelled: ({ context }) => context.status === 'CANCELLED',
     joinIsRemovedSession: ({ context, event }) => event.type === 'JOIN' && context.removedSessions.includes(event.sessionId),
     joinIsKnown: ({ context, event }) => event.type === 'JOIN' && event.participantId in context.participants,
+    roomRefusesJoin: ({ context, event }) => admission(context, event) !== null,
+    planRefusesStart: ({ event }) => event.type === 'JOIN' && event.planAllowsStart === false,
     policyRefuses: ({ context, event }) => commandDecision(context, event) !== null,
     targetPresent: ({ context, event }) => 'participantId' in event && event.participantId in context.participants,
     placementCurrent: ({ context, event }) => event.type === 'PLACE_MEDIA' && (context.media?.rev ?? 0) === event.rev,
@@ -137,6 +143,22 @@ export const meetingMachine = setup({
     refusePolicy: emit(({ context, event }) => {
       const d = commandDecision(context, event)!;
       return refusal(d.code, d.message);
+    }),
+
+    /** RoomAccess refused someone new: the room is locked or full. */
+    refuseAdmission: emit(({ context, event }) => {
+      const d = admission(context, event)!;
+      return refusal(d.code, d.message, d.code === 'meeting_full' ? { limit: occupancy(context).cap } : {});
+    }),
+
+    /** LOCK: nobody new gets in while it holds (hosts and cohosts do); everyone hears it. */
+    lock: enqueueActions(({ context, event, enqueue }) => {
+      const e = only(event, 'LOCK');
+      if ((context.locked ?? false) !== e.locked) {
+        enqueue.assign({ locked: e.locked });
+        enqueue.emit({ type: 'send', to: { all: true }, message: { type: 'locked', locked: e.locked, by: e.by } });
+      }
+      enqueue.emit({ type: 'reply', body: { ok: true, locked: e.locked } });
     }),
 
     refuse: emit(({ context, event }, params: { code: ActorErrorCode; message: string }) => {
@@ -223,7 +245,7 @@ export const meetingMachine = setup({
 
     replyRoomState: emit(({ context }) => ({
       type: 'reply' as const,
-      body: { ok: true as const, status: context.status, rev: context.rev, roster: roster(context), settings: clientSettings(context), media: context.media },
+      body: { ok: true as const, status: context.status, rev: context.rev, roster: roster(context), settings: clientSettings(context), media: context.media, locked: context.locked ?? false },
     })),
 
     /**
@@ -250,6 +272,7 @@ export const meetingMachine = setup({
         settings: clientSettings(context),
         rev: context.rev,
         media: context.media,
+        locked: context.locked ?? false,
       },
     })),
 
@@ -466,6 +489,7 @@ export const meetingMachine = setup({
       const settings = { ...context.settings };
       for (const [k, v] of Object.entries(e.settings ?? {}) as [keyof typeof settings, boolean | undefined][]) if (v !== undefined) settings[k] = v;
       const planMaxMinutes = e.planMaxMinutes ?? context.planMaxMinutes;
+      if (e.maxParticipants !== undefined) enqueue.assign({ maxParticipants: e.maxParticipants });
       const noShowFloor = e.notBefore !== undefined ? Date.parse(e.notBefore) : context.noShowFloor;
       const next = { ...context, meeting, settings, planMaxMinutes, noShowFloor };
       enqueue.assign({ meeting, settings, planMaxMinutes, noShowFloor });
@@ -505,7 +529,10 @@ export const meetingMachine = setup({
     scheduled: {
       on: {
         INIT: { actions: ['armTimers', 'replyStatus'] },
-        JOIN: { target: 'live', actions: ['startMeeting', 'addParticipant', 'adoptMedia', 'replyJoined'] },
+        JOIN: [
+          { guard: 'planRefusesStart', actions: R.planLimit },
+          { target: 'live', actions: ['startMeeting', 'addParticipant', 'adoptMedia', 'replyJoined'] },
+        ],
         CANCEL: { target: 'cancelled', actions: ['cancelMeeting', 'replyStatus'] },
         END: { actions: R.endScheduled },
         ...notInRoom(R.notLive),
@@ -521,6 +548,7 @@ export const meetingMachine = setup({
         JOIN: [
           { guard: 'joinIsRemovedSession', actions: R.removed },
           { guard: 'joinIsKnown', actions: ['reattach', 'adoptMedia', 'replyJoined'] },
+          { guard: 'roomRefusesJoin', actions: 'refuseAdmission' },
           { actions: ['addParticipant', 'adoptMedia', 'replyJoined'] },
         ],
         DISCONNECT: { actions: 'detach' },
@@ -554,6 +582,7 @@ export const meetingMachine = setup({
           { actions: 'hand' },
         ],
         LOWER_ALL_HANDS: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'lowerAllHands' }],
+        LOCK: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'lock' }],
         PLACE_MEDIA: [{ guard: 'placementCurrent', actions: ['placeMedia', 'replyMedia'] }, { actions: 'replyMedia' }],
         ROOM_STATE: { actions: 'replyRoomState' },
         END: [

@@ -54,6 +54,9 @@ export const meetingInput = z.object({
   notBefore: isoTime.optional(),
   /** The organization's attendance settle window: the report is final this long after the end (default 5). */
   attendanceSettleMinutes: z.number().int().min(0).max(1440).optional(),
+  /** The meeting's own cap on people in the room (null: the plan's alone) and the plan's. */
+  maxParticipants: z.number().int().positive().nullable().optional(),
+  planMaxParticipants: z.number().int().positive().optional(),
 });
 
 const ev = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) => z.object({ type: z.literal(type), at, ...shape });
@@ -76,6 +79,8 @@ export const joinEvent = ev('JOIN', {
   device: z.enum(DEVICES),
   connectionId: id,
   media: mediaCandidate.nullable().optional(),
+  /** false: the organization has as many meetings live as its plan allows, so this join may not start the meeting (absent: it may). */
+  planAllowsStart: z.boolean().optional(),
 });
 /** A connection dropped (not an explicit leave). */
 export const disconnectEvent = ev('DISCONNECT', { participantId: id, connectionId: id });
@@ -93,6 +98,8 @@ export const askUnmuteEvent = ev('ASK_UNMUTE', { participantId: id });
 export const handEvent = ev('HAND', { participantId: id, by: id, raise: z.boolean() });
 /** A host lowers every raised hand. */
 export const lowerAllHandsEvent = ev('LOWER_ALL_HANDS', { by: id });
+/** A host locks the room (nobody new may join; hosts and cohosts still may) or unlocks it. */
+export const lockEvent = ev('LOCK', { by: id, locked: z.boolean() });
 /** Lecture mode: a host gives a participant the floor (they may send audio) or takes it back. */
 export const floorEvent = ev('FLOOR', { participantId: id, by: id, give: z.boolean() });
 /**
@@ -118,6 +125,7 @@ export const updateEvent = ev('UPDATE', {
   settings: roomSettings.partial().optional(),
   planMaxMinutes: z.number().int().positive().optional(),
   notBefore: isoTime.optional(),
+  maxParticipants: z.number().int().positive().nullable().optional(),
 });
 export const timerEvent = ev('TIMER', { name: z.string().min(1).max(300) });
 
@@ -134,6 +142,7 @@ export const meetingEvent = z.discriminatedUnion('type', [
   handEvent,
   lowerAllHandsEvent,
   floorEvent,
+  lockEvent,
   placeMediaEvent,
   roomStateEvent,
   endEvent,

@@ -84,6 +84,11 @@ export interface MeetingContext {
   attendanceSettleMs?: number;
   /** When attendance was finalized (ms); null until then. */
   attendanceFinalizedAt?: number | null;
+  /** A host locked the room (absent in older snapshots: unlocked). */
+  locked?: boolean;
+  /** The meeting's own cap on people in the room (null: the plan's alone), and the plan's (absent in older snapshots: none). */
+  maxParticipants?: number | null;
+  planMaxParticipants?: number;
 }
 
 /** The settings a client of the room needs. */
@@ -147,14 +152,16 @@ export type RoomMessage =
   /** To the participant: you were given the floor (true) or it was taken back. */
   | { type: 'floor'; give: boolean; by: string }
   /** To hosts: a participant asks to speak. */
-  | { type: 'unmute-requested'; participantId: string; name: string };
+  | { type: 'unmute-requested'; participantId: string; name: string }
+  /** To everyone: a host locked or unlocked the room. */
+  | { type: 'locked'; locked: boolean; by: string };
 
 export type Ok = { ok: true };
-export type JoinedReply = { ok: true; participantId: string; roster: RosterEntry[]; settings: ClientSettings; rev: number; media: MediaPlacement | null };
+export type JoinedReply = { ok: true; participantId: string; roster: RosterEntry[]; settings: ClientSettings; rev: number; media: MediaPlacement | null; locked: boolean };
 export type StatusReply = { ok: true; status: MeetingStatus; endedReason: EndedReason | null };
 export type LeftReply = { ok: true; left: string[] };
 export type MediaReply = { ok: true; media: MediaPlacement | null };
-export type RoomStateReply = { ok: true; status: MeetingStatus; rev: number; roster: RosterEntry[]; settings: ClientSettings; media: MediaPlacement | null };
+export type RoomStateReply = { ok: true; status: MeetingStatus; rev: number; roster: RosterEntry[]; settings: ClientSettings; media: MediaPlacement | null; locked: boolean };
 
 /** The reply to each event (a Refusal where the machine may refuse it): the contract of the meeting's typed client. */
 export interface MeetingReplies {
@@ -170,6 +177,7 @@ export interface MeetingReplies {
   HAND: { ok: true; raisedAt: string | null; lowered: string[] };
   LOWER_ALL_HANDS: { ok: true; lowered: string[] };
   FLOOR: Ok;
+  LOCK: { ok: true; locked: boolean };
   END: StatusReply;
   CANCEL: StatusReply;
   DEACTIVATE_USER: LeftReply;

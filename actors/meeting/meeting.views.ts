@@ -1,3 +1,4 @@
+import type { Occupancy } from '../../src/rooms/access.ts';
 import { iso } from '../effects.ts';
 import type {
   ClientSettings,
@@ -24,7 +25,7 @@ export const byJoin = (a: Participant, b: Participant): number => a.joinedAt - b
 export function initialMeetingContext(input: MeetingInput): MeetingContext {
   const startedAt = ms(input.startedAt);
   // the input is the meeting's facts and its state; the facts are kept as they came, the times normalized
-  const { settings: _s, planMaxMinutes: _p, status: _st, startedAt: _sa, endedAt: _ea, endedReason: _er, notBefore: _nb, attendanceSettleMinutes: _as, ...facts } = input;
+  const { settings: _s, planMaxMinutes: _p, status: _st, startedAt: _sa, endedAt: _ea, endedReason: _er, notBefore: _nb, attendanceSettleMinutes: _as, maxParticipants: _mp, planMaxParticipants: _pmp, ...facts } = input;
   return {
     meeting: { ...facts, scheduledStart: iso(Date.parse(input.scheduledStart)), scheduledEnd: iso(Date.parse(input.scheduledEnd)) },
     settings: { ...input.settings },
@@ -44,7 +45,16 @@ export function initialMeetingContext(input: MeetingInput): MeetingContext {
     rev: 0,
     attendanceSettleMs: (input.attendanceSettleMinutes ?? DEFAULT_SETTLE_MINUTES) * 60_000,
     attendanceFinalizedAt: null,
+    locked: false,
+    maxParticipants: input.maxParticipants ?? null,
+    ...(input.planMaxParticipants !== undefined ? { planMaxParticipants: input.planMaxParticipants } : {}),
   };
+}
+
+/** Who is in the room, for RoomAccess.admits: the cap is the meeting's maxParticipants or the plan's, the lower. */
+export function occupancy(c: MeetingContext): Occupancy {
+  const cap = Math.min(c.maxParticipants ?? Infinity, c.planMaxParticipants ?? Infinity);
+  return { locked: c.locked ?? false, full: Object.keys(c.participants).length >= cap, cap: Number.isFinite(cap) ? cap : null };
 }
 
 /** data of meeting.* events, from the actor's context or (src/services/meetings.ts) from the meeting's row. */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { toEnrollmentRecord } from '../../src/services/enrollments.ts';
 import { toInvitationRecord } from '../../src/services/invitations.ts';
-import { idParam } from '../schemas/common.ts';
+import { externalId, idParam } from '../schemas/common.ts';
 import { enrollmentCreate, enrollmentListQuery, enrollmentRecord, invitationCreate, invitationListQuery, invitationRecord, memberParams } from '../schemas/enrollments.ts';
 import { route } from '../route.ts';
 
@@ -62,6 +62,23 @@ export const enrollmentRoutes = [
     },
     async ({ app, db, apiKey, params }) => ({
       data: toEnrollmentRecord(await app.services.enrollments.remove(db, apiKey!.orgId, params.id, params.userId)),
+    }),
+  ),
+  route(
+    {
+      method: 'delete',
+      path: '/public/batches/:batchId/enrollments/:userId',
+      tag: 'Enrollments',
+      auth: 'apiKey',
+      scope: 'classes:write',
+      summary: 'Remove a user from a batch: their enrollments with that batchId end in every class.',
+      description: 'Each ACTIVE enrollment of the user whose batchId is this one becomes REMOVED and emits enrollment.removed, in one transaction; answers them, oldest first.',
+      params: z.object({ batchId: z.string().min(1).max(255).describe('Your batch id, as given when enrolling.'), userId: externalId.describe('Service user id or externalId.') }),
+      response: z.array(enrollmentRecord),
+      errors: ['user_not_found', 'enrollment_not_found'],
+    },
+    async ({ app, db, apiKey, params }) => ({
+      data: (await app.services.enrollments.removeFromBatch(db, apiKey!.orgId, params.batchId, params.userId)).map(toEnrollmentRecord),
     }),
   ),
   route(

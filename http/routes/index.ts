@@ -11,12 +11,13 @@ import { joinRoutes } from './join.ts';
 import { meetingRoutes } from './meetings.ts';
 import { notificationRoutes } from './notifications.ts';
 import { orgRoutes } from './orgs.ts';
+import { usageRoutes } from './usage.ts';
 import { userRoutes } from './users.ts';
 import { pageRoutes } from '../pages/join.ts';
 import { roomRoutes } from './rooms.ts';
 import { webhookRoutes } from './webhooks.ts';
 
-const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...attendanceRoutes, ...joinRoutes, ...roomRoutes, ...authRoutes, ...orgRoutes, ...notificationRoutes, ...webhookRoutes, ...pageRoutes];
+const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...attendanceRoutes, ...usageRoutes, ...joinRoutes, ...roomRoutes, ...authRoutes, ...orgRoutes, ...notificationRoutes, ...webhookRoutes, ...pageRoutes];
 
 /** The document of each server (its own base URL in `servers`), made on first request. */
 const docs = new WeakMap<App, string>();

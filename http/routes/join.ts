@@ -16,7 +16,7 @@ export const joinRoutes = [
         'Called by the join page after it loads, so link previews never spend a link. Access is checked again as of now. A single-use link opened again by the device that spent it resumes the same session (a reload in the same tab); from any other device it answers join_token_used.',
       body: exchangeBody,
       response: meetingSession,
-      errors: ['join_token_invalid', 'join_token_expired', 'join_token_used', 'join_token_revoked', 'user_deactivated', 'not_a_member', 'not_enrolled', 'not_invited', 'meeting_ended', 'rate_limited'],
+      errors: ['join_token_invalid', 'join_token_expired', 'join_token_used', 'join_token_revoked', 'user_deactivated', 'not_a_member', 'not_enrolled', 'not_invited', 'meeting_ended', 'meeting_locked', 'meeting_full', 'plan_limit_reached', 'rate_limited'],
     },
     async ({ app, db, body }) => ({ data: await app.services.sessions.exchange(db, body.token, body.deviceId) }),
   ),

@@ -10,6 +10,13 @@ const meetingSettings = z.strictObject({
   recordAutomatically: z.boolean().optional().describe('Default false.'),
   lectureMode: z.boolean().optional().describe('Only hosts and cohosts send audio until a host gives a student the floor. Default false.'),
   allowStudentScreenShare: z.boolean().optional().describe('Default true for MEETING, false for CLASS.'),
+  maxParticipants: z
+    .number()
+    .int()
+    .min(2)
+    .nullable()
+    .optional()
+    .describe("At most this many people in the room at once (hosts included; hosts and cohosts still get in); at most the plan's cap. null (default): the plan's cap."),
 });
 
 const slug = z.string().regex(/^[a-z0-9](?:[a-z0-9-]{1,62}[a-z0-9])$/, 'lowercase letters, digits and inner hyphens, 3 to 64 characters');
@@ -83,6 +90,7 @@ export const meetingRecord = schemaOf<MeetingRecord>()(
       recordAutomatically: z.boolean(),
       lectureMode: z.boolean(),
       allowStudentScreenShare: z.boolean(),
+      maxParticipants: z.number().int().nullable(),
     }),
     access: z.object({ mode: z.enum(ACCESS_MODES) }),
     startedAt: z.string().nullable(),

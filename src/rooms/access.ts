@@ -40,7 +40,19 @@ export type RefusalCode =
   | 'produce_not_allowed'
   | 'muted_by_host'
   | 'floor_required'
-  | 'not_found';
+  | 'not_found'
+  | 'meeting_locked'
+  | 'meeting_full';
+
+/** A live room, as far as admitting one more person goes. */
+export interface Occupancy {
+  /** A host locked the room. */
+  locked: boolean;
+  /** It holds as many people (hosts included) as it takes. */
+  full: boolean;
+  /** The most it takes (the meeting's maxParticipants setting or the plan's cap, the lower), when known. */
+  cap: number | null;
+}
 
 export interface Refused {
   code: RefusalCode;
@@ -51,7 +63,7 @@ export interface Refused {
 export type Decision = Refused | null;
 
 /** Room commands that only hosts and cohosts may give. */
-export const HOST_COMMANDS = ['end', 'remove', 'mute', 'allow-unmute', 'floor', 'admit', 'deny', 'lower-hand'] as const;
+export const HOST_COMMANDS = ['end', 'remove', 'mute', 'allow-unmute', 'floor', 'admit', 'deny', 'lower-hand', 'lock'] as const;
 export type HostCommand = (typeof HOST_COMMANDS)[number];
 
 const refused = (code: RefusalCode, message: string): Refused => ({ code, message });
@@ -88,6 +100,17 @@ export const RoomAccess = {
   command(command: HostCommand, by: RoomRole, target?: RoomRole): Decision {
     if (!RoomAccess.isHost(by)) return refused('forbidden', 'Only a host or cohost of the room may do this.');
     if (command === 'remove' && target === 'HOST' && by === 'COHOST') return refused('forbidden', 'A cohost cannot remove a host.');
+    return null;
+  },
+
+  /**
+   * Whether someone new may enter a live room: a locked or full room refuses everyone but hosts and
+   * cohosts (a teacher is never kept out of their own class). Someone already in (a reconnect) is not asked.
+   */
+  admits(role: RoomRole, room: Occupancy): Decision {
+    if (RoomAccess.isHost(role)) return null;
+    if (room.locked) return refused('meeting_locked', 'A host locked the meeting: nobody new may join until it is unlocked.');
+    if (room.full) return refused('meeting_full', room.cap === null ? 'The meeting has as many participants as it allows.' : `The meeting has as many participants as it allows (${room.cap}).`);
     return null;
   },
 

@@ -29,6 +29,8 @@ export const roomCommands = [
   z.object({ type: z.literal('lower-hand'), id: cid, participantId: ref.optional() }),
   z.object({ type: z.literal('lower-all-hands'), id: cid }),
   z.object({ type: z.literal('floor'), id: cid, participantId: ref, give: z.boolean() }),
+  /** Hosts and cohosts: lock the room (nobody new may join) or unlock it. */
+  z.object({ type: z.literal('lock'), id: cid, locked: z.boolean() }),
   z.object({ type: z.literal('admit'), id: cid, queueId: ref }),
   z.object({ type: z.literal('deny'), id: cid, queueId: ref }),
 ] as const;

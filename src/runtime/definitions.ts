@@ -1,6 +1,6 @@
 import type { AnyStateMachine } from 'xstate';
 import type { z } from 'zod';
-import { MEETING_MACHINE_VERSION, meetingMachine } from '../../actors/meeting/meeting.machine.ts';
+import { MEETING_MACHINE_VERSION, meetingMachine, occupancy } from '../../actors/meeting/meeting.machine.ts';
 import { meetingEvent } from '../../actors/meeting/meeting.schemas.ts';
 import type { AttendanceStayEffect, MeetingContext } from '../../actors/meeting/meeting.types.ts';
 import { Attendance, attendanceRules, type AttendanceRules } from '../services/attendance.ts';
@@ -10,7 +10,7 @@ import type { Db } from '../db/index.ts';
 import type { ActorDefinition } from './actor-runtime.ts';
 import { PLANS, type PlanName } from '../plans.ts';
 import type { MeetingRow } from '../services/meetings.ts';
-import { meetingFacts, toMeetingRecord } from '../services/meetings.ts';
+import { meetingFacts, settingsOf, toMeetingRecord } from '../services/meetings.ts';
 import { iso } from '../clock.ts';
 import { waitingRoomActor } from './actor-ids.ts';
 import { WEBHOOK_ENDPOINT_MACHINE_VERSION, webhookEndpointMachine } from '../../actors/webhook-endpoint/webhook-endpoint.machine.ts';
@@ -20,6 +20,13 @@ import { notifyEndpointDisabled } from '../notifications/notify.ts';
 import { MAINTENANCE_MACHINE_VERSION, maintenanceMachine } from '../../actors/maintenance/maintenance.machine.ts';
 import { maintenanceEvent } from '../../actors/maintenance/maintenance.schemas.ts';
 import { purgeExpired } from '../services/retention.ts';
+
+/** What the meetings row says of a room's admission: locked by a host, or holding as many as it allows (live rooms only). */
+function admission(c: MeetingContext): { locked: boolean; full: boolean } {
+  if (c.status !== 'LIVE') return { locked: false, full: false };
+  const { locked, full } = occupancy(c);
+  return { locked, full };
+}
 
 type MeetingActorRow = MeetingRow & { plan: PlanName; attendanceRules: Partial<AttendanceRules> | null };
 
@@ -48,6 +55,8 @@ export const meetingDefinition: ActorDefinition = {
       endedReason: m.endedReason,
       notBefore: r.updatedAt,
       attendanceSettleMinutes: attendanceRules(m.attendanceRules).settleMinutes,
+      maxParticipants: settingsOf(m).maxParticipants,
+      planMaxParticipants: PLANS[m.plan].maxParticipants,
     };
   },
   orgOf: (c) => (c as unknown as MeetingContext).meeting.orgId,
@@ -55,10 +64,11 @@ export const meetingDefinition: ActorDefinition = {
   async project(tx, meetingId, context, at) {
     const c = context as unknown as MeetingContext;
     const ts = (v: number | null) => (v === null ? null : iso(v));
+    const { locked, full } = admission(c);
     await tx`update meetings set status = ${c.status}, started_at = ${ts(c.startedAt)}, ended_at = ${ts(c.endedAt)},
-        ended_reason = ${c.endedReason}, cancelled_at = ${ts(c.cancelledAt)}, updated_at = ${iso(at)}
-      where id = ${meetingId} and (status, started_at, ended_at, ended_reason, cancelled_at)
-        is distinct from (${c.status}, ${ts(c.startedAt)}::timestamptz, ${ts(c.endedAt)}::timestamptz, ${c.endedReason}, ${ts(c.cancelledAt)}::timestamptz)`;
+        ended_reason = ${c.endedReason}, cancelled_at = ${ts(c.cancelledAt)}, locked = ${locked}, at_capacity = ${full}, updated_at = ${iso(at)}
+      where id = ${meetingId} and (status, started_at, ended_at, ended_reason, cancelled_at, locked, at_capacity)
+        is distinct from (${c.status}, ${ts(c.startedAt)}::timestamptz, ${ts(c.endedAt)}::timestamptz, ${c.endedReason}, ${ts(c.cancelledAt)}::timestamptz, ${locked}, ${full})`;
     if (c.removedSessions.length) {
       // A removed participant's session can no longer be refreshed or reconnect.
       await tx`update meeting_sessions set revoked_at = ${iso(at)}, revoked_reason = 'removed'
@@ -81,10 +91,13 @@ export const meetingDefinition: ActorDefinition = {
     const closed = (s: string) => s === 'ENDED' || s === 'CANCELLED';
     return closed(now) && !closed(was) ? [{ actorId: waitingRoomActor(meetingId), event: { type: 'MEETING_ENDED' } }] : [];
   },
-  // Every node drops its cached row of a meeting whose status moved (a minted link must see ENDED at once).
+  // Every node drops its cached row of a meeting whose status or admission moved (a minted link must see
+  // ENDED at once, an exchange a lock).
   notices(meetingId, before, after) {
-    const changed = (before as unknown as MeetingContext).status !== (after as unknown as MeetingContext).status;
-    return changed ? [{ channel: 'meetings', message: { meetingIds: [meetingId] } }] : [];
+    const b = before as unknown as MeetingContext;
+    const a = after as unknown as MeetingContext;
+    const changed = b.status !== a.status || JSON.stringify(admission(b)) !== JSON.stringify(admission(a));
+    return changed ? [{ channel: 'meetings', message: { meetingIds: [meetingId], orgId: a.meeting.orgId } }] : [];
   },
 };
 

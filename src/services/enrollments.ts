@@ -154,6 +154,27 @@ export class Enrollments {
     });
   }
 
+  /**
+   * Removes the user from a batch: every ACTIVE enrollment of theirs with that batchId ends, in whatever
+   * class, each with its enrollment.removed, in one transaction. None: enrollment_not_found.
+   */
+  removeFromBatch(pool: Db, orgId: string, batchId: string, userIdOrExternal: string): Promise<Enrollment[]> {
+    return inTx(pool, async (db) => {
+      const user = await this.#users.get(db, orgId, userIdOrExternal);
+      const at = this.#clock.now();
+      const removed = await db<EnrollmentRow[]>`update enrollments set status = 'REMOVED', removed_at = ${iso(at)}
+        where org_id = ${orgId} and batch_id = ${batchId} and user_id = ${user.id} and status = 'ACTIVE' returning *`;
+      if (!removed.length) throw new AppError('enrollment_not_found', { message: 'The user has no active enrollment in this batch.', details: { batchId, userId: user.id } });
+      const enrollments: Enrollment[] = [];
+      for (const row of removed.sort((a, b) => a.id.localeCompare(b.id))) {
+        const enrollment = withParts(row, user, await this.#classes.get(db, orgId, row.classId));
+        await this.#outbox.emit(db, orgId, 'enrollment.removed', enrollmentEventData(enrollment), at);
+        enrollments.push(enrollment);
+      }
+      return enrollments;
+    });
+  }
+
   /** The class's enrollments, newest first; removed ones stay listed unless filtered out. */
   async list(db: Db, orgId: string, classIdOrExternal: string, q: EnrollmentListQuery): Promise<{ items: Enrollment[]; nextCursor: string | null }> {
     const cls = await this.#classes.get(db, orgId, classIdOrExternal);

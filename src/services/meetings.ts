@@ -30,6 +30,8 @@ export type MeetingSettings = {
   recordAutomatically: boolean;
   lectureMode: boolean;
   allowStudentScreenShare: boolean;
+  /** At most this many people in the room at once (hosts included; they still get in); null: the plan's cap. */
+  maxParticipants: number | null;
 }; // a type, not an interface: it is stored as JSON
 
 /** A meeting as the API creates it: a CLASS needs its class; ENROLLED access needs a CLASS. */
@@ -114,6 +116,9 @@ export interface MeetingRow {
   cancelledAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
+  /** The room's actor locked it, or it is full: the exchange refuses newcomers (hosts and cohosts get in). */
+  locked: boolean;
+  atCapacity: boolean;
   // joined from classes
   externalClassId: string | null;
   courseId: string | null;
@@ -137,7 +142,7 @@ export const toMeetingRecord = (m: MeetingRow): MeetingRecord => ({
   scheduledStart: m.scheduledStart.toISOString(),
   scheduledEnd: new Date(m.scheduledStart.getTime() + m.durationMinutes * 60_000).toISOString(),
   durationMinutes: m.durationMinutes,
-  settings: m.settings,
+  settings: settingsOf(m),
   access: { mode: m.accessMode },
   startedAt: ts(m.startedAt),
   endedAt: ts(m.endedAt),
@@ -187,7 +192,22 @@ const defaults = (kind: 'MEETING' | 'CLASS', s: Partial<MeetingSettings> = {}): 
   recordAutomatically: s.recordAutomatically ?? false,
   lectureMode: s.lectureMode ?? false,
   allowStudentScreenShare: s.allowStudentScreenShare ?? kind === 'MEETING',
+  maxParticipants: s.maxParticipants ?? null,
 });
+
+/** Settings as stored, completed for rows written before a setting existed. */
+export const settingsOf = (m: Pick<MeetingRow, 'kind' | 'settings'>): MeetingSettings => defaults(m.kind, m.settings);
+
+/** How many of an organization's meetings are live, against its plan's limit. */
+export interface LiveLoad {
+  live: number;
+  limit: number;
+  plan: PlanName;
+  full: boolean;
+}
+
+/** How long an exchange may trust a count of an organization's live meetings. */
+const LIVE_LOAD_TTL_MS = 2_000;
 
 export class Meetings {
   readonly #clock: Clock;
@@ -195,6 +215,8 @@ export class Meetings {
   readonly #users: Users;
   readonly #classes: Classes;
   readonly #cache: TtlCache<MeetingRow>;
+  /** Live meetings per organization, for the exchanges of meetings not yet live (a room join counts afresh). */
+  readonly #liveLoads: TtlCache<LiveLoad>;
   readonly #rooms: RoomClients;
 
   readonly #outbox: Outbox;
@@ -207,9 +229,12 @@ export class Meetings {
     this.#classes = classes;
     this.#rooms = rooms;
     this.#cache = new TtlCache(clock, 30_000);
+    this.#liveLoads = new TtlCache(clock, LIVE_LOAD_TTL_MS);
     bus.subscribe('meetings', (m) => {
       for (const k of (m.keys as string[] | undefined) ?? []) this.#cache.delete(k);
       for (const id of (m.meetingIds as string[] | undefined) ?? []) this.#cache.deleteWhere((row) => row.id === id);
+      // a meeting of the organization went live or ended: its count of live meetings changed
+      if (typeof m.orgId === 'string') this.#liveLoads.delete(m.orgId);
     });
   }
 
@@ -227,15 +252,18 @@ export class Meetings {
    * The rules a schedule must keep beyond its schema: a start no more than SCHEDULE_GRACE_MS in the
    * past (on the server's clock), a duration within the organization's plan, a host who is not a STUDENT.
    */
-  async #checkSchedule(db: Db, orgId: string, s: { scheduledStart?: string | Date; durationMinutes?: number; host?: UserRow }): Promise<void> {
+  async #checkSchedule(db: Db, orgId: string, s: { scheduledStart?: string | Date; durationMinutes?: number; host?: UserRow; maxParticipants?: number | null | undefined }): Promise<void> {
     if (s.scheduledStart !== undefined && new Date(s.scheduledStart).getTime() < this.#clock.now() - SCHEDULE_GRACE_MS) {
       throw invalidField('scheduledStart', `scheduledStart may not be more than ${SCHEDULE_GRACE_MS / 60_000} minutes in the past.`);
     }
-    if (s.durationMinutes !== undefined) {
+    if (s.durationMinutes !== undefined || (s.maxParticipants ?? null) !== null) {
       const [org] = await db<{ plan: PlanName }[]>`select plan from organizations where id = ${orgId}`;
-      const cap = PLANS[org!.plan].maxMeetingMinutes;
-      if (s.durationMinutes > cap) {
-        throw invalidField('durationMinutes', `durationMinutes may be at most ${cap} on the ${org!.plan} plan.`, { limit: cap, plan: org!.plan });
+      const plan = PLANS[org!.plan];
+      if (s.durationMinutes !== undefined && s.durationMinutes > plan.maxMeetingMinutes) {
+        throw invalidField('durationMinutes', `durationMinutes may be at most ${plan.maxMeetingMinutes} on the ${org!.plan} plan.`, { limit: plan.maxMeetingMinutes, plan: org!.plan });
+      }
+      if (s.maxParticipants != null && s.maxParticipants > plan.maxParticipants) {
+        throw invalidField('settings.maxParticipants', `maxParticipants may be at most ${plan.maxParticipants} on the ${org!.plan} plan.`, { limit: plan.maxParticipants, plan: org!.plan });
       }
     }
     if (s.host?.role === 'STUDENT') throw invalidField('hostUserId', 'A STUDENT cannot host a meeting.', { userId: s.host.id, role: s.host.role });
@@ -245,7 +273,7 @@ export class Meetings {
     return inTx(pool, async (db) => {
       const host = await this.#users.get(db, orgId, input.hostUserId);
       if (host.status !== 'ACTIVE') throw new AppError('user_deactivated', { message: 'The host user is deactivated.', details: { hostUserId: host.id } });
-      await this.#checkSchedule(db, orgId, { scheduledStart: input.scheduledStart, durationMinutes: input.durationMinutes, host });
+      await this.#checkSchedule(db, orgId, { scheduledStart: input.scheduledStart, durationMinutes: input.durationMinutes, host, maxParticipants: input.settings?.maxParticipants });
       const cls = input.classId ? await this.#classes.get(db, orgId, input.classId) : null;
       if (input.externalId) {
         const [dupe] = await db<{ id: string }[]>`select id from meetings where org_id = ${orgId} and external_id = ${input.externalId}`;
@@ -280,6 +308,21 @@ export class Meetings {
       order by (m.id = ${idOrExternal}) desc limit 1 ${forUpdate ? db`for update of m` : db``}`;
     if (!rows[0]) throw new AppError('meeting_not_found', { details: { id: idOrExternal } });
     return rows[0];
+  }
+
+  /**
+   * How many of the organization's meetings are live, against its plan's limit. `cached`: as read at
+   * most LIVE_LOAD_TTL_MS ago (the exchange's fast path, which falls back to `fresh` when it says full).
+   */
+  async liveLoad(db: Db, orgId: string, read: 'cached' | 'fresh'): Promise<LiveLoad> {
+    const hit = read === 'cached' ? this.#liveLoads.get(orgId) : undefined;
+    if (hit) return hit;
+    const [row] = await db<{ plan: PlanName; live: number }[]>`select o.plan, (select count(*)::int from meetings m where m.org_id = o.id and m.status = 'LIVE') as live
+      from organizations o where o.id = ${orgId}`;
+    const limit = PLANS[row!.plan].maxLiveMeetings;
+    const load = { live: row!.live, limit, plan: row!.plan, full: row!.live >= limit };
+    this.#liveLoads.set(orgId, load);
+    return load;
   }
 
   async getCached(db: Db, orgId: string, idOrExternal: string): Promise<MeetingRow> {
@@ -339,13 +382,14 @@ export class Meetings {
         ...(patch.scheduledStart !== undefined ? { scheduledStart: patch.scheduledStart } : {}),
         ...(patch.durationMinutes !== undefined ? { durationMinutes: patch.durationMinutes } : {}),
         ...(host ? { host } : {}),
+        maxParticipants: patch.settings?.maxParticipants,
       });
       const next = {
         title: patch.title ?? m.title,
         hostUserId: host?.id ?? m.hostUserId,
         scheduledStart: patch.scheduledStart ? new Date(patch.scheduledStart) : m.scheduledStart,
         durationMinutes: patch.durationMinutes ?? m.durationMinutes,
-        settings: { ...m.settings, ...patch.settings },
+        settings: { ...settingsOf(m), ...patch.settings },
         accessMode: patch.access?.mode ?? m.accessMode,
       };
       const changed =
@@ -353,7 +397,7 @@ export class Meetings {
         next.hostUserId !== m.hostUserId ||
         next.scheduledStart.getTime() !== m.scheduledStart.getTime() ||
         next.durationMinutes !== m.durationMinutes ||
-        JSON.stringify(next.settings) !== JSON.stringify(m.settings) ||
+        JSON.stringify(next.settings) !== JSON.stringify(settingsOf(m)) ||
         next.accessMode !== m.accessMode;
       if (!changed) return m;
       await db`update meetings set title = ${next.title}, host_user_id = ${next.hostUserId},
@@ -371,6 +415,7 @@ export class Meetings {
           scheduledStart: r.scheduledStart,
           scheduledEnd: r.scheduledEnd,
           settings: r.settings,
+          maxParticipants: r.settings.maxParticipants,
           notBefore: r.updatedAt,
         }),
       );

@@ -11,6 +11,7 @@ import type { Logger } from '../logger.ts';
 import type { EffectSink, RoomEffect } from '../runtime/actor-runtime.ts';
 import { RoomAccess, type Decision, type HostCommand } from '../rooms/access.ts';
 import type { RoomClients } from '../rooms/clients.ts';
+import type { Meetings } from './meetings.ts';
 import { SIGNALING_TYPES, type ClientMessage, type SignalingRequest } from '../rooms/protocol.ts';
 
 /** What this node knows of a room it holds sockets for, kept current by the room's own messages. */
@@ -29,6 +30,8 @@ export interface RoomsOptions {
   cluster: Cluster;
   bus: Bus;
   connections: Connections;
+  /** For the plan's limit on live meetings, when a join would start one. */
+  meetings: Meetings;
   load: MediaLoad;
   /** This node's media rooms, when it has workers. */
   media: MediaRooms | null;
@@ -138,7 +141,10 @@ export class Rooms implements EffectSink {
       return;
     }
     const user = await this.#roomUser(c.sessionId);
+    // A room this node has seen live cannot be started again; any other join may be the one that starts it.
+    const planAllowsStart = this.#views.has(c.meetingId) ? undefined : await this.#planAllowsStart(c.meetingId);
     const reply = await this.#o.clients.meeting.join(c.meetingId, {
+      ...(planAllowsStart === undefined ? {} : { planAllowsStart }),
       participantId: c.participantId,
       sessionId: c.sessionId,
       user,
@@ -166,6 +172,7 @@ export class Rooms implements EffectSink {
         participantId: reply.participantId,
         roster: reply.roster,
         settings: reply.settings,
+        locked: reply.locked,
         media: { rev: media?.rev ?? 0, available: media !== null },
       }),
     );
@@ -230,6 +237,9 @@ export class Rooms implements EffectSink {
       case 'allow-unmute':
         this.#edge(c, 'allow-unmute', msg.participantId);
         return strip(await meeting.allowUnmute(m, { participantId: msg.participantId, by }));
+      case 'lock':
+        this.#edge(c, 'lock');
+        return strip(await meeting.lock(m, { by, locked: msg.locked }));
       case 'floor':
         this.#edge(c, 'floor', msg.participantId);
         return strip(await meeting.floor(m, { participantId: msg.participantId, by, give: msg.give }));
@@ -329,6 +339,13 @@ export class Rooms implements EffectSink {
     for (const r of rows) {
       await this.#o.clients.waitingRoom.leave(r.meetingId, { queueId: r.queueId }).catch((err) => this.#o.log.warn({ err, meetingId: r.meetingId }, 'could not withdraw a deactivated user from a waiting room'));
     }
+  }
+
+  /** For a meeting not yet live: whether its organization may have one more live (counted now). */
+  async #planAllowsStart(meetingId: string): Promise<boolean | undefined> {
+    const [m] = await this.#o.sql<{ orgId: string; status: string }[]>`select org_id, status from meetings where id = ${meetingId}`;
+    if (m?.status !== 'SCHEDULED') return undefined;
+    return !(await this.#o.meetings.liveLoad(this.#o.sql, m.orgId, 'fresh')).full;
   }
 
   /** The person as the room and participant.* events show them: named by the join link's displayName (the user's name when it gave none). */

@@ -7,7 +7,7 @@ import { inTx, isPool } from '../db/tx.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { RoomAccess } from '../rooms/access.ts';
-import type { MeetingKind, MeetingRow, Meetings } from './meetings.ts';
+import type { LiveLoad, MeetingKind, MeetingRow, Meetings } from './meetings.ts';
 import type { RoomClients } from '../rooms/clients.ts';
 import type { AccessClaims, JoinClaims, RoomRole, Tokens } from './tokens.ts';
 import type { UserRow, Users } from './users.ts';
@@ -135,6 +135,18 @@ function assertOpen(meeting: MeetingRow): void {
   if (meeting.status === 'ENDED' || meeting.status === 'CANCELLED') throw new AppError('meeting_ended', { details: { status: meeting.status } });
 }
 
+/** A locked or full live room takes in only hosts and cohosts (RoomAccess.admits, on the row its actor projects; the room join decides again). */
+function assertAdmits(meeting: MeetingRow, role: RoomRole): void {
+  if (meeting.status !== 'LIVE') return;
+  const d = RoomAccess.admits(role, { locked: meeting.locked, full: meeting.atCapacity, cap: null });
+  if (d) throw new AppError(d.code, { message: d.message });
+}
+
+/** A meeting that would go live while the organization has as many live as its plan allows is refused. */
+export function assertCanStart(load: LiveLoad): void {
+  if (load.full) throw new AppError('plan_limit_reached', { details: { limit: load.limit, live: load.live, plan: load.plan } });
+}
+
 /** ENROLLED: students need an active enrollment; INVITED: everyone but the host and host-role links needs an invitation. */
 function accessListRow(meeting: MeetingRow, user: UserRow, role: RoomRole): 'enrollment' | 'invitation' | null {
   if (RoomAccess.bypassesAccessList(role, user.id, meeting.hostUserId)) return null;
@@ -150,6 +162,9 @@ function assertNotRevoked(session: SessionRow, via: 'join' | 'refresh'): void {
   if (session.revokedReason === 'meeting_cancelled') throw new AppError('meeting_ended');
   throw new AppError('session_revoked', { details: { reason: session.revokedReason } });
 }
+
+/** How a client-side route names the session's meeting: `/meetings/:slug/...`, or `/orgs/:orgId/meetings/:id/...` (class sessions). */
+export type MeetingRoute = { slug: string } | { orgId: string; meetingId: string };
 
 /** Join-token exchange, meeting sessions and their refresh. */
 export class Sessions {
@@ -209,6 +224,8 @@ export class Sessions {
       if (user.id !== claims.u || meeting.id !== claims.m) return null;
       this.#assertUser(user, claims);
       assertOpen(meeting);
+      assertAdmits(meeting, claims.r);
+      if (meeting.status === 'SCHEDULED' && (await this.#meetings.liveLoad(pool, claims.o, 'cached')).full) return null;
     } catch (err) {
       if (err instanceof AppError) return null; // refused on cached rows: the transaction refuses on fresh ones
       throw err;
@@ -261,6 +278,8 @@ export class Sessions {
     this.#assertUser(user, claims);
     const meeting = await this.#meetings.get(db, claims.o, claims.m);
     assertOpen(meeting);
+    assertAdmits(meeting, claims.r);
+    if (meeting.status === 'SCHEDULED') assertCanStart(await this.#meetings.liveLoad(db, claims.o, 'fresh'));
     await this.#checkAccess(db, meeting, user, claims.r);
 
     const sessionId = newId('ses', now);
@@ -322,15 +341,16 @@ export class Sessions {
     return { session, meeting, user };
   }
 
-  /** The accessToken is good only on its own meeting's routes, and only until it expires. */
-  assertMeetingRoute(principal: SessionPrincipal, slug: string): void {
-    if (principal.slug !== slug) throw new AppError('session_wrong_meeting');
+  /** The accessToken is good only on its own meeting's routes (by slug, or by organization and meeting id), and only until it expires. */
+  assertMeetingRoute(principal: SessionPrincipal, meeting: MeetingRoute): void {
+    const own = 'slug' in meeting ? principal.slug === meeting.slug : principal.orgId === meeting.orgId && principal.meetingId === meeting.meetingId;
+    if (!own) throw new AppError('session_wrong_meeting');
     if (principal.expired) throw new AppError('access_token_expired');
   }
 
   /** The caller's own waiting-room entry, as the waiting-room actor has it. */
-  async waitingStatus(db: Db, principal: SessionPrincipal, slug: string, queueId: string) {
-    this.assertMeetingRoute(principal, slug);
+  async waitingStatus(db: Db, principal: SessionPrincipal, meeting: MeetingRoute, queueId: string) {
+    this.assertMeetingRoute(principal, meeting);
     const session = await this.#session(db, principal.sessionId);
     assertNotRevoked(session, 'refresh'); // a deactivated user's waiting page learns so, and is never let in
     if (session.queueId !== queueId) throw new AppError('not_found', { message: 'No such waiting-room entry for this session.' });
@@ -339,8 +359,8 @@ export class Sessions {
   }
 
   /** After admission: the room token (mediaToken) for the session, on the device that holds it. */
-  async roomToken(pool: Db, principal: SessionPrincipal, slug: string, queueId: string, deviceId: string) {
-    const status = await this.waitingStatus(pool, principal, slug, queueId);
+  async roomToken(pool: Db, principal: SessionPrincipal, meeting: MeetingRoute, queueId: string, deviceId: string) {
+    const status = await this.waitingStatus(pool, principal, meeting, queueId);
     if (status.status === 'WAITING') throw new AppError('waiting_not_admitted', { details: { queueId } });
     if (status.status === 'DENIED') throw new AppError('waiting_denied');
     if (status.status !== 'ADMITTED') throw new AppError('waiting_expired', { details: { status: status.status } });

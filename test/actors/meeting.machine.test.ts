@@ -165,6 +165,7 @@ t.test('the first JOIN starts the meeting: meeting.started, plan-cap timer, part
     settings: { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false },
     rev: 1,
     media: null,
+    locked: false,
   });
 });
 
@@ -554,8 +555,10 @@ t.test('meeting.* data has the keys and values of meetingEventData in src/servic
     hostUserId: 'usr_teacher',
     scheduledStart: new Date(T0),
     durationMinutes: 60,
-    settings: baseInput.settings,
+    settings: { ...baseInput.settings, maxParticipants: null },
     accessMode: 'ORG_MEMBERS',
+    locked: false,
+    atCapacity: false,
     status: 'ENDED',
     startedAt: new Date(T0),
     endedAt: new Date(T0 + 25 * MIN + 499),
@@ -687,4 +690,54 @@ t.test('a meeting that never went live has no attendance to settle', async (t) =
   r.send({ type: 'TIMER', name: 'no-show', at: T0 + 60 * MIN + 60 * MIN });
   t.equal(r.state, 'expired');
   t.same(r.send({ type: 'TIMER', name: 'attendance-settle', at: T0 + 200 * MIN }), []);
+});
+
+t.test('LOCK: hosts lock and unlock; nobody new gets in meanwhile, hosts and people already in do', async (t) => {
+  const r = liveRoom();
+  t.match(reply(r.send({ type: 'LOCK', by: 'par_alice', locked: true, at: T0 + 2 * MIN })), { ok: false, error: { code: 'forbidden' } }, 'students cannot');
+  let fx = r.send({ type: 'LOCK', by: 'par_teacher', locked: true, at: T0 + 2 * MIN });
+  t.same(reply(fx), { ok: true, locked: true });
+  t.same(ofType(fx, 'send'), [{ type: 'send', to: { all: true }, message: { type: 'locked', locked: true, by: 'par_teacher' } }]);
+  t.same(ofType(r.send({ type: 'LOCK', by: 'par_teacher', locked: true, at: T0 + 2 * MIN }), 'send'), [], 'locking again tells nobody');
+
+  fx = r.send(join('bob', T0 + 3 * MIN));
+  t.match(reply(fx), { ok: false, error: { code: 'meeting_locked' } });
+  t.same(outbox(fx), [], 'no participant.joined');
+  t.notOk('par_bob' in r.context.participants);
+  fx = r.send(join('alice', T0 + 3 * MIN, { conn: 'conn_alice_2' }));
+  t.match(reply(fx), { ok: true, participantId: 'par_alice', locked: true }, 'someone already in reconnects');
+  fx = r.send(join('bob', T0 + 3 * MIN, { pid: 'par_bob_cohost', roomRole: 'COHOST' }));
+  t.match(reply(fx), { ok: true, locked: true }, 'a cohost gets in');
+
+  r.send({ type: 'LOCK', by: 'par_teacher', locked: false, at: T0 + 4 * MIN });
+  t.match(reply(r.send(join('bob', T0 + 5 * MIN))), { ok: true, locked: false });
+  t.match(reply(r.send({ type: 'ROOM_STATE', at: T0 + 5 * MIN })), { locked: false });
+});
+
+t.test('a full room refuses newcomers: the lower of the meeting setting and the plan cap; hosts still get in', async (t) => {
+  const r = liveRoom({ maxParticipants: 3, planMaxParticipants: 100 });
+  t.match(reply(r.send(join('bob', T0 + 2 * MIN))), { ok: true }, 'the third');
+  const fx = r.send(join('bob', T0 + 2 * MIN, { pid: 'par_bob_2' }));
+  t.match(reply(fx), { ok: false, error: { code: 'meeting_full', details: { limit: 3 } } });
+  t.match(reply(r.send(join('teacher', T0 + 2 * MIN, { pid: 'par_teacher_2', roomRole: 'HOST' }))), { ok: true }, 'a host gets in past the cap');
+  r.send({ type: 'LEAVE', participantId: 'par_bob', at: T0 + 3 * MIN });
+  r.send({ type: 'LEAVE', participantId: 'par_teacher_2', at: T0 + 3 * MIN });
+  t.match(reply(r.send(join('bob', T0 + 4 * MIN, { pid: 'par_bob_2' }))), { ok: true }, 'room again once people left');
+  r.send({ type: 'UPDATE', maxParticipants: null, at: T0 + 5 * MIN });
+  t.match(reply(r.send(join('bob', T0 + 5 * MIN, { pid: 'par_bob_3' }))), { ok: true }, 'the setting cleared: the plan cap alone');
+
+  const byPlan = liveRoom({ maxParticipants: null, planMaxParticipants: 2 });
+  t.match(reply(byPlan.send(join('bob', T0 + 2 * MIN))), { ok: false, error: { code: 'meeting_full', details: { limit: 2 } } });
+});
+
+t.test('a join the plan does not allow to start the meeting is refused and starts nothing', async (t) => {
+  const r = room();
+  r.send({ type: 'INIT', at: T0 - 10 * MIN });
+  const fx = r.send({ ...join('teacher', T0), planAllowsStart: false });
+  t.match(reply(fx), { ok: false, error: { code: 'plan_limit_reached' } });
+  t.same(outbox(fx), []);
+  t.equal(r.state, 'scheduled');
+  t.match(reply(r.send({ ...join('teacher', T0 + MIN), planAllowsStart: true })), { ok: true });
+  t.equal(r.state, 'live');
+  t.match(reply(r.send({ ...join('alice', T0 + MIN), planAllowsStart: false })), { ok: true }, 'a live meeting is not started again: the flag does not matter');
 });

@@ -100,7 +100,21 @@ t.test('teacher and student see and hear each other; a viewer receives and sends
   await sp.click('button[aria-label="Unmute"]');
   await eventually(() => sp.evaluate(() => (window as any).aula.state.micOn), 5000);
   t.pass('the student unmuted after the host allowed it');
-  for (const p of [tp, sp, vp]) await p.context().close();
+
+  // the host locks the meeting: everyone sees it, a newcomer's page says so, unlocking lets them in
+  t.equal(await tp.textContent('#lock'), 'Lock meeting');
+  await tp.click('#lock');
+  await sp.waitForSelector('#locked');
+  await eventually(async () => (await tp.textContent('#lock')) === 'Unlock meeting', 5000);
+  await screenshot(tp, 'locked');
+  const late = (await call('POST', '/public/users', { externalId: 'late', fullName: 'Lee Late', role: 'STUDENT' })).body.data;
+  const lp = await open(browser, (await link(m.id, late.id)).url);
+  await lp.waitForSelector('text=This meeting is locked');
+  await screenshot(lp, 'meeting-locked');
+  await tp.click('#lock');
+  await eventually(async () => (await sp.$('#locked')) === null, 5000);
+  t.pass('locked and unlocked from the host panel; the newcomer was told why');
+  for (const p of [tp, sp, vp, lp]) await p.context().close();
 });
 
 t.test('the waiting page moves into the room when the API admits, and ending sends the student to redirectUrl', async (t) => {

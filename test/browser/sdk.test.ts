@@ -27,7 +27,7 @@ async function customerSite(): Promise<{ origin: string; server: Server }> {
 <script>
   window.events = [];
   window.frame = Svc.createFrame('#room', { url: ${JSON.stringify(embed)}, theme: 'dark' });
-  for (const name of ['ready', 'joined', 'left', 'meeting-ended', 'waiting', 'admitted', 'participant-joined', 'participant-left', 'hand-raised', 'hand-lowered', 'error']) {
+  for (const name of ['ready', 'joined', 'left', 'meeting-ended', 'waiting', 'admitted', 'participant-joined', 'participant-left', 'hand-raised', 'hand-lowered', 'room-locked', 'room-unlocked', 'error']) {
     window.frame.on(name, (data) => window.events.push([name, data]));
   }
 </script>`);
@@ -85,6 +85,14 @@ t.test('the SDK on an allowed origin: joined with the name, media, participant e
   await page.evaluate(() => (window as any).frame.lowerHand());
   await eventually(async () => (await named(host, 'hand-lowered')).some(([, d]) => d.participant.name === 'Sid Student'), 10_000);
   t.pass('raiseHand and lowerHand reach the room, and hosts hear hand-raised and hand-lowered');
+  // the host locks the meeting from its framed page's panel: the student's page hears room-locked, then room-unlocked
+  const hostRoom = host.frameLocator('iframe');
+  await hostRoom.locator('button[aria-label^="People"]').click();
+  await hostRoom.locator('#lock').click();
+  await eventually(async () => (await named(page, 'room-locked')).length === 1, 10_000);
+  await hostRoom.locator('#lock').click();
+  await eventually(async () => (await named(page, 'room-unlocked')).length === 1, 10_000);
+  t.pass('the SDK hears room-locked and room-unlocked');
   await page.evaluate(() => (window as any).frame.mute());
   await eventually(() => frame.evaluate(() => (window as any).aula.state.micOn === false), 5000);
   t.pass('mute turns the microphone off');

@@ -134,6 +134,33 @@ t.test('DELETE /public/classes/:id/enrollments/:userId removes and emits enrollm
   t.not(back.body.data.id, enrolled.body.data.id, 'as a new enrollment');
 });
 
+t.test('DELETE /public/batches/:batchId/enrollments/:userId ends the user\'s enrollments of that batch in every class', async (t) => {
+  const [math, bio, art] = [await klass('batch-math'), await klass('batch-bio'), await klass('batch-art')];
+  const [pat, quinn] = [await user('batch-pat'), await user('batch-quinn')];
+  const enroll = (c: { id: string }, u: { id: string }, batchId: string) => api(node, 'POST', `/public/classes/${c.id}/enrollments`, { key: tenant.key, body: { userId: u.id, batchId } });
+  for (const c of [math, bio]) t.equal((await enroll(c, pat, 'B-2026')).status, 201);
+  t.equal((await enroll(art, pat, 'B-other')).status, 201);
+  t.equal((await enroll(math, quinn, 'B-2026')).status, 201);
+  const before = (await events('enrollment.removed')).length;
+
+  const res = await api(node, 'DELETE', `/public/batches/B-2026/enrollments/${pat.externalId}`, { key: tenant.key });
+  t.equal(res.status, 200);
+  t.same(res.body.data.map((e: any) => [e.classId, e.status, e.batchId]).sort(), [[math.id, 'REMOVED', 'B-2026'], [bio.id, 'REMOVED', 'B-2026']].sort());
+  const removed = (await events('enrollment.removed')).slice(before);
+  t.equal(removed.length, 2, 'one enrollment.removed per class');
+  t.same(Object.keys(removed[0]!.data).sort(), ENROLLMENT_EVENT_KEYS);
+  t.same(removed.map((e) => e.data.classId).sort(), [math.id, bio.id].sort());
+  t.ok(removed.every((e) => e.data.user.id === pat.id && e.data.batchId === 'B-2026' && e.data.removedAt !== null));
+
+  const art_ = (await api(node, 'GET', `/public/classes/${art.id}/enrollments?status=ACTIVE`, { key: tenant.key })).body.data;
+  t.same(art_.map((e: any) => e.user.id), [pat.id], 'another batch keeps its enrollment');
+  const mathActive = (await api(node, 'GET', `/public/classes/${math.id}/enrollments?status=ACTIVE`, { key: tenant.key })).body.data;
+  t.same(mathActive.map((e: any) => e.user.id), [quinn.id], 'other students of the batch stay');
+
+  assertError(t, await api(node, 'DELETE', `/public/batches/B-2026/enrollments/${pat.id}`, { key: tenant.key }), 404, 'enrollment_not_found');
+  assertError(t, await api(node, 'DELETE', `/public/batches/B-2026/enrollments/nobody`, { key: tenant.key }), 404, 'user_not_found');
+});
+
 t.test('GET /public/classes/:id/enrollments pages with a cursor and filters by status', async (t) => {
   await klass('hist-301');
   const ids: string[] = [];

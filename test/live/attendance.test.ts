@@ -213,3 +213,50 @@ t.test('bad requests get the error envelope', async (t) => {
   const readOnlyUsers = await createTenant(node, 'pro', ['users:read']);
   assertError(t, await api(node, 'GET', `/public/classes/${s.cls.id}/attendance`, { key: readOnlyUsers.key }), 403, 'insufficient_scope');
 });
+
+t.test('usage per UTC day: meetings started, participant minutes cut at midnight, peak concurrent people, the plan beside them', async (t) => {
+  const D = Date.parse('2026-11-10T00:00:00Z');
+  clock.set(D + 9 * 60 * MIN);
+  const s = await school();
+  const [amy, ben] = [await s.user('u-amy', 'Amy'), await s.user('u-ben', 'Ben')];
+  const meeting = async (title: string, start: number) =>
+    (await s.call('POST', '/public/meetings', { title, type: 'MEETING', hostUserId: s.teacher.id, scheduledStart: new Date(start).toISOString(), durationMinutes: 90 })).body.data;
+  const morning = await meeting('Morning', D + 10 * 60 * MIN);
+  const late = await meeting('Late', D + 23 * 60 * MIN + 30 * MIN);
+
+  // 10:00-10:30: the teacher and Amy all along, Ben from 10:10: 80 minutes, three at once
+  clock.set(D + 10 * 60 * MIN);
+  const h1 = await s.enter(await s.session(morning.id, s.teacher.id, 'HOST'));
+  await s.enter(await s.session(morning.id, amy.id));
+  clock.set(D + 10 * 60 * MIN + 10 * MIN);
+  await s.enter(await s.session(morning.id, ben.id));
+  clock.set(D + 10 * 60 * MIN + 30 * MIN);
+  h1.ws.send(JSON.stringify({ type: 'end' }));
+  await h1.waitClosed();
+
+  // 23:30-00:30: the teacher and Amy, across midnight: 60 minutes on each day, two at once
+  clock.set(D + 23 * 60 * MIN + 30 * MIN);
+  const h2 = await s.enter(await s.session(late.id, s.teacher.id, 'HOST'));
+  await s.enter(await s.session(late.id, amy.id));
+  clock.set(D + 24 * 60 * MIN + 30 * MIN);
+  h2.ws.send(JSON.stringify({ type: 'end' }));
+  await h2.waitClosed();
+
+  const usage = await s.call('GET', '/public/usage?from=2026-11-09&to=2026-11-12');
+  t.equal(usage.status, 200);
+  t.match(usage.body.data, { from: '2026-11-09', to: '2026-11-12', plan: 'pro', limits: { maxLiveMeetings: 200, maxParticipants: 500, maxMeetingMinutes: 720 } });
+  t.same(usage.body.data.days, [
+    { date: '2026-11-09', meetings: 0, participantMinutes: 0, peakConcurrentParticipants: 0 },
+    { date: '2026-11-10', meetings: 2, participantMinutes: 140, peakConcurrentParticipants: 3 },
+    { date: '2026-11-11', meetings: 0, participantMinutes: 60, peakConcurrentParticipants: 2 },
+  ]);
+  t.same(usage.body.data.totals, { meetings: 2, participantMinutes: 200, peakConcurrentParticipants: 3 });
+  const byDefault = (await s.call('GET', '/public/usage')).body.data;
+  t.equal(byDefault.days.length, 30, 'the last 30 days by default');
+  t.equal(byDefault.to, '2026-11-12', 'ending with today');
+
+  assertError(t, await s.call('GET', '/public/usage?from=2026-11-12&to=2026-11-10'), 400, 'validation_failed');
+  assertError(t, await s.call('GET', '/public/usage?from=2025-01-01&to=2026-11-10'), 400, 'validation_failed');
+  assertError(t, await s.call('GET', '/public/usage?from=2026-13-01'), 400, 'validation_failed');
+  assertError(t, await s.call('GET', '/public/usage?month=11'), 400, 'validation_failed');
+});

@@ -134,6 +134,12 @@ t.test('the waiting room: queued, admitted by a host over the socket, then a roo
   t.match(await waiting.type('admitted'), { queueId: ss.waitingRoom.queueId });
   const tok = await api(node, 'POST', `/meetings/${meeting.slug}/token`, { bearer: ss.accessToken, body: { queueId: ss.waitingRoom.queueId, deviceId: ss.deviceId } });
   t.equal(tok.status, 200);
+  // the same routes under the organization and the meeting's id (the spec's form for class sessions)
+  const byOrg = `/orgs/${tenant.orgId}/meetings/${meeting.id}`;
+  t.match((await api(node, 'GET', `${byOrg}/waiting-room/status/${ss.waitingRoom.queueId}`, { bearer: ss.accessToken })).body.data, { status: 'ADMITTED', admittedAt: admitAt });
+  t.match((await api(node, 'POST', `${byOrg}/token`, { bearer: ss.accessToken, body: { queueId: ss.waitingRoom.queueId, deviceId: ss.deviceId } })).body.data, { mediaToken: /^mrt_/ });
+  assertError(t, await api(node, 'GET', `/orgs/org_other/meetings/${meeting.id}/waiting-room/status/${ss.waitingRoom.queueId}`, { bearer: ss.accessToken }), 403, 'session_wrong_meeting');
+  assertError(t, await api(node, 'POST', `/orgs/${tenant.orgId}/meetings/mtg_other/token`, { bearer: ss.accessToken, body: { queueId: ss.waitingRoom.queueId, deviceId: ss.deviceId } }), 403, 'session_wrong_meeting');
   t.match(tok.body.data, { mediaToken: /^mrt_/, role: 'PARTICIPANT' });
   const stu = await connect(t, tok.body.data.mediaUrl, tok.body.data.mediaToken);
   await stu.type('joined');

@@ -48,6 +48,8 @@ export interface State {
   unmuteAllowed: boolean;
   /** the user asked to unmute and is waiting for a host */
   askedToUnmute: boolean;
+  /** a host locked the room: nobody new may join */
+  roomLocked: boolean;
   redirectAt: number | null;
 }
 
@@ -106,6 +108,7 @@ export class RoomController {
     screenOn: false,
     unmuteAllowed: false,
     askedToUnmute: false,
+    roomLocked: false,
     redirectAt: null,
   };
   devices: Devices = { stream: null, mics: [], cams: [], micId: null, camId: null, denied: false };
@@ -339,7 +342,7 @@ export class RoomController {
         this.#attempt = 0;
         const me = (m.roster as Participant[]).find((p) => p.participantId === m.participantId);
         const first = this.state.participantId === null;
-        this.#set({ phase: 'room', participantId: m.participantId, roster: m.roster, settings: m.settings, mediaAvailable: m.media.available });
+        this.#set({ phase: 'room', participantId: m.participantId, roster: m.roster, settings: m.settings, mediaAvailable: m.media.available, roomLocked: m.locked === true });
         if (first && me) {
           this.opts.emit('joined', { participant: this.#embedParticipant(me), meeting: { id: this.state.session!.meeting.id, title: this.state.session!.meeting.title } });
         }
@@ -370,6 +373,12 @@ export class RoomController {
         return;
       case 'floor':
         this.#set({ notice: m.give ? 'You have the floor: you may speak.' : 'The floor was taken back.', unmuteAllowed: m.give });
+        return;
+      case 'locked':
+        if (m.locked !== this.state.roomLocked) {
+          this.#set({ roomLocked: m.locked, notice: m.locked ? 'A host locked the meeting: nobody new can join.' : 'A host unlocked the meeting.' });
+          this.opts.emit(m.locked ? 'room-locked' : 'room-unlocked', {});
+        }
         return;
       case 'unmute-requested':
         this.#set({ notice: `${m.name} asks to unmute.` });

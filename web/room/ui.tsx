@@ -388,6 +388,9 @@ function People({ c, onClose }: { c: RoomController; onClose: () => void }) {
               Lower all hands
             </button>
           )}
+          <button class="btn small" id="lock" aria-pressed={c.state.roomLocked} onClick={() => void c.command({ type: 'lock', locked: !c.state.roomLocked })}>
+            {c.state.roomLocked ? 'Unlock meeting' : 'Lock meeting'}
+          </button>
         </div>
       )}
       <ul class="roster">
@@ -470,6 +473,11 @@ function Room({ c }: { c: RoomController }) {
         <span class="muted small" id="count">
           {c.state.roster.length} {c.state.roster.length === 1 ? 'person' : 'people'}
         </span>
+        {c.state.roomLocked && (
+          <span class="lock-tag" id="locked" title="Nobody new can join until a host unlocks the meeting">
+            Locked
+          </span>
+        )}
         {me && <Quality value={c.state.quality[me.participantId]} />}
       </header>
       {c.state.phase !== 'room' && (

@@ -41,6 +41,9 @@ export interface EmbedEvents {
   'participant-left': { participant: EmbedParticipant };
   'hand-raised': { participant: EmbedParticipant };
   'hand-lowered': { participant: EmbedParticipant };
+  /** A host locked the room (nobody new may join; hosts and cohosts still may), or unlocked it. */
+  'room-locked': Record<string, never>;
+  'room-unlocked': Record<string, never>;
   /** Something went wrong; `code` is the API's error code (docs/api.md), e.g. `join_token_used`. */
   error: { code: string; message: string };
 }
@@ -56,6 +59,8 @@ export const EMBED_EVENTS = [
   'participant-left',
   'hand-raised',
   'hand-lowered',
+  'room-locked',
+  'room-unlocked',
   'error',
 ] as const satisfies readonly EmbedEventName[];
 

@@ -336,6 +336,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/public/batches/{batchId}/enrollments/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a user from a batch: their enrollments with that batchId end in every class.
+         * @description Each ACTIVE enrollment of the user whose batchId is this one becomes REMOVED and emits enrollment.removed, in one transaction; answers them, oldest first.
+         */
+        delete: operations["deleteApiV1PublicBatchesBatchIdEnrollmentsUserId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/public/meetings/{id}/invitations": {
         parameters: {
             query?: never;
@@ -409,6 +429,26 @@ export interface paths {
          * @description At most 500 sessions per request; a longer range is refused (validation_failed). With `Accept: text/csv` the same records as CSV, one row per person (and session), intervals as `joinedAt/leftAt` pairs separated by spaces.
          */
         get: operations["getApiV1PublicClassesIdAttendance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's usage per UTC day in [from, to), with its plan's limits beside it.
+         * @description At most 366 days per request. Participant minutes come from the rooms' attendance intervals, so they start with this release.
+         */
+        get: operations["getApiV1PublicUsage"];
         put?: never;
         post?: never;
         delete?: never;
@@ -494,6 +534,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/orgs/{orgId}/meetings/{id}/waiting-room/status/{queueId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Status of the caller's waiting-room entry (Bearer accessToken); poll until ADMITTED.
+         * @description The page also hears `{ type: "admitted" }` pushed over the media-gateway connection it opens with its accessToken while waiting.
+         */
+        get: operations["getApiV1OrgsOrgIdMeetingsIdWaitingRoomStatusQueueId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/orgs/{orgId}/meetings/{id}/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The room token (mediaToken) once a host has admitted the caller. */
+        post: operations["postApiV1OrgsOrgIdMeetingsIdToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/public/meetings/{id}/waiting-room/{queueId}/admit": {
         parameters: {
             query?: never;
@@ -505,7 +582,7 @@ export interface paths {
         put?: never;
         /**
          * Admit a waiting person from your backend.
-         * @description Emits participant.admitted with admittedBy set to the API key id. Repeating it answers the entry unchanged.
+         * @description Emits participant.admitted with admittedBy null (no user admitted them: your backend did). Repeating it answers the entry unchanged.
          */
         post: operations["postApiV1PublicMeetingsIdWaitingRoomQueueIdAdmit"];
         delete?: never;
@@ -2153,6 +2230,7 @@ export interface operations {
                                 recordAutomatically: boolean;
                                 lectureMode: boolean;
                                 allowStudentScreenShare: boolean;
+                                maxParticipants: number | null;
                             };
                             access: {
                                 /** @enum {string} */
@@ -2293,6 +2371,8 @@ export interface operations {
                         lectureMode?: boolean;
                         /** @description Default true for MEETING, false for CLASS. */
                         allowStudentScreenShare?: boolean;
+                        /** @description At most this many people in the room at once (hosts included; hosts and cohosts still get in); at most the plan's cap. null (default): the plan's cap. */
+                        maxParticipants?: number | null;
                     };
                     /** @description Default ORG_MEMBERS. ENROLLED is for CLASS meetings. */
                     access?: {
@@ -2338,6 +2418,7 @@ export interface operations {
                                 recordAutomatically: boolean;
                                 lectureMode: boolean;
                                 allowStudentScreenShare: boolean;
+                                maxParticipants: number | null;
                             };
                             access: {
                                 /** @enum {string} */
@@ -2496,6 +2577,7 @@ export interface operations {
                                 recordAutomatically: boolean;
                                 lectureMode: boolean;
                                 allowStudentScreenShare: boolean;
+                                maxParticipants: number | null;
                             };
                             access: {
                                 /** @enum {string} */
@@ -2631,6 +2713,8 @@ export interface operations {
                         lectureMode?: boolean;
                         /** @description Default true for MEETING, false for CLASS. */
                         allowStudentScreenShare?: boolean;
+                        /** @description At most this many people in the room at once (hosts included; hosts and cohosts still get in); at most the plan's cap. null (default): the plan's cap. */
+                        maxParticipants?: number | null;
                     };
                     access?: {
                         /** @enum {string} */
@@ -2675,6 +2759,7 @@ export interface operations {
                                 recordAutomatically: boolean;
                                 lectureMode: boolean;
                                 allowStudentScreenShare: boolean;
+                                maxParticipants: number | null;
                             };
                             access: {
                                 /** @enum {string} */
@@ -2836,6 +2921,7 @@ export interface operations {
                                 recordAutomatically: boolean;
                                 lectureMode: boolean;
                                 allowStudentScreenShare: boolean;
+                                maxParticipants: number | null;
                             };
                             access: {
                                 /** @enum {string} */
@@ -2997,6 +3083,7 @@ export interface operations {
                                 recordAutomatically: boolean;
                                 lectureMode: boolean;
                                 allowStudentScreenShare: boolean;
+                                maxParticipants: number | null;
                             };
                             access: {
                                 /** @enum {string} */
@@ -4021,6 +4108,134 @@ export interface operations {
             };
         };
     };
+    deleteApiV1PublicBatchesBatchIdEnrollmentsUserId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Your batch id, as given when enrolling. */
+                batchId: string;
+                /** @description Service user id or externalId. */
+                userId: string & (unknown & unknown);
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            classId: string;
+                            externalClassId: string | null;
+                            user: {
+                                id: string;
+                                externalId: string;
+                                name: string;
+                                /** @enum {string} */
+                                role: "TEACHER" | "STUDENT" | "ADMIN";
+                            };
+                            batchId: string | null;
+                            /** @enum {string} */
+                            status: "ACTIVE" | "REMOVED";
+                            enrolledAt: string;
+                            removedAt: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `auth_missing`, `auth_malformed`, `api_key_invalid`, `api_key_revoked`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `user_not_found`, `enrollment_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getApiV1PublicMeetingsIdInvitations: {
         parameters: {
             query?: {
@@ -4750,6 +4965,136 @@ export interface operations {
             };
         };
     };
+    getApiV1PublicUsage: {
+        parameters: {
+            query?: {
+                /** @description First day (UTC). Default: 30 days before `to`. */
+                from?: string;
+                /** @description The day after the last (UTC), exclusive. Default: tomorrow, so the range ends with today. */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            from: string;
+                            to: string;
+                            /** @enum {string} */
+                            plan: "free" | "standard" | "pro" | "enterprise";
+                            limits: {
+                                maxLiveMeetings: number;
+                                maxParticipants: number;
+                                maxMeetingMinutes: number;
+                            };
+                            days: {
+                                date: string;
+                                /** @description Meetings that went live that day. */
+                                meetings: number;
+                                /** @description Time people spent in rooms that day (every stay, cut at midnight), in minutes. */
+                                participantMinutes: number;
+                                /** @description The most people in the organization's rooms at once. */
+                                peakConcurrentParticipants: number;
+                            }[];
+                            totals: {
+                                /** @description Meetings that went live that day. */
+                                meetings: number;
+                                /** @description Time people spent in rooms that day (every stay, cut at midnight), in minutes. */
+                                participantMinutes: number;
+                                /** @description The most people in the organization's rooms at once. */
+                                peakConcurrentParticipants: number;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `auth_missing`, `auth_malformed`, `api_key_invalid`, `api_key_revoked`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     postApiV1JoinTokensExchange: {
         parameters: {
             query?: never;
@@ -4831,7 +5176,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `user_deactivated`, `not_a_member`, `not_enrolled`, `not_invited` */
+            /** @description `user_deactivated`, `not_a_member`, `not_enrolled`, `not_invited`, `meeting_locked`, `plan_limit_reached` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4840,7 +5185,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `join_token_used` */
+            /** @description `join_token_used`, `meeting_full` */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5108,6 +5453,189 @@ export interface operations {
             header?: never;
             path: {
                 slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    queueId: string;
+                    deviceId: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            mediaToken: string;
+                            mediaUrl: string;
+                            expiresAt: string;
+                            /** @enum {string} */
+                            role: "HOST" | "COHOST" | "PARTICIPANT" | "VIEWER";
+                            queueId: string;
+                        };
+                    };
+                };
+            };
+            /** @description `access_token_expired`, `session_revoked`, `auth_missing`, `auth_malformed`, `session_invalid` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `session_wrong_meeting`, `waiting_denied`, `user_deactivated` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `waiting_not_admitted` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `waiting_expired` */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiV1OrgsOrgIdMeetingsIdWaitingRoomStatusQueueId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+                id: string;
+                queueId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            queueId: string;
+                            /** @enum {string} */
+                            status: "WAITING" | "ADMITTED" | "DENIED" | "EXPIRED" | "LEFT";
+                            requestedAt: string;
+                            admittedAt: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description `access_token_expired`, `session_revoked`, `auth_missing`, `auth_malformed`, `session_invalid` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `session_wrong_meeting`, `user_deactivated` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiV1OrgsOrgIdMeetingsIdToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+                id: string;
             };
             cookie?: never;
         };
