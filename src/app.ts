@@ -20,6 +20,8 @@ import type { Logger } from './logger.ts';
 import type { Mailer } from './notifications/mailer.ts';
 import type { ApiKeys } from './services/api-keys.ts';
 import type { Attendance } from './services/attendance.ts';
+import type { Polls } from './services/polls.ts';
+import type { Questions } from './services/questions.ts';
 import type { Usage } from './services/usage.ts';
 import type { Classes } from './services/classes.ts';
 import type { Enrollments } from './services/enrollments.ts';
@@ -75,6 +77,9 @@ export interface App {
     enrollments: Enrollments;
     /** Attendance reports of meetings and classes (written by the meeting actors). */
     attendance: Attendance;
+    /** Polls and quizzes, and Q&A, of meetings (written by the meeting actors). */
+    polls: Polls;
+    questions: Questions;
     /** Usage per day against the plan's limits. */
     usage: Usage;
     invitations: Invitations;

@@ -15,6 +15,8 @@ import { Mailer, MAIL_POLL_MS } from './notifications/mailer.ts';
 import { ApiKeys } from './services/api-keys.ts';
 import { Classes } from './services/classes.ts';
 import { Attendance } from './services/attendance.ts';
+import { Polls } from './services/polls.ts';
+import { Questions } from './services/questions.ts';
 import { Usage } from './services/usage.ts';
 import { Enrollments } from './services/enrollments.ts';
 import { Idempotency } from './services/idempotency.ts';
@@ -184,6 +186,8 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
       meetings,
       enrollments: new Enrollments(clock, outbox, users, classes),
       attendance: new Attendance(meetings, classes),
+      polls: new Polls(meetings),
+      questions: new Questions(meetings),
       usage: new Usage(),
       invitations: new Invitations(clock, users, meetings),
       joinLinks: new JoinLinks(clock, tokens, users, meetings),

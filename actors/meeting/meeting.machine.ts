@@ -1,6 +1,7 @@
 import { emit, enqueueActions, not, setup } from 'xstate';
 import { RoomAccess, type HostCommand } from '../../src/rooms/access.ts';
 import { iso, refusal, type ActorErrorCode, type DisconnectCode } from '../effects.ts';
+import { CLASSROOM_EVENTS, classroomState, classroomStep, closeOpenPolls, voterOf } from './meeting.classroom.ts';
 import { byJoin, clientSettings, DEFAULT_SETTLE_MINUTES, occupancy, initialMeetingContext, meetingData, participantData, roster, rosterMessage } from './meeting.views.ts';
 import type { EndedReason, MeetingContext, MeetingEffect, MeetingEvent, MeetingInput, Participant } from './meeting.types.ts';
 
@@ -33,7 +34,21 @@ function only<T extends MeetingEvent['type']>(event: MeetingEvent, ...types: T[]
 }
 
 /** The host command an event is, for RoomAccess. */
-const COMMANDS: Partial<Record<MeetingEvent['type'], HostCommand>> = { END: 'end', REMOVE: 'remove', MUTE: 'mute', MUTE_ALL: 'mute', ALLOW_UNMUTE: 'allow-unmute', FLOOR: 'floor', LOWER_ALL_HANDS: 'lower-hand', LOCK: 'lock' };
+const COMMANDS: Partial<Record<MeetingEvent['type'], HostCommand>> = {
+  END: 'end',
+  REMOVE: 'remove',
+  MUTE: 'mute',
+  MUTE_ALL: 'mute',
+  ALLOW_UNMUTE: 'allow-unmute',
+  FLOOR: 'floor',
+  LOWER_ALL_HANDS: 'lower-hand',
+  LOCK: 'lock',
+  OPEN_POLL: 'poll',
+  CLOSE_POLL: 'poll',
+  SHARE_POLL: 'poll',
+  ANSWER_QUESTION: 'answer-question',
+  DISMISS_QUESTION: 'answer-question',
+};
 
 /** RoomAccess's answer to a host command event (null: allowed). The public API's END is checked by its scope instead. */
 function commandDecision(c: MeetingContext, e: MeetingEvent) {
@@ -85,6 +100,7 @@ const notInRoom = (refusal: ReturnType<typeof refuse>) =>
     LOWER_ALL_HANDS: { actions: refusal },
     FLOOR: { actions: refusal },
     LOCK: { actions: refusal },
+    ...Object.fromEntries(CLASSROOM_EVENTS.map((type) => [type, { actions: refusal }])),
     PLACE_MEDIA: { actions: refusal },
     ROOM_STATE: { actions: 'replyRoomState' },
   }) as const;
@@ -159,6 +175,19 @@ export const meetingMachine = setup({
         enqueue.emit({ type: 'send', to: { all: true }, message: { type: 'locked', locked: e.locked, by: e.by } });
       }
       enqueue.emit({ type: 'reply', body: { ok: true, locked: e.locked } });
+    }),
+
+    /** Polls, quizzes and Q&A (meeting.classroom.ts): a refusal, or new polls and questions with their effects. */
+    classroom: enqueueActions(({ context, event, enqueue }) => {
+      const out = classroomStep(context, only(event, ...CLASSROOM_EVENTS));
+      if ('refuse' in out) {
+        enqueue.emit(refusal(out.refuse.code, out.refuse.message, out.refuse.details ?? {}));
+        return;
+      }
+      if (out.polls) enqueue.assign({ polls: out.polls });
+      if (out.questions) enqueue.assign({ questions: out.questions });
+      for (const e of out.effects) enqueue.emit(e);
+      enqueue.emit({ type: 'reply', body: out.reply });
     }),
 
     refuse: emit(({ context, event }, params: { code: ActorErrorCode; message: string }) => {
@@ -263,18 +292,22 @@ export const meetingMachine = setup({
       if (p.connections.length === 0) enqueue.emit(next.roster);
     }),
 
-    replyJoined: emit(({ context, event }) => ({
-      type: 'reply' as const,
-      body: {
-        ok: true as const,
-        participantId: only(event, 'JOIN').participantId,
-        roster: roster(context),
-        settings: clientSettings(context),
-        rev: context.rev,
-        media: context.media,
-        locked: context.locked ?? false,
-      },
-    })),
+    replyJoined: emit(({ context, event }) => {
+      const e = only(event, 'JOIN');
+      return {
+        type: 'reply' as const,
+        body: {
+          ok: true as const,
+          participantId: e.participantId,
+          roster: roster(context),
+          settings: clientSettings(context),
+          rev: context.rev,
+          media: context.media,
+          locked: context.locked ?? false,
+          classroom: classroomState(context, voterOf(e.participantId, e.user), e.roomRole),
+        },
+      };
+    }),
 
     /** A connection dropped; the last one starts the reconnect grace. */
     detach: enqueueActions(({ context, event, enqueue }) => {
@@ -429,7 +462,10 @@ export const meetingMachine = setup({
         enqueue.emit({ type: 'outbox', eventType: 'participant.left', data: participantData(context, p, leftAt) });
         enqueue.emit(stay(p, leftAt));
       }
+      const polls = closeOpenPolls(context, endedAt);
+      for (const e of polls.effects) enqueue.emit(e);
       const ended = {
+        polls: polls.polls,
         status: 'ENDED' as const,
         endedAt,
         endedReason: params.reason,
@@ -583,6 +619,14 @@ export const meetingMachine = setup({
         ],
         LOWER_ALL_HANDS: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'lowerAllHands' }],
         LOCK: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'lock' }],
+        OPEN_POLL: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'classroom' }],
+        CLOSE_POLL: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'classroom' }],
+        SHARE_POLL: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'classroom' }],
+        ANSWER_QUESTION: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'classroom' }],
+        DISMISS_QUESTION: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'classroom' }],
+        ANSWER_POLL: [{ guard: not('targetPresent'), actions: R.notFound }, { actions: 'classroom' }],
+        ASK_QUESTION: [{ guard: not('targetPresent'), actions: R.notFound }, { actions: 'classroom' }],
+        UPVOTE_QUESTION: [{ guard: not('targetPresent'), actions: R.notFound }, { actions: 'classroom' }],
         PLACE_MEDIA: [{ guard: 'placementCurrent', actions: ['placeMedia', 'replyMedia'] }, { actions: 'replyMedia' }],
         ROOM_STATE: { actions: 'replyRoomState' },
         END: [

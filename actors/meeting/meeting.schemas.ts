@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ENDED_REASONS, MEETING_STATUSES, USER_ROLES } from '../../src/domain.ts';
 import { ROOM_ROLES } from '../../src/rooms/access.ts';
+import { POLL_LIMITS, POLL_TYPES, QUESTION_LIMITS } from '../../src/rooms/classroom.ts';
 
 // Local copies keep this module free of the services' runtime imports; `satisfies` keeps them in step.
 export { ROOM_ROLES };
@@ -100,6 +101,38 @@ export const handEvent = ev('HAND', { participantId: id, by: id, raise: z.boolea
 export const lowerAllHandsEvent = ev('LOWER_ALL_HANDS', { by: id });
 /** A host locks the room (nobody new may join; hosts and cohosts still may) or unlocks it. */
 export const lockEvent = ev('LOCK', { by: id, locked: z.boolean() });
+/** A host opens a poll (a quiz when `correct` names options); the draft was checked (draftProblem) and its options made (pollOptions). */
+export const openPollEvent = ev('OPEN_POLL', {
+  pollId: id,
+  by: id,
+  question: z.string().min(1).max(POLL_LIMITS.questionChars),
+  pollType: z.enum(POLL_TYPES),
+  anonymous: z.boolean(),
+  options: z.array(z.string().min(1).max(POLL_LIMITS.optionChars)).max(POLL_LIMITS.maxOptions),
+  correct: z.array(z.number().int().nonnegative()).max(POLL_LIMITS.maxOptions),
+});
+/** A participant answers the open poll: option indexes, or text for FREE_TEXT. One answer each. */
+export const answerPollEvent = ev('ANSWER_POLL', {
+  pollId: id,
+  participantId: id,
+  choices: z.array(z.number().int().nonnegative()).max(POLL_LIMITS.maxOptions),
+  text: z.string().max(POLL_LIMITS.answerChars).nullable(),
+});
+/** A host closes a poll (`share`: show everyone the results too); the meeting's end closes an open one itself. */
+export const closePollEvent = ev('CLOSE_POLL', { pollId: id, by: id, share: z.boolean() });
+/** A host shows everyone a closed poll's results. */
+export const sharePollEvent = ev('SHARE_POLL', { pollId: id, by: id });
+export const askQuestionEvent = ev('ASK_QUESTION', {
+  questionId: id,
+  participantId: id,
+  text: z.string().min(1).max(QUESTION_LIMITS.textChars),
+  anonymous: z.boolean(),
+});
+/** One upvote per participant per question; not one's own. */
+export const upvoteQuestionEvent = ev('UPVOTE_QUESTION', { questionId: id, participantId: id });
+/** A host answers in text, or (answer null) marks it answered live. */
+export const answerQuestionEvent = ev('ANSWER_QUESTION', { questionId: id, by: id, answer: z.string().min(1).max(QUESTION_LIMITS.answerChars).nullable() });
+export const dismissQuestionEvent = ev('DISMISS_QUESTION', { questionId: id, by: id });
 /** Lecture mode: a host gives a participant the floor (they may send audio) or takes it back. */
 export const floorEvent = ev('FLOOR', { participantId: id, by: id, give: z.boolean() });
 /**
@@ -143,6 +176,14 @@ export const meetingEvent = z.discriminatedUnion('type', [
   lowerAllHandsEvent,
   floorEvent,
   lockEvent,
+  openPollEvent,
+  answerPollEvent,
+  closePollEvent,
+  sharePollEvent,
+  askQuestionEvent,
+  upvoteQuestionEvent,
+  answerQuestionEvent,
+  dismissQuestionEvent,
   placeMediaEvent,
   roomStateEvent,
   endEvent,

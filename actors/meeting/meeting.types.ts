@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { DisconnectEffect, OutboxEffect, Refusal, ReplyEffect, SendEffect, TimerCancelEffect, TimerSetEffect } from '../effects.ts';
 import type { EndedReason, MeetingStatus } from '../../src/domain.ts';
+import type { PollStatus, PollType, QuestionStatus } from '../../src/rooms/classroom.ts';
 import type { DEVICES, mediaCandidate, meetingEvent, meetingInput, ROOM_ROLES, roomSettings, roomUser } from './meeting.schemas.ts';
 
 export type MeetingInput = z.infer<typeof meetingInput>;
@@ -89,6 +90,124 @@ export interface MeetingContext {
   /** The meeting's own cap on people in the room (null: the plan's alone), and the plan's (absent in older snapshots: none). */
   maxParticipants?: number | null;
   planMaxParticipants?: number;
+  /** Polls and quizzes of this meeting, oldest first (absent in older snapshots: none). */
+  polls?: Poll[];
+  /** Q&A, oldest first (absent in older snapshots: none). */
+  questions?: Question[];
+}
+
+/** A person as poll responses and Q&A keep them: the room's user without the email. */
+export type PersonRef = Pick<RoomUser, 'id' | 'externalId' | 'name' | 'role'>;
+
+/** One person's answer to an open poll; `user` is null in an anonymous poll. */
+export interface PollAnswer {
+  /** Who answered, to allow one answer per person whatever their sessions: the user id (a guest: the participant id). Never stored. */
+  voter: string;
+  user: PersonRef | null;
+  choices: number[];
+  text: string | null;
+  /** ms */
+  at: number;
+}
+
+/** A poll (a quiz when `correct` names options), as the meeting actor keeps it. */
+export interface Poll {
+  pollId: string;
+  question: string;
+  type: PollType;
+  anonymous: boolean;
+  options: string[];
+  /** Indexes of the correct options; empty for a poll that is not a quiz. */
+  correct: number[];
+  status: PollStatus;
+  /** A host shared the results with everyone. */
+  shared: boolean;
+  /** User ids (null for a guest, or for the meeting's own end closing it). */
+  createdBy: string | null;
+  closedBy: string | null;
+  /** ms */
+  createdAt: number;
+  closedAt: number | null;
+  /** Votes per option, and how many answered. */
+  votes: number[];
+  answered: number;
+  /** The latest FREE_TEXT answers, newest last (POLL_LIMITS.liveTexts). */
+  texts: string[];
+  /** Every answer while the poll is open; emptied when it closes (they are written to the database then). */
+  answers: PollAnswer[];
+}
+
+/** A Q&A question, as the meeting actor keeps it. */
+export interface Question {
+  questionId: string;
+  text: string;
+  anonymous: boolean;
+  /** Who asked; kept while the meeting runs even when anonymous (so they cannot upvote their own), never shown or stored then. */
+  askedBy: { participantId: string; user: PersonRef };
+  /** ms */
+  askedAt: number;
+  /** Who upvoted (voter keys, as PollAnswer's), while it is OPEN; emptied once answered or dismissed. */
+  upvoters: string[];
+  upvotes: number;
+  status: QuestionStatus;
+  /** The host's written answer; null when answered live (or not answered). */
+  answer: string | null;
+  answeredLive: boolean;
+  /** User id of the host who answered or dismissed it. */
+  answeredBy: string | null;
+  answeredAt: number | null;
+  dismissedAt: number | null;
+}
+
+/** A poll as everyone in the room sees it; the correct options only once it closed. */
+export interface PollView {
+  pollId: string;
+  question: string;
+  type: PollType;
+  anonymous: boolean;
+  quiz: boolean;
+  options: string[];
+  status: PollStatus;
+  shared: boolean;
+  createdAt: string;
+  closedAt: string | null;
+  correct: number[] | null;
+}
+
+/** A poll's live results: for hosts, and for everyone once shared. */
+export interface PollResults {
+  pollId: string;
+  answered: number;
+  votes: number[];
+  texts: string[];
+  correct: number[];
+}
+
+/** A question as the room sees it (dismissed ones are gone from the room); the asker only when not anonymous. */
+export interface QuestionView {
+  questionId: string;
+  text: string;
+  anonymous: boolean;
+  askedBy: { participantId: string; name: string } | null;
+  askedAt: string;
+  upvotes: number;
+  status: 'OPEN' | 'ANSWERED';
+  answer: string | null;
+  answeredLive: boolean;
+  answeredAt: string | null;
+}
+
+/** Polls and Q&A as one participant sees them when joining. */
+export interface ClassroomState {
+  polls: PollView[];
+  /** Hosts: every poll's; others: the shared ones'. */
+  pollResults: PollResults[];
+  /** Open polls this person answered. */
+  answeredPolls: string[];
+  questions: QuestionView[];
+  /** Open questions this person upvoted, and the questions they asked. */
+  upvotedQuestions: string[];
+  ownQuestions: string[];
 }
 
 /** The settings a client of the room needs. */
@@ -136,9 +255,52 @@ export interface ParticipantEventData {
   durationSeconds: number | null;
 }
 
+/** data of poll.closed: every response, naming its person unless the poll is anonymous (then `user` is null). */
+export interface PollClosedData {
+  pollId: string;
+  meetingId: string;
+  externalMeetingId: string | null;
+  kind: 'MEETING' | 'CLASS';
+  question: string;
+  type: PollType;
+  anonymous: boolean;
+  quiz: boolean;
+  /** `correct` on quizzes only. */
+  options: { index: number; text: string; votes: number; correct?: boolean }[];
+  answered: number;
+  /** `correct` on quizzes only. */
+  responses: { user: PersonRef | null; choices: number[]; text: string | null; correct?: boolean; respondedAt: string }[];
+  createdAt: string;
+  createdBy: string | null;
+  closedAt: string;
+  /** null when the meeting's end closed it. */
+  closedBy: string | null;
+}
+
+/** data of question.answered. */
+export interface QuestionAnsweredData {
+  questionId: string;
+  meetingId: string;
+  externalMeetingId: string | null;
+  kind: 'MEETING' | 'CLASS';
+  text: string;
+  anonymous: boolean;
+  /** User id; null for an anonymous question. */
+  askedBy: string | null;
+  answeredBy: string | null;
+  /** null when answered live. */
+  answer: string | null;
+  answeredLive: boolean;
+  askedAt: string;
+  answeredAt: string;
+  upvotes: number;
+}
+
 export type MeetingOutbox =
   | OutboxEffect<'meeting.started' | 'meeting.ended' | 'meeting.cancelled', MeetingEventData>
-  | OutboxEffect<'participant.joined' | 'participant.left', ParticipantEventData>;
+  | OutboxEffect<'participant.joined' | 'participant.left', ParticipantEventData>
+  | OutboxEffect<'poll.closed', PollClosedData>
+  | OutboxEffect<'question.answered', QuestionAnsweredData>;
 
 export type RoomMessage =
   | { type: 'roster'; rev: number; participants: RosterEntry[] }
@@ -154,10 +316,19 @@ export type RoomMessage =
   /** To hosts: a participant asks to speak. */
   | { type: 'unmute-requested'; participantId: string; name: string }
   /** To everyone: a host locked or unlocked the room. */
-  | { type: 'locked'; locked: boolean; by: string };
+  | { type: 'locked'; locked: boolean; by: string }
+  /** To everyone: a poll opened, closed or was shared. */
+  | { type: 'poll'; poll: PollView }
+  /** To hosts as answers come in; to everyone once shared. */
+  | { type: 'poll-results'; results: PollResults }
+  /** To everyone: a question was asked or answered. */
+  | { type: 'question'; question: QuestionView }
+  | { type: 'question-upvotes'; questionId: string; upvotes: number }
+  /** To everyone: a host dismissed a question; it leaves the room's list. */
+  | { type: 'question-dismissed'; questionId: string };
 
 export type Ok = { ok: true };
-export type JoinedReply = { ok: true; participantId: string; roster: RosterEntry[]; settings: ClientSettings; rev: number; media: MediaPlacement | null; locked: boolean };
+export type JoinedReply = { ok: true; participantId: string; roster: RosterEntry[]; settings: ClientSettings; rev: number; media: MediaPlacement | null; locked: boolean; classroom: ClassroomState };
 export type StatusReply = { ok: true; status: MeetingStatus; endedReason: EndedReason | null };
 export type LeftReply = { ok: true; left: string[] };
 export type MediaReply = { ok: true; media: MediaPlacement | null };
@@ -178,6 +349,14 @@ export interface MeetingReplies {
   LOWER_ALL_HANDS: { ok: true; lowered: string[] };
   FLOOR: Ok;
   LOCK: { ok: true; locked: boolean };
+  OPEN_POLL: { ok: true; poll: PollView };
+  ANSWER_POLL: Ok;
+  CLOSE_POLL: { ok: true; poll: PollView; results: PollResults };
+  SHARE_POLL: { ok: true; poll: PollView; results: PollResults };
+  ASK_QUESTION: { ok: true; question: QuestionView };
+  UPVOTE_QUESTION: { ok: true; upvotes: number };
+  ANSWER_QUESTION: { ok: true; question: QuestionView };
+  DISMISS_QUESTION: Ok;
   END: StatusReply;
   CANCEL: StatusReply;
   DEACTIVATE_USER: LeftReply;
@@ -203,8 +382,22 @@ export interface AttendanceFinalizeEffect {
   type: 'attendance.finalize';
 }
 
+/** A poll opened or closed (with its answers): the host writes it (src/services/polls.ts). */
+export interface PollSavedEffect {
+  type: 'poll';
+  poll: Poll;
+}
+
+/** A question was asked, upvoted, answered or dismissed: the host writes it (src/services/questions.ts). */
+export interface QuestionSavedEffect {
+  type: 'question';
+  question: Question;
+}
+
 export type MeetingEffect =
   | MeetingOutbox
+  | PollSavedEffect
+  | QuestionSavedEffect
   | AttendanceStayEffect
   | AttendanceFinalizeEffect
   | TimerSetEffect

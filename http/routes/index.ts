@@ -3,6 +3,7 @@ import type { App } from '../../src/app.ts';
 import { buildOpenApi } from '../openapi.ts';
 import { route, type Route } from '../route.ts';
 import { attendanceRoutes } from './attendance.ts';
+import { classroomRoutes } from './classroom.ts';
 import { authRoutes } from './auth.ts';
 import { classRoutes } from './classes.ts';
 import { enrollmentRoutes } from './enrollments.ts';
@@ -17,7 +18,7 @@ import { pageRoutes } from '../pages/join.ts';
 import { roomRoutes } from './rooms.ts';
 import { webhookRoutes } from './webhooks.ts';
 
-const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...attendanceRoutes, ...usageRoutes, ...joinRoutes, ...roomRoutes, ...authRoutes, ...orgRoutes, ...notificationRoutes, ...webhookRoutes, ...pageRoutes];
+const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...attendanceRoutes, ...classroomRoutes, ...usageRoutes, ...joinRoutes, ...roomRoutes, ...authRoutes, ...orgRoutes, ...notificationRoutes, ...webhookRoutes, ...pageRoutes];
 
 /** The document of each server (its own base URL in `servers`), made on first request. */
 const docs = new WeakMap<App, string>();

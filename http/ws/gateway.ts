@@ -5,7 +5,7 @@ import type { App } from '../../src/app.ts';
 import type { ConnectionIdentity, RoomConnection } from '../../src/cluster/connections.ts';
 import { AppError, toAppError } from '../../src/errors.ts';
 import type { RoomRole } from '../../src/rooms/access.ts';
-import { CLOSE_CODES, clientMessage, SIGNALING_TYPES, type CloseReason } from '../../src/rooms/protocol.ts';
+import { CLOSE_CODES, clientMessage, SIGNALING_TYPES, type ClientMessage, type CloseReason } from '../../src/rooms/protocol.ts';
 import { TokenBucket } from './bucket.ts';
 
 /**
@@ -28,9 +28,29 @@ export const COMMAND_BUDGET = {
   idleMs: 30_000,
 } as const;
 
+/**
+ * What one student could flood a class with, each with its own budget per session on top of the command
+ * budget: a burst, then a steady rate (every burst refills within COMMAND_BUDGET.idleMs). Raising and
+ * lowering one's own hand share one budget.
+ */
+export const CLASSROOM_LIMITS = {
+  hand: { capacity: 4, perSecond: 1 / 5 },
+  'ask-question': { capacity: 3, perSecond: 1 / 10 },
+  'upvote-question': { capacity: 10, perSecond: 1 },
+  'answer-poll': { capacity: 5, perSecond: 1 },
+} as const;
+type ClassroomLimit = keyof typeof CLASSROOM_LIMITS;
+
+function classroomLimitOf(msg: ClientMessage): ClassroomLimit | null {
+  if (msg.type === 'raise-hand' || (msg.type === 'lower-hand' && msg.participantId === undefined)) return 'hand';
+  return Object.hasOwn(CLASSROOM_LIMITS, msg.type) ? (msg.type as ClassroomLimit) : null;
+}
+
 /** One session's budget on this node, shared by its sockets. */
 interface SessionBudget {
   bucket: TokenBucket;
+  /** The classroom limits' buckets, made on first use. */
+  limits: Map<ClassroomLimit, TokenBucket>;
   strikes: number;
   strikeWindowStart: number;
   barredUntil: number;
@@ -119,7 +139,7 @@ export class MediaGateway {
     this.#sweep(now);
     let budget = this.#budgets.get(sessionId);
     if (!budget) {
-      budget = { bucket: new TokenBucket(COMMAND_BUDGET.capacity, COMMAND_BUDGET.perSecond, now), strikes: 0, strikeWindowStart: 0, barredUntil: 0, sockets: 0, lastUsed: now };
+      budget = { bucket: new TokenBucket(COMMAND_BUDGET.capacity, COMMAND_BUDGET.perSecond, now), limits: new Map(), strikes: 0, strikeWindowStart: 0, barredUntil: 0, sockets: 0, lastUsed: now };
       this.#budgets.set(sessionId, budget);
     }
     budget.lastUsed = now;
@@ -275,6 +295,16 @@ export class MediaGateway {
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       return c.send(JSON.stringify({ type: 'ack', id, ok: false, error: { code: 'validation_failed', message: issue?.message ?? 'invalid', details: { fields: parsed.error.issues.map((i) => ({ field: i.path.join('.'), in: 'message', code: i.code, message: i.message })) } } }));
+    }
+    const limit = classroomLimitOf(parsed.data);
+    if (limit) {
+      let bucket = budget.limits.get(limit);
+      if (!bucket) budget.limits.set(limit, (bucket = new TokenBucket(CLASSROOM_LIMITS[limit].capacity, CLASSROOM_LIMITS[limit].perSecond, now)));
+      if (!bucket.take(1, now)) {
+        this.#app.metrics.rateLimited('room-classroom');
+        const retryAfterSeconds = Math.ceil(bucket.waitFor(1) * 10) / 10;
+        return c.send(JSON.stringify({ type: 'ack', id, ok: false, error: { code: 'command_rate_limited', message: `Too many ${limit === 'hand' ? 'raised and lowered hands' : `${limit} commands`}; wait a little.`, details: { retryAfterSeconds, limit } } }));
+      }
     }
     c.inFlight++;
     this.#app.services.rooms.command(c, parsed.data).then(

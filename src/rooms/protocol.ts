@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MEDIA_SOURCES } from './access.ts';
+import { draftProblem, POLL_LIMITS, POLL_TYPES, QUESTION_LIMITS } from './classroom.ts';
 
 /**
  * The room protocol: JSON text frames on `/api/v1/meetings/:slug/media`, defined once here for the
@@ -12,6 +13,23 @@ const cid = z.string().max(64).optional();
 const ref = z.string().min(1).max(255);
 /** mediasoup's own objects (RTP parameters, capabilities, DTLS parameters) are checked by mediasoup; here only their outline. */
 const mediasoupObject = z.looseObject({});
+const optionIndexes = z.array(z.number().int().min(0).max(POLL_LIMITS.maxOptions - 1)).max(POLL_LIMITS.maxOptions);
+
+/** Hosts and cohosts: a poll (a quiz when `correct` names the right options); YES_NO and TRUE_FALSE bring their own options. */
+const openPoll = z
+  .object({
+    type: z.literal('open-poll'),
+    id: cid,
+    question: z.string().trim().min(1).max(POLL_LIMITS.questionChars),
+    pollType: z.enum(POLL_TYPES),
+    anonymous: z.boolean().optional(),
+    options: z.array(z.string().trim().min(1).max(POLL_LIMITS.optionChars)).max(POLL_LIMITS.maxOptions).optional(),
+    correct: optionIndexes.optional(),
+  })
+  .superRefine((m, ctx) => {
+    const problem = draftProblem({ type: m.pollType, options: m.options ?? [], correct: m.correct ?? [] });
+    if (problem) ctx.addIssue({ code: 'custom', path: [problem.field], message: problem.message });
+  });
 
 // ---- client to server: the room ---------------------------------------------------------------
 
@@ -31,6 +49,18 @@ export const roomCommands = [
   z.object({ type: z.literal('floor'), id: cid, participantId: ref, give: z.boolean() }),
   /** Hosts and cohosts: lock the room (nobody new may join) or unlock it. */
   z.object({ type: z.literal('lock'), id: cid, locked: z.boolean() }),
+  openPoll,
+  /** Participants: the open poll's answer, option indexes (`choices`) or `text` for FREE_TEXT. */
+  z.object({ type: z.literal('answer-poll'), id: cid, pollId: ref, choices: optionIndexes.optional(), text: z.string().max(POLL_LIMITS.answerChars).optional() }),
+  /** Hosts and cohosts: close the poll (`share`: everyone sees the results), or share a closed one's. */
+  z.object({ type: z.literal('close-poll'), id: cid, pollId: ref, share: z.boolean().optional() }),
+  z.object({ type: z.literal('share-poll'), id: cid, pollId: ref }),
+  /** Anyone in the room: ask (optionally anonymously), upvote another's question. */
+  z.object({ type: z.literal('ask-question'), id: cid, text: z.string().trim().min(1).max(QUESTION_LIMITS.textChars), anonymous: z.boolean().optional() }),
+  z.object({ type: z.literal('upvote-question'), id: cid, questionId: ref }),
+  /** Hosts and cohosts: answer in text, or without `answer` mark it answered live; or dismiss it. */
+  z.object({ type: z.literal('answer-question'), id: cid, questionId: ref, answer: z.string().trim().min(1).max(QUESTION_LIMITS.answerChars).optional() }),
+  z.object({ type: z.literal('dismiss-question'), id: cid, questionId: ref }),
   z.object({ type: z.literal('admit'), id: cid, queueId: ref }),
   z.object({ type: z.literal('deny'), id: cid, queueId: ref }),
 ] as const;

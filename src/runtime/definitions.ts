@@ -2,7 +2,9 @@ import type { AnyStateMachine } from 'xstate';
 import type { z } from 'zod';
 import { MEETING_MACHINE_VERSION, meetingMachine, occupancy } from '../../actors/meeting/meeting.machine.ts';
 import { meetingEvent } from '../../actors/meeting/meeting.schemas.ts';
-import type { AttendanceStayEffect, MeetingContext } from '../../actors/meeting/meeting.types.ts';
+import type { AttendanceStayEffect, MeetingContext, PollSavedEffect, QuestionSavedEffect } from '../../actors/meeting/meeting.types.ts';
+import { Polls } from '../services/polls.ts';
+import { Questions } from '../services/questions.ts';
 import { Attendance, attendanceRules, type AttendanceRules } from '../services/attendance.ts';
 import { WAITING_ROOM_MACHINE_VERSION, waitingRoomMachine } from '../../actors/waiting-room/waiting-room.machine.ts';
 import { waitingRoomEvent } from '../../actors/waiting-room/waiting-room.schemas.ts';
@@ -79,10 +81,15 @@ export const meetingDefinition: ActorDefinition = {
     }
   },
   async effect(tx, meetingId, context, effect, at, env) {
+    const orgId = (context as unknown as MeetingContext).meeting.orgId;
     if (effect.type === 'attendance') {
-      await Attendance.recordStay(tx, (context as unknown as MeetingContext).meeting.orgId, meetingId, effect as unknown as AttendanceStayEffect, at);
+      await Attendance.recordStay(tx, orgId, meetingId, effect as unknown as AttendanceStayEffect, at);
     } else if (effect.type === 'attendance.finalize') {
       await Attendance.finalize(tx, env.outbox, meetingId, at);
+    } else if (effect.type === 'poll') {
+      await Polls.record(tx, orgId, meetingId, (effect as unknown as PollSavedEffect).poll);
+    } else if (effect.type === 'question') {
+      await Questions.record(tx, orgId, meetingId, (effect as unknown as QuestionSavedEffect).question);
     }
   },
   followUps(meetingId, before, after) {

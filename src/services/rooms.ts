@@ -12,6 +12,8 @@ import type { EffectSink, RoomEffect } from '../runtime/actor-runtime.ts';
 import { RoomAccess, type Decision, type HostCommand } from '../rooms/access.ts';
 import type { RoomClients } from '../rooms/clients.ts';
 import type { Meetings } from './meetings.ts';
+import { newId } from '../ids.ts';
+import { pollOptions } from '../rooms/classroom.ts';
 import { SIGNALING_TYPES, type ClientMessage, type SignalingRequest } from '../rooms/protocol.ts';
 
 /** What this node knows of a room it holds sockets for, kept current by the room's own messages. */
@@ -173,6 +175,7 @@ export class Rooms implements EffectSink {
         roster: reply.roster,
         settings: reply.settings,
         locked: reply.locked,
+        classroom: reply.classroom,
         media: { rev: media?.rev ?? 0, available: media !== null },
       }),
     );
@@ -243,6 +246,37 @@ export class Rooms implements EffectSink {
       case 'floor':
         this.#edge(c, 'floor', msg.participantId);
         return strip(await meeting.floor(m, { participantId: msg.participantId, by, give: msg.give }));
+      case 'open-poll': {
+        this.#edge(c, 'poll');
+        const { poll } = await meeting.openPoll(m, {
+          pollId: newId('pol'),
+          by,
+          question: msg.question,
+          pollType: msg.pollType,
+          anonymous: msg.anonymous ?? false,
+          options: pollOptions(msg.pollType, msg.options ?? []),
+          correct: msg.correct ?? [],
+        });
+        return { poll };
+      }
+      case 'answer-poll':
+        return strip(await meeting.answerPoll(m, { pollId: msg.pollId, participantId: by, choices: msg.choices ?? [], text: msg.text ?? null }));
+      case 'close-poll':
+        this.#edge(c, 'poll');
+        return strip(await meeting.closePoll(m, { pollId: msg.pollId, by, share: msg.share ?? false }));
+      case 'share-poll':
+        this.#edge(c, 'poll');
+        return strip(await meeting.sharePoll(m, { pollId: msg.pollId, by }));
+      case 'ask-question':
+        return strip(await meeting.askQuestion(m, { questionId: newId('qst'), participantId: by, text: msg.text, anonymous: msg.anonymous ?? false }));
+      case 'upvote-question':
+        return strip(await meeting.upvoteQuestion(m, { questionId: msg.questionId, participantId: by }));
+      case 'answer-question':
+        this.#edge(c, 'answer-question');
+        return strip(await meeting.answerQuestion(m, { questionId: msg.questionId, by, answer: msg.answer ?? null }));
+      case 'dismiss-question':
+        this.#edge(c, 'answer-question');
+        return strip(await meeting.dismissQuestion(m, { questionId: msg.questionId, by }));
       case 'admit':
       case 'deny':
         this.#edge(c, msg.type);

@@ -437,6 +437,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/public/meetings/{id}/polls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A meeting's polls and quizzes, oldest first, with every answer once each closed, and each student's quiz score.
+         * @description An open poll is listed without results (they are final when it closes; poll.closed carries them too). docs/polls-and-questions.md.
+         */
+        get: operations["getApiV1PublicMeetingsIdPolls"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/meetings/{id}/questions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A meeting's Q&A: every question in the order asked, with its upvotes, answer and status.
+         * @description Anonymous questions never name their asker. docs/polls-and-questions.md.
+         */
+        get: operations["getApiV1PublicMeetingsIdQuestions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/public/usage": {
         parameters: {
             query?: never;
@@ -4906,6 +4946,320 @@ export interface operations {
                 };
             };
             /** @description `class_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiV1PublicMeetingsIdPolls: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string & (unknown & unknown);
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            meetingId: string;
+                            externalMeetingId: string | null;
+                            /** @description Oldest first. */
+                            polls: {
+                                pollId: string;
+                                meetingId: string;
+                                question: string;
+                                /** @enum {string} */
+                                type: "YES_NO" | "TRUE_FALSE" | "SINGLE_CHOICE" | "MULTIPLE_CHOICE" | "FREE_TEXT";
+                                anonymous: boolean;
+                                /** @description A quiz has correct options and grades each answer. */
+                                quiz: boolean;
+                                /** @enum {string} */
+                                status: "OPEN" | "CLOSED";
+                                /** @description A host showed everyone in the room the results. */
+                                shared: boolean;
+                                options: {
+                                    /** @description What answers name in `choices`, from 0. */
+                                    index: number;
+                                    text: string;
+                                    /** @description Once the poll closed; null while it is open. */
+                                    votes: number | null;
+                                    /** @description Quizzes only. */
+                                    correct?: boolean;
+                                }[];
+                                /** @description How many answered; null while open. */
+                                answered: number | null;
+                                /** @description Every answer, once the poll closed; empty while it is open. */
+                                responses: {
+                                    /** @description null in an anonymous poll (and for a guest). */
+                                    user: {
+                                        id: string;
+                                        externalId: string;
+                                        name: string;
+                                        /** @enum {string} */
+                                        role: "TEACHER" | "STUDENT" | "ADMIN";
+                                    } | null;
+                                    /** @description Option indexes; empty for FREE_TEXT. */
+                                    choices: number[];
+                                    /** @description FREE_TEXT only. */
+                                    text: string | null;
+                                    /** @description Quizzes only: exactly the correct options were chosen. */
+                                    correct?: boolean;
+                                    respondedAt: string;
+                                }[];
+                                createdAt: string;
+                                /** @description User id of the host who opened it. */
+                                createdBy: string | null;
+                                closedAt: string | null;
+                                /** @description User id of the host who closed it; null when the meeting ending closed it. */
+                                closedBy: string | null;
+                            }[];
+                            /** @description Per student who answered a quiz, by name. */
+                            quizScores: {
+                                user: {
+                                    id: string;
+                                    externalId: string;
+                                    name: string;
+                                    /** @enum {string} */
+                                    role: "TEACHER" | "STUDENT" | "ADMIN";
+                                };
+                                /** @description Closed quizzes of the meeting that name their people. */
+                                quizzes: number;
+                                answered: number;
+                                correct: number;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `auth_missing`, `auth_malformed`, `api_key_invalid`, `api_key_revoked`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `meeting_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiV1PublicMeetingsIdQuestions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string & (unknown & unknown);
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            meetingId: string;
+                            externalMeetingId: string | null;
+                            /** @description In the order they were asked, dismissed ones included. */
+                            questions: {
+                                questionId: string;
+                                meetingId: string;
+                                text: string;
+                                anonymous: boolean;
+                                /** @description null for an anonymous question (and for a guest). */
+                                askedBy: {
+                                    id: string;
+                                    externalId: string;
+                                    name: string;
+                                    /** @enum {string} */
+                                    role: "TEACHER" | "STUDENT" | "ADMIN";
+                                } | null;
+                                askedAt: string;
+                                upvotes: number;
+                                /** @enum {string} */
+                                status: "OPEN" | "ANSWERED" | "DISMISSED";
+                                /** @description The written answer; null when answered live or not answered. */
+                                answer: string | null;
+                                answeredLive: boolean;
+                                /** @description User id of the host who answered or dismissed it. */
+                                answeredBy: string | null;
+                                answeredAt: string | null;
+                                dismissedAt: string | null;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `auth_missing`, `auth_malformed`, `api_key_invalid`, `api_key_revoked`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `meeting_not_found` */
             404: {
                 headers: {
                     [name: string]: unknown;
