@@ -44,6 +44,17 @@ async function joinFromPrejoin(p: Page): Promise<void> {
   await p.click('#join');
 }
 
+/** The teacher (HOST) and the student, each in their own browser context, both in the room. */
+async function teacherAndStudent(meetingId: string): Promise<[Page, Page]> {
+  const tp = await open(browser, (await link(meetingId, teacher.id, 'HOST')).url);
+  await joinFromPrejoin(tp);
+  await eventually(async () => (await phase(tp)) === 'room', 10_000);
+  const sp = await open(browser, (await link(meetingId, student.id)).url);
+  await joinFromPrejoin(sp);
+  await eventually(async () => (await phase(sp)) === 'room', 10_000);
+  return [tp, sp];
+}
+
 /** Bytes received grow over a second: media is flowing in. */
 async function receiving(p: Page): Promise<boolean> {
   const a = (await bytes(p)).received;
@@ -249,6 +260,65 @@ t.test('no layout shift: the controls stay put as people come and go, and a tile
   await tp.context().close();
 });
 
+t.test('a quiz and Q&A in the page: the host opens a quiz, the student answers, the host closes and shares it; the student asks, the host answers', async (t) => {
+  const m = await meeting('Biology 8B');
+  const [tp, sp] = await teacherAndStudent(m.id);
+
+  // the host drafts a single-choice quiz in the Polls panel
+  await tp.click('button[title="Polls"]');
+  await tp.waitForSelector('form[aria-label="New poll"]');
+  await tp.fill('form[aria-label="New poll"] input[placeholder="Ask the class something"]', 'Which organelle makes ATP?');
+  await tp.fill('input[aria-label="Option 1"]', 'Nucleus');
+  await tp.fill('input[aria-label="Option 2"]', 'Mitochondrion');
+  await tp.click('text=Add an option');
+  await tp.fill('input[aria-label="Option 3"]', 'Ribosome');
+  await tp.click('text=Quiz: grade the answers');
+  await tp.click('input[aria-label="Option 2 is correct"]');
+  await screenshot(tp, 'poll-draft');
+  await tp.click('text=Open the poll');
+  await tp.waitForSelector('li.poll.open');
+
+  // the student is told, answers from the panel
+  await sp.waitForSelector('button[title="Polls"] .count');
+  t.match(await sp.getAttribute('button[title="Polls"]', 'aria-label'), /waiting for your answer/);
+  await sp.click('button[title="Polls"]');
+  await sp.click('label.choice:has-text("Mitochondrion")');
+  await screenshot(sp, 'poll-answer');
+  await sp.click('text=Send answer');
+  await sp.waitForSelector('text=Answer sent.');
+  t.equal(await sp.$('button[title="Polls"] .count'), null, 'answered: no badge');
+
+  // the host sees it live, closes and shares; the student sees the right answer and the results
+  await tp.waitForSelector('text=1 answer');
+  await tp.click('text=Close and share results');
+  await sp.waitForSelector('.bars li.correct:has-text("Mitochondrion")');
+  t.match(await sp.textContent('.bars li.correct'), /correct.*your answer/);
+  await tp.waitForSelector('text=Results shared with everyone.');
+  await screenshot(tp, 'poll-results');
+  const polls = await call('GET', `/public/meetings/${m.id}/polls`);
+  t.match(polls.body.data.quizScores, [{ user: { externalId: 's1' }, answered: 1, correct: 1 }], 'the API has the score');
+
+  // Q&A: the student asks anonymously, the host answers in text
+  await sp.click('button[title="Q&A"]');
+  await sp.fill('textarea[aria-label="Your question"]', 'Do plants have mitochondria too?');
+  await sp.click('text=Ask anonymously');
+  await sp.click('form.ask button[type="submit"]');
+  await sp.waitForSelector('li.question:has-text("Anonymous (you)")');
+  await tp.waitForSelector('button[title="Q&A"] .count');
+  await tp.click('button[title="Q&A"]');
+  await tp.waitForSelector('li.question:has-text("Do plants have mitochondria too?")');
+  t.notOk(await tp.$('li.question:has-text("Sam Student")'), 'the host does not see who asked');
+  await tp.click('li.question >> text=Answer');
+  await tp.fill('li.question textarea[aria-label="Your answer"]', 'Yes: they respire too.');
+  await tp.click('li.question >> text=Send answer');
+  await sp.waitForSelector('.q-answer:has-text("Yes: they respire too.")');
+  await screenshot(sp, 'qa-student');
+  await screenshot(tp, 'qa-host');
+  const questions = await call('GET', `/public/meetings/${m.id}/questions`);
+  t.match(questions.body.data.questions, [{ text: 'Do plants have mitochondria too?', askedBy: null, status: 'ANSWERED', answer: 'Yes: they respire too.' }]);
+  for (const p of [tp, sp]) await p.context().close();
+});
+
 t.test('on a 360-px wide phone every control fits and is labelled', async (t) => {
   const m = await meeting('Maths 7A');
   const context = await browser.newContext({ viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true });
@@ -263,18 +333,19 @@ t.test('on a 360-px wide phone every control fits and is labelled', async (t) =>
     t.ok(c.right <= 360 && c.bottom <= 740, `${c.label} is on screen`);
   }
   t.equal(await p.evaluate(() => document.documentElement.scrollWidth), 360, 'no sideways scrolling');
+  t.equal(new Set(controls.map((c) => Math.round(c.bottom))).size, 1, 'a host\'s eight controls fit in one row');
   await screenshot(p, 'room-phone');
+  await p.click('button[title="Polls"]');
+  const panel = await p.$eval('aside[aria-label="Polls"]', (e) => e.getBoundingClientRect().toJSON());
+  const bar = await p.$eval('nav.controls', (e) => e.getBoundingClientRect().toJSON());
+  t.ok(panel.width === 360 && panel.bottom <= bar.top, 'the polls panel covers the stage, above the controls');
+  await screenshot(p, 'polls-phone');
   await context.close();
 });
 
 t.test('a host shares the screen: students see the presentation layout; a student may not share unless allowed', async (t) => {
   const m = await meeting('Art 6D', { allowStudentScreenShare: false });
-  const tp = await open(browser, (await link(m.id, teacher.id, 'HOST')).url);
-  await joinFromPrejoin(tp);
-  await eventually(async () => (await phase(tp)) === 'room', 10_000);
-  const sp = await open(browser, (await link(m.id, student.id)).url);
-  await joinFromPrejoin(sp);
-  await eventually(async () => (await phase(sp)) === 'room', 10_000);
+  const [tp, sp] = await teacherAndStudent(m.id);
   t.ok((await sp.$('button[aria-label="Share screen"]')) === null, 'no share button for a student while the setting is off');
 
   await tp.click('button[aria-label="Share screen"]');

@@ -27,7 +27,7 @@ async function customerSite(): Promise<{ origin: string; server: Server }> {
 <script>
   window.events = [];
   window.frame = Svc.createFrame('#room', { url: ${JSON.stringify(embed)}, theme: 'dark' });
-  for (const name of ['ready', 'joined', 'left', 'meeting-ended', 'waiting', 'admitted', 'participant-joined', 'participant-left', 'hand-raised', 'hand-lowered', 'room-locked', 'room-unlocked', 'error']) {
+  for (const name of ['ready', 'joined', 'left', 'meeting-ended', 'waiting', 'admitted', 'participant-joined', 'participant-left', 'hand-raised', 'hand-lowered', 'room-locked', 'room-unlocked', 'poll-opened', 'poll-closed', 'question-answered', 'error']) {
     window.frame.on(name, (data) => window.events.push([name, data]));
   }
 </script>`);
@@ -93,6 +93,22 @@ t.test('the SDK on an allowed origin: joined with the name, media, participant e
   await hostRoom.locator('#lock').click();
   await eventually(async () => (await named(page, 'room-unlocked')).length === 1, 10_000);
   t.pass('the SDK hears room-locked and room-unlocked');
+  // a poll and a question, driven through the framed pages' controllers over their room sockets
+  const hostFrame = host.frames().find((f) => f !== host.mainFrame())!;
+  await hostFrame.evaluate(() => (window as any).aula.openPoll({ question: 'Ready for the quiz?', pollType: 'YES_NO', anonymous: false, options: [], correct: [] }));
+  await eventually(async () => (await named(page, 'poll-opened')).length === 1, 10_000);
+  t.match((await named(page, 'poll-opened'))[0]![1], { poll: { question: 'Ready for the quiz?', type: 'YES_NO', quiz: false, id: /^pol_/ } });
+  const pollId = (await named(page, 'poll-opened'))[0]![1].poll.id;
+  await hostFrame.evaluate((id) => (window as any).aula.closePoll(id, true), pollId);
+  await eventually(async () => (await named(page, 'poll-closed')).length === 1, 10_000);
+  await frame.evaluate(() => (window as any).aula.askQuestion('Is there homework?', false));
+  await eventually(() => hostFrame.evaluate(() => (window as any).aula.state.questions.length === 1), 10_000);
+  const questionId = await hostFrame.evaluate(() => (window as any).aula.state.questions[0].questionId);
+  await hostFrame.evaluate((id) => (window as any).aula.answerQuestion(id, 'Chapter 4.'), questionId);
+  await eventually(async () => (await named(page, 'question-answered')).length === 1, 10_000);
+  t.match((await named(page, 'question-answered'))[0]![1], { question: { id: questionId, text: 'Is there homework?', answer: 'Chapter 4.', answeredLive: false, yours: true } });
+  t.match((await named(host, 'question-answered'))[0]![1], { question: { yours: false } });
+  t.pass('the SDK hears poll-opened, poll-closed and question-answered');
   await page.evaluate(() => (window as any).frame.mute());
   await eventually(() => frame.evaluate(() => (window as any).aula.state.micOn === false), 5000);
   t.pass('mute turns the microphone off');

@@ -1,5 +1,6 @@
 import * as api from './api.ts';
-import type { RosterEntry } from '../../actors/meeting/meeting.types.ts';
+import type { ClassroomState, PollResults, PollView, QuestionView, RosterEntry } from '../../actors/meeting/meeting.types.ts';
+import type { PollType } from '../../src/rooms/classroom.ts';
 import type { RoomRole, Session } from './api.ts';
 import { MediaClient, type Source } from './media.ts';
 import { CommandError, FINAL_CLOSES, RoomSocket, type ServerMessage } from './socket.ts';
@@ -50,7 +51,24 @@ export interface State {
   askedToUnmute: boolean;
   /** a host locked the room: nobody new may join */
   roomLocked: boolean;
+  /** polls and Q&A as this person sees them (hosts: every poll's results; others: shared ones) */
+  polls: PollView[];
+  pollResults: Record<string, PollResults>;
+  /** polls this person answered, with what they chose */
+  answers: Record<string, { choices: number[]; text: string | null }>;
+  questions: QuestionView[];
+  upvoted: string[];
+  ownQuestions: string[];
   redirectAt: number | null;
+}
+
+/** A host's new poll, as the form gives it. */
+export interface PollDraft {
+  question: string;
+  pollType: PollType;
+  anonymous: boolean;
+  options: string[];
+  correct: number[];
 }
 
 export interface Devices {
@@ -109,6 +127,12 @@ export class RoomController {
     unmuteAllowed: false,
     askedToUnmute: false,
     roomLocked: false,
+    polls: [],
+    pollResults: {},
+    answers: {},
+    questions: [],
+    upvoted: [],
+    ownQuestions: [],
     redirectAt: null,
   };
   devices: Devices = { stream: null, mics: [], cams: [], micId: null, camId: null, denied: false };
@@ -343,6 +367,7 @@ export class RoomController {
         const me = (m.roster as Participant[]).find((p) => p.participantId === m.participantId);
         const first = this.state.participantId === null;
         this.#set({ phase: 'room', participantId: m.participantId, roster: m.roster, settings: m.settings, mediaAvailable: m.media.available, roomLocked: m.locked === true });
+        this.#classroom(m.classroom as ClassroomState);
         if (first && me) {
           this.opts.emit('joined', { participant: this.#embedParticipant(me), meeting: { id: this.state.session!.meeting.id, title: this.state.session!.meeting.title } });
         }
@@ -380,6 +405,19 @@ export class RoomController {
           this.opts.emit(m.locked ? 'room-locked' : 'room-unlocked', {});
         }
         return;
+      case 'poll':
+        return this.#pollChanged(m.poll as PollView);
+      case 'poll-results':
+        this.#set({ pollResults: { ...this.state.pollResults, [m.results.pollId]: m.results } });
+        return;
+      case 'question':
+        return this.#questionChanged(m.question as QuestionView);
+      case 'question-upvotes':
+        this.#set({ questions: this.state.questions.map((q) => (q.questionId === m.questionId ? { ...q, upvotes: m.upvotes } : q)) });
+        return;
+      case 'question-dismissed':
+        this.#set({ questions: this.state.questions.filter((q) => q.questionId !== m.questionId) });
+        return;
       case 'unmute-requested':
         this.#set({ notice: `${m.name} asks to unmute.` });
         return;
@@ -404,6 +442,45 @@ export class RoomController {
       case 'error':
         this.#fail(m.error?.code ?? 'internal_error');
         return;
+    }
+  }
+
+  /** The room's polls and questions as a (re)join gives them; what this page remembers of its own answers stays. */
+  #classroom(k: ClassroomState): void {
+    const answers: State['answers'] = {};
+    for (const id of k.answeredPolls) answers[id] = this.state.answers[id] ?? { choices: [], text: null };
+    for (const p of k.polls) if (p.status === 'CLOSED' && this.state.answers[p.pollId]) answers[p.pollId] = this.state.answers[p.pollId]!;
+    this.#set({
+      polls: k.polls,
+      pollResults: Object.fromEntries(k.pollResults.map((r) => [r.pollId, r])),
+      answers,
+      questions: k.questions,
+      upvoted: k.upvotedQuestions,
+      ownQuestions: [...new Set([...this.state.ownQuestions, ...k.ownQuestions])],
+    });
+  }
+
+  #pollChanged(p: PollView): void {
+    const was = this.state.polls.find((x) => x.pollId === p.pollId);
+    const polls = was ? this.state.polls.map((x) => (x.pollId === p.pollId ? p : x)) : [...this.state.polls, p];
+    this.#set({ polls });
+    const brief = { id: p.pollId, question: p.question, type: p.type, quiz: p.quiz };
+    if (!was && p.status === 'OPEN') {
+      if (!this.isHost) this.#set({ notice: `${p.quiz ? 'A quiz' : 'A poll'} opened: ${p.question}` });
+      this.opts.emit('poll-opened', { poll: brief });
+    } else if (was?.status === 'OPEN' && p.status === 'CLOSED') {
+      this.opts.emit('poll-closed', { poll: brief });
+    }
+  }
+
+  #questionChanged(q: QuestionView): void {
+    const was = this.state.questions.find((x) => x.questionId === q.questionId);
+    const questions = was ? this.state.questions.map((x) => (x.questionId === q.questionId ? q : x)) : [...this.state.questions, q];
+    this.#set({ questions });
+    if (was?.status === 'OPEN' && q.status === 'ANSWERED') {
+      const own = this.state.ownQuestions.includes(q.questionId);
+      if (own) this.#set({ notice: q.answeredLive ? 'A host is answering your question live.' : 'A host answered your question.' });
+      this.opts.emit('question-answered', { question: { id: q.questionId, text: q.text, answer: q.answer, answeredLive: q.answeredLive, yours: own } });
     }
   }
 
@@ -535,6 +612,50 @@ export class RoomController {
 
   raiseHand(up: boolean): Promise<unknown> {
     return this.command(up ? { type: 'raise-hand' } : { type: 'lower-hand' });
+  }
+
+  // ---- polls and Q&A ----------------------------------------------------------------------------------
+
+  async openPoll(d: PollDraft): Promise<boolean> {
+    const options = d.pollType === 'SINGLE_CHOICE' || d.pollType === 'MULTIPLE_CHOICE' ? d.options.map((o) => o.trim()).filter(Boolean) : [];
+    const r = await this.command({ type: 'open-poll', question: d.question.trim(), pollType: d.pollType, anonymous: d.anonymous, options, correct: d.correct });
+    if (r) this.#pollChanged(r.poll as PollView);
+    return r !== null;
+  }
+
+  async answerPoll(pollId: string, answer: { choices: number[]; text: string | null }): Promise<void> {
+    const r = await this.command(answer.text === null ? { type: 'answer-poll', pollId, choices: answer.choices } : { type: 'answer-poll', pollId, text: answer.text });
+    if (r) this.#set({ answers: { ...this.state.answers, [pollId]: answer }, notice: 'Your answer was sent.' });
+  }
+
+  async closePoll(pollId: string, share: boolean): Promise<void> {
+    const r = await this.command({ type: 'close-poll', pollId, share });
+    if (r) this.#set({ pollResults: { ...this.state.pollResults, [pollId]: r.results as PollResults } });
+  }
+
+  async sharePoll(pollId: string): Promise<void> {
+    await this.command({ type: 'share-poll', pollId });
+  }
+
+  async askQuestion(text: string, anonymous: boolean): Promise<boolean> {
+    const r = await this.command({ type: 'ask-question', text: text.trim(), anonymous });
+    if (!r) return false;
+    const q = r.question as QuestionView;
+    this.#set({ ownQuestions: [...this.state.ownQuestions, q.questionId] });
+    if (!this.state.questions.some((x) => x.questionId === q.questionId)) this.#set({ questions: [...this.state.questions, q] });
+    return true;
+  }
+
+  async upvoteQuestion(questionId: string): Promise<void> {
+    if (await this.command({ type: 'upvote-question', questionId })) this.#set({ upvoted: [...this.state.upvoted, questionId] });
+  }
+
+  async answerQuestion(questionId: string, answer: string | null): Promise<boolean> {
+    return (await this.command(answer === null ? { type: 'answer-question', questionId } : { type: 'answer-question', questionId, answer })) !== null;
+  }
+
+  async dismissQuestion(questionId: string): Promise<void> {
+    await this.command({ type: 'dismiss-question', questionId });
   }
 
   async admitAll(): Promise<void> {

@@ -1,6 +1,8 @@
 import { useEffect, useReducer, useRef, useState } from 'preact/hooks';
 import type { Participant, RoomController } from './controller.ts';
 import type { RemoteTrack } from './media.ts';
+import { PollsPanel, QuestionsPanel } from './classroom.tsx';
+import { Panel } from './panel.tsx';
 
 /** The views: one per phase, all reading the controller's state and calling its methods. */
 
@@ -201,6 +203,8 @@ const ICONS: Record<string, string> = {
   screen: 'M20 18a2 2 0 0 0 2-2V6a2 2 0 0 0-2-2H4a2 2 0 0 0-2 2v10a2 2 0 0 0 2 2H0v2h24v-2h-4zM4 6h16v10H4V6z',
   hand: 'M13 24c-3.3 0-6-2.7-6-6V7.5a1.5 1.5 0 0 1 3 0V12h1V3.5a1.5 1.5 0 0 1 3 0V12h1V5a1.5 1.5 0 0 1 3 0v8h1V8a1.5 1.5 0 0 1 3 0v10c0 3.3-2.7 6-6 6h-3z',
   people: 'M16 11a3 3 0 1 0 0-6 3 3 0 0 0 0 6zm-8 0a3 3 0 1 0 0-6 3 3 0 0 0 0 6zm0 2c-2.3 0-7 1.2-7 3.5V19h14v-2.5C15 14.2 10.3 13 8 13zm8 0h-1c1.2.9 2 2 2 3.5V19h6v-2.5c0-2.3-4.7-3.5-7-3.5z',
+  poll: 'M4 20h4V10H4v10zm6 0h4V4h-4v16zm6 0h4v-7h-4v7z',
+  qa: 'M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H8l-4 4V6a2 2 0 0 1 2-2zm7 9v2h2v-2h-2zm1-7a3 3 0 0 0-3 3h2a1 1 0 1 1 1 1 1 1 0 0 0-1 1v1h2v-.3A3 3 0 0 0 12 6z',
   leave: 'M10 17l1.4-1.4L8.8 13H20v-2H8.8l2.6-2.6L10 7l-5 5 5 5zM4 5h8V3H4a2 2 0 0 0-2 2v14a2 2 0 0 0 2 2h8v-2H4V5z',
 };
 
@@ -338,21 +342,7 @@ function People({ c, onClose }: { c: RoomController; onClose: () => void }) {
   const sorted = [...c.state.roster].sort((a, b) => (a.handRaisedAt && b.handRaisedAt ? a.handRaisedAt.localeCompare(b.handRaisedAt) : a.handRaisedAt ? -1 : b.handRaisedAt ? 1 : a.joinedAt.localeCompare(b.joinedAt)));
   const hands = sorted.filter((p) => p.handRaisedAt);
   return (
-    <aside
-      class="panel"
-      aria-label="People"
-      onKeyDown={(e) => {
-        if (e.key !== 'Escape') return;
-        onClose();
-        document.querySelector<HTMLButtonElement>('nav.controls button[title="People"]')?.focus();
-      }}
-    >
-      <header>
-        <h2>People ({c.state.roster.length})</h2>
-        <button class="icon-btn" aria-label="Close the people panel" onClick={onClose}>
-          ×
-        </button>
-      </header>
+    <Panel label="People" title={`People (${c.state.roster.length})`} control="People" onClose={onClose}>
       {host && c.state.waitingList.length > 0 && (
         <section aria-label="Waiting room" class="waiting-list">
           <h3>Waiting to join ({c.state.waitingList.length})</h3>
@@ -450,12 +440,18 @@ function People({ c, onClose }: { c: RoomController; onClose: () => void }) {
           );
         })}
       </ul>
-    </aside>
+    </Panel>
   );
 }
 
+type PanelName = 'people' | 'polls' | 'qa';
+
 function Room({ c }: { c: RoomController }) {
-  const [panel, setPanel] = useState(false);
+  const [panel, setPanel] = useState<PanelName | null>(null);
+  const toggle = (name: PanelName) => setPanel(panel === name ? null : name);
+  const openPoll = c.state.polls.find((p) => p.status === 'OPEN');
+  const pollWaiting = !c.isHost && openPoll !== undefined && !c.state.answers[openPoll.pollId];
+  const openQuestions = c.state.questions.filter((q) => q.status === 'OPEN').length;
   const s = c.state.session!;
   const me = c.me;
   const held = c.media?.heldByServer.get('mic');
@@ -499,7 +495,9 @@ function Room({ c }: { c: RoomController }) {
       )}
       <div class="body">
         <Stage c={c} />
-        {panel && <People c={c} onClose={() => setPanel(false)} />}
+        {panel === 'people' && <People c={c} onClose={() => setPanel(null)} />}
+        {panel === 'polls' && <PollsPanel c={c} onClose={() => setPanel(null)} />}
+        {panel === 'qa' && <QuestionsPanel c={c} onClose={() => setPanel(null)} />}
       </div>
       <div class="toast" role="status" aria-live="polite" id="notice">
         {c.state.notice && <span>{c.state.notice}</span>}
@@ -509,10 +507,20 @@ function Room({ c }: { c: RoomController }) {
         {c.canSend && <Toggle label={c.state.camOn ? 'Stop video' : 'Start video'} on={c.state.camOn} icon="cam" onClick={() => void c.toggleCamera()} />}
         {c.canShareScreen && <Toggle label={c.state.screenOn ? 'Stop sharing' : 'Share screen'} on={c.state.screenOn} icon="screen" onClick={() => void c.toggleScreen()} />}
         <Toggle label={me?.handRaisedAt ? 'Lower hand' : 'Raise hand'} on={!!me?.handRaisedAt} icon="hand" onClick={() => void c.raiseHand(!me?.handRaisedAt)} />
-        <button class={`ctl${panel ? ' on' : ''}`} aria-pressed={panel} aria-label={`People${waiting ? `, ${waiting} waiting` : ''}`} title="People" onClick={() => setPanel(!panel)}>
+        <button class={`ctl${panel === 'people' ? ' on' : ''}`} aria-pressed={panel === 'people'} aria-label={`People${waiting ? `, ${waiting} waiting` : ''}`} title="People" onClick={() => toggle('people')}>
           <Icon name="people" />
           <span class="ctl-label">People</span>
           {waiting > 0 && <span class="count">{waiting}</span>}
+        </button>
+        <button class={`ctl${panel === 'polls' ? ' on' : ''}`} aria-pressed={panel === 'polls'} aria-label={`Polls${pollWaiting ? ', a poll is waiting for your answer' : ''}`} title="Polls" onClick={() => toggle('polls')}>
+          <Icon name="poll" />
+          <span class="ctl-label">Polls</span>
+          {pollWaiting && <span class="count">1</span>}
+        </button>
+        <button class={`ctl${panel === 'qa' ? ' on' : ''}`} aria-pressed={panel === 'qa'} aria-label={`Q&A${openQuestions ? `, ${openQuestions} open` : ''}`} title="Q&A" onClick={() => toggle('qa')}>
+          <Icon name="qa" />
+          <span class="ctl-label">Q&amp;A</span>
+          {c.isHost && openQuestions > 0 && <span class="count">{openQuestions}</span>}
         </button>
         {c.isHost ? (
           <LeaveMenu c={c} />

@@ -23,6 +23,13 @@ export interface EmbedParticipant {
   role: 'HOST' | 'COHOST' | 'PARTICIPANT' | 'VIEWER';
 }
 
+export interface EmbedPoll {
+  id: string;
+  question: string;
+  type: 'YES_NO' | 'TRUE_FALSE' | 'SINGLE_CHOICE' | 'MULTIPLE_CHOICE' | 'FREE_TEXT';
+  quiz: boolean;
+}
+
 /** Events the page sends to the SDK, by name, with their argument. */
 export interface EmbedEvents {
   /** The page loaded and listens for commands. */
@@ -44,6 +51,11 @@ export interface EmbedEvents {
   /** A host locked the room (nobody new may join; hosts and cohosts still may), or unlocked it. */
   'room-locked': Record<string, never>;
   'room-unlocked': Record<string, never>;
+  /** A host opened a poll or quiz, or closed it (its results are in the room, and in poll.closed for the backend). */
+  'poll-opened': { poll: EmbedPoll };
+  'poll-closed': { poll: EmbedPoll };
+  /** A host answered a question (in text, or live); `yours` when this user asked it. */
+  'question-answered': { question: { id: string; text: string; answer: string | null; answeredLive: boolean; yours: boolean } };
   /** Something went wrong; `code` is the API's error code (docs/api.md), e.g. `join_token_used`. */
   error: { code: string; message: string };
 }
@@ -61,6 +73,9 @@ export const EMBED_EVENTS = [
   'hand-lowered',
   'room-locked',
   'room-unlocked',
+  'poll-opened',
+  'poll-closed',
+  'question-answered',
   'error',
 ] as const satisfies readonly EmbedEventName[];
 
