@@ -60,6 +60,9 @@ t.test('a quiz: hosts open it and see answers live, students answer once, closin
   t.same(live.results.votes, [1, 1, 0], 'hosts see the votes as they come');
   t.notOk(amyWs.messages.some((m) => m.type === 'poll-results'), 'students do not, while it is open');
 
+  // the actor dropped from memory and rebuilt from its snapshot still knows who answered
+  t.ok(node.app.actors.passivateIdle(0) >= 1);
+  t.match(await benWs.command({ type: 'answer-poll', pollId, choices: [1] }), { ok: false, error: { code: 'invalid_state' } }, 'after passivation too');
   // someone who rejoins sees the open poll and that they answered it
   const amyAgain = await s.enter(amy.id);
   t.match(amyAgain.joined.classroom, { polls: [{ pollId, status: 'OPEN' }], answeredPolls: [pollId], pollResults: [] });
