@@ -1,13 +1,40 @@
 import { z } from 'zod';
 import { toJobRecord } from '../../src/services/jobs.ts';
-import { toUserRecord } from '../../src/services/users.ts';
+import { AppError } from '../../src/errors.ts';
+import { ERASED_NAME, toUserRecord } from '../../src/services/users.ts';
 import { idParam } from '../schemas/common.ts';
 import { bulkUsersBody, jobRecord, userInput, userListQuery, userRecord } from '../schemas/users.ts';
 import { route } from '../route.ts';
 
 const tag = 'Users';
 
+const erasedAccount = z.object({
+  userId: z.string(),
+  externalId: z.string().describe('Kept, so your backend can match the account it had.'),
+  status: z.literal('DEACTIVATED'),
+  erasedAt: z.string(),
+});
+
 export const userRoutes = [
+  route(
+    {
+      method: 'delete',
+      path: '/users/me',
+      tag,
+      auth: 'session',
+      ipLimit: { name: 'account', perMinute: 30 },
+      summary: 'Delete your own account (Bearer accessToken of any of your meeting sessions, unexpired).',
+      description: `The account is deactivated (join links and sessions revoked, the room left) and its personal data erased: the name becomes "${ERASED_NAME}", email and avatar are removed. Attendance, polls and Q&A keep their numbers without the name. user.deactivated goes to the organization with that payload when the account was active. The organization's backend cannot write the data back (its upserts leave the account as it is). Deleting again answers the same. An Aula account belongs to one organization; docs/api.md says why no other organization's account is touched.`,
+      response: erasedAccount,
+      errors: ['auth_missing', 'session_invalid', 'session_expired', 'rate_limited'],
+    },
+    async ({ app, db, session }) => {
+      if (session!.expired) throw new AppError('session_expired');
+      const u = await app.services.users.erase(db, session!.orgId, session!.userId);
+      await app.services.rooms.withdrawWaiting(db, u.id);
+      return { data: { userId: u.id, externalId: u.externalId, status: 'DEACTIVATED' as const, erasedAt: u.erasedAt!.toISOString() } };
+    },
+  ),
   route(
     {
       method: 'post',
@@ -16,7 +43,7 @@ export const userRoutes = [
       auth: 'apiKey',
       scope: 'users:write',
       summary: 'Create or update a user by externalId.',
-      description: 'Upsert: a new externalId creates the user (201, user.created); a known one updates it (200, user.updated when something changed). Omitted optional fields keep their value. Upserting does not reactivate a deactivated user.',
+      description: 'Upsert: a new externalId creates the user (201, user.created); a known one updates it (200, user.updated when something changed). Omitted optional fields keep their value. Upserting does not reactivate a deactivated user, nor change one who deleted their account (DELETE /users/me): that user is answered as it is.',
       body: userInput,
       response: userRecord,
       status: 201,

@@ -55,6 +55,8 @@ export interface UserRow {
   updatedAt: Date;
   deactivatedAt: Date | null;
   revokedBefore: Date | null;
+  /** The person deleted their account: personal data erased (DELETE /users/me). */
+  erasedAt: Date | null;
   /** The row's version (Postgres's xmin, changed by every update) where it was read by `get`. */
   rowVersion?: string;
 }
@@ -73,6 +75,9 @@ export const toUserRecord = (u: UserRow): UserRecord => ({
 });
 
 /** The user shape of user.* events. */
+/** The name of a user who deleted their account (the spec's fixed text). */
+export const ERASED_NAME = 'Deleted user';
+
 export const userEventData = (u: UserRow) => ({
   userId: u.id,
   externalId: u.externalId,
@@ -121,6 +126,8 @@ export class Users {
         return { user: inserted, created: true };
       }
       const [current] = await db<UserRow[]>`select * from users where org_id = ${orgId} and external_id = ${input.externalId} for update`;
+      // the person deleted their account: what the backend sends does not bring their data back
+      if (current!.erasedAt) return { user: current!, created: false };
       const next = {
         fullName: input.fullName,
         role: input.role,
@@ -180,6 +187,30 @@ export class Users {
    * Deactivates the user, revokes every join link minted for them so far and every meeting session
    * they hold. Deactivating twice is a no-op that returns the current state.
    */
+  /**
+   * The person deletes their own account (DELETE /users/me): deactivated as by `deactivate` (links and
+   * sessions revoked, sockets closed) and their personal data erased: the name becomes `Deleted user`,
+   * email and avatar are dropped, and so is their name on meeting sessions. Reports read names from the
+   * user, so attendance, polls and Q&A keep their numbers and lose the name. user.deactivated is sent,
+   * with the erased payload, when the user was active. Erasing twice changes nothing.
+   */
+  erase(pool: Db, orgId: string, userId: string): Promise<UserRow> {
+    return inTx(pool, async (db) => {
+      const current = await this.get(db, orgId, userId, true);
+      if (current.erasedAt) return current;
+      const at = this.#clock.now();
+      const now = iso(at);
+      const [u] = await db<UserRow[]>`update users set status = 'DEACTIVATED', deactivated_at = coalesce(deactivated_at, ${now}), revoked_before = ${now},
+        full_name = ${ERASED_NAME}, email = null, avatar_url = null, erased_at = ${now}, updated_at = ${now} where id = ${current.id} returning *`;
+      await db`update meeting_sessions set revoked_at = coalesce(revoked_at, ${now}), revoked_reason = coalesce(revoked_reason, 'user_deactivated'),
+        display_name = ${ERASED_NAME} where user_id = ${current.id}`;
+      if (current.status === 'ACTIVE') await this.#outbox.emit(db, orgId, 'user.deactivated', userEventData(u!), at);
+      this.#invalidate(db, u!);
+      afterCommit(db, () => this.#bus.publish('user-deactivated', { orgId, userId: u!.id }));
+      return u!;
+    });
+  }
+
   deactivate(pool: Db, orgId: string, idOrExternal: string): Promise<UserRow> {
     return inTx(pool, async (db) => {
       const current = await this.get(db, orgId, idOrExternal, true);

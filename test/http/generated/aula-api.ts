@@ -57,6 +57,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/users/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete your own account (Bearer accessToken of any of your meeting sessions, unexpired).
+         * @description The account is deactivated (join links and sessions revoked, the room left) and its personal data erased: the name becomes "Deleted user", email and avatar are removed. Attendance, polls and Q&A keep their numbers without the name. user.deactivated goes to the organization with that payload when the account was active. The organization's backend cannot write the data back (its upserts leave the account as it is). Deleting again answers the same. An Aula account belongs to one organization; docs/api.md says why no other organization's account is touched.
+         */
+        delete: operations["deleteApiV1UsersMe"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/public/users": {
         parameters: {
             query?: never;
@@ -69,7 +89,7 @@ export interface paths {
         put?: never;
         /**
          * Create or update a user by externalId.
-         * @description Upsert: a new externalId creates the user (201, user.created); a known one updates it (200, user.updated when something changed). Omitted optional fields keep their value. Upserting does not reactivate a deactivated user.
+         * @description Upsert: a new externalId creates the user (201, user.created); a known one updates it (200, user.updated when something changed). Omitted optional fields keep their value. Upserting does not reactivate a deactivated user, nor change one who deleted their account (DELETE /users/me): that user is answered as it is.
          */
         post: operations["postApiV1PublicUsers"];
         delete?: never;
@@ -1420,6 +1440,75 @@ export interface operations {
             /** @description `unsupported_media_type` */
             415: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteApiV1UsersMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            userId: string;
+                            /** @description Kept, so your backend can match the account it had. */
+                            externalId: string;
+                            /** @constant */
+                            status: "DEACTIVATED";
+                            erasedAt: string;
+                        };
+                    };
+                };
+            };
+            /** @description `auth_missing`, `session_invalid`, `session_expired`, `auth_malformed` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
