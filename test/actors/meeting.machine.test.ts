@@ -166,6 +166,7 @@ t.test('the first JOIN starts the meeting: meeting.started, plan-cap timer, part
     rev: 1,
     media: null,
     locked: false,
+    classroom: { polls: [], pollResults: [], answeredPolls: [], questions: [], upvotedQuestions: [], ownQuestions: [] },
   });
 });
 
