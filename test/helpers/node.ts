@@ -116,3 +116,18 @@ export async function api<T = any>(
   }
   return { status: res.status, headers: res.headers, body: parsed as T, text };
 }
+
+/**
+ * A school to test with: a tenant on `plan`, its API calls (`call` answers the whole response), users
+ * made through the API (named after their externalId unless given a name), and the events its outbox holds.
+ */
+export async function school(node: Node, plan: PlanName = 'pro') {
+  const tenant = await createTenant(node, plan);
+  const call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+    api(node, method, path, { key: tenant.key, ...(body ? { body } : {}), ...(headers ? { headers } : {}) });
+  const user = async (externalId: string, fullName = externalId, role = 'STUDENT', extra: Record<string, unknown> = {}) =>
+    (await call('POST', '/public/users', { externalId, fullName, role, ...extra })).body.data;
+  const events = async (type: string) =>
+    (await node.app.sql<{ data: any }[]>`select data from outbox where org_id = ${tenant.orgId} and type = ${type} order by id`).map((r) => r.data);
+  return { tenant, call, user, events };
+}

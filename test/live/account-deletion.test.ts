@@ -1,6 +1,6 @@
 import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
-import { api, createTenant, startTestNode } from '../helpers/node.ts';
+import { api, school as newSchool, startTestNode } from '../helpers/node.ts';
 import { assertError } from '../helpers/assert.ts';
 import { connect } from '../helpers/ws.ts';
 
@@ -13,15 +13,14 @@ const node = await startTestNode(t, { clock });
 const sql = node.app.sql;
 
 async function school() {
-  const tenant = await createTenant(node, 'pro');
-  const call = (method: string, path: string, body?: unknown) => api(node, method, path, { key: tenant.key, ...(body ? { body } : {}) });
-  const user = async (externalId: string, fullName: string, role = 'STUDENT', email: string | null = null) =>
-    (await call('POST', '/public/users', { externalId, fullName, role, ...(email ? { email, avatarUrl: 'https://img.example/a.png' } : {}) })).body.data;
+  const base = await newSchool(node);
+  const { tenant, call, events } = base;
+  const user = (externalId: string, fullName: string, role = 'STUDENT', email: string | null = null) =>
+    base.user(externalId, fullName, role, email ? { email, avatarUrl: 'https://img.example/a.png' } : {});
   const teacher = await user('t-1', 'Tina Teacher', 'TEACHER');
   const meeting = (await call('POST', '/public/meetings', { title: 'Chemistry', type: 'MEETING', hostUserId: teacher.id, scheduledStart: new Date(clock.now()).toISOString(), durationMinutes: 60 })).body.data;
   const link = async (userId: string, role = 'PARTICIPANT') => (await call('POST', `/public/meetings/${meeting.id}/join-links`, { userId, role })).body.data;
   const exchange = async (token: string) => api(node, 'POST', '/join-tokens/exchange', { body: { token, deviceId: `dev-${Math.random()}` } });
-  const events = async (type: string) => (await sql<{ data: any }[]>`select data from outbox where org_id = ${tenant.orgId} and type = ${type} order by id`).map((r) => r.data);
   return { tenant, call, user, teacher, meeting, link, exchange, events };
 }
 

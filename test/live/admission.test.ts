@@ -1,6 +1,6 @@
 import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
-import { api, createTenant, startTestNode } from '../helpers/node.ts';
+import { api, school as newSchool, startTestNode } from '../helpers/node.ts';
 import { assertError } from '../helpers/assert.ts';
 import { connect, eventually, type RoomClient } from '../helpers/ws.ts';
 
@@ -10,9 +10,9 @@ const clock = new ManualClock(Date.parse('2026-11-04T09:00:00Z'));
 const node = await startTestNode(t, { clock });
 
 async function school(plan: 'free' | 'pro' = 'pro') {
-  const tenant = await createTenant(node, plan);
-  const call = (method: string, path: string, body?: unknown) => api(node, method, path, { key: tenant.key, ...(body ? { body } : {}) });
-  const user = async (externalId: string, role = 'STUDENT') => (await call('POST', '/public/users', { externalId, fullName: externalId, role })).body.data;
+  const base = await newSchool(node, plan);
+  const { tenant, call } = base;
+  const user = (externalId: string, role = 'STUDENT') => base.user(externalId, externalId, role);
   const teacher = await user('teacher', 'TEACHER');
   const meeting = async (settings: Record<string, unknown> = {}) =>
     (await call('POST', '/public/meetings', { title: 'Room', type: 'MEETING', hostUserId: teacher.id, scheduledStart: new Date(clock.now()).toISOString(), durationMinutes: 40, settings })).body.data;

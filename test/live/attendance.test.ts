@@ -1,6 +1,6 @@
 import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
-import { api, createTenant, startTestNode } from '../helpers/node.ts';
+import { api, createTenant, school as newSchool, startTestNode } from '../helpers/node.ts';
 import { assertError } from '../helpers/assert.ts';
 import { connect, eventually, type RoomClient } from '../helpers/ws.ts';
 
@@ -15,10 +15,7 @@ const sql = node.app.sql;
 const PASSWORD = 'correct horse battery staple';
 
 async function school() {
-  const tenant = await createTenant(node, 'pro');
-  const call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
-    api(node, method, path, { key: tenant.key, ...(body ? { body } : {}), ...(headers ? { headers } : {}) });
-  const user = async (externalId: string, fullName: string, role = 'STUDENT') => (await call('POST', '/public/users', { externalId, fullName, role })).body.data;
+  const { tenant, call, user } = await newSchool(node);
   const teacher = await user('t-1', 'Tina Teacher', 'TEACHER');
   const cls = (await call('POST', '/public/classes', { externalId: 'alg-1', name: 'Algebra', section: 'A' })).body.data;
   const enroll = (u: { id: string }) => call('POST', `/public/classes/${cls.id}/enrollments`, { userId: u.id });

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
-import { api, createTenant, startTestNode } from '../helpers/node.ts';
+import { api, school as newSchool, startTestNode } from '../helpers/node.ts';
 import { connect, type RoomClient } from '../helpers/ws.ts';
 
 // Polls, quizzes and Q&A through the real room: a host opens and closes, students answer, ask and upvote
@@ -12,9 +12,7 @@ const node = await startTestNode(t, { clock });
 const sql = node.app.sql;
 
 async function school() {
-  const tenant = await createTenant(node, 'pro');
-  const call = (method: string, path: string, body?: unknown) => api(node, method, path, { key: tenant.key, ...(body ? { body } : {}) });
-  const user = async (externalId: string, fullName: string, role = 'STUDENT') => (await call('POST', '/public/users', { externalId, fullName, role })).body.data;
+  const { tenant, call, user, events } = await newSchool(node);
   const teacher = await user('t-1', 'Tina Teacher', 'TEACHER');
   const meeting = (await call('POST', '/public/meetings', { title: 'Biology', type: 'MEETING', hostUserId: teacher.id, scheduledStart: new Date(clock.now()).toISOString(), durationMinutes: 60 })).body.data;
   const enter = async (userId: string, role = 'PARTICIPANT'): Promise<{ ws: RoomClient; joined: any }> => {
@@ -24,7 +22,6 @@ async function school() {
     const ws = await connect(t, r.body.data.mediaUrl, r.body.data.mediaToken);
     return { ws, joined: await ws.type('joined') };
   };
-  const events = async (type: string) => (await sql<{ data: any }[]>`select data from outbox where org_id = ${tenant.orgId} and type = ${type} order by id`).map((r) => r.data);
   return { tenant, call, user, teacher, meeting, enter, events };
 }
 
