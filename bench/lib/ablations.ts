@@ -16,6 +16,11 @@ export const ABLATIONS = {
   'no-zod': 'no zod parsing of params and body',
   /** the join token is a constant instead of an AES-256-GCM sealed box of its claims */
   'no-seal': 'no AES-GCM seal of the token',
+  /**
+   * the join token is one real token sealed once, so the response keeps its size: set against no-seal, it
+   * tells the seal's own cost from what a shorter token saves in the response
+   */
+  'sealed-once': 'one token sealed at start, the same size as a real one',
   /** the pipeline's per-request Prometheus counting (src/metrics.ts `RouteMeter.record`) does nothing */
   'no-metrics': 'no Prometheus request metrics',
   /**

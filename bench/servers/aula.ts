@@ -13,6 +13,7 @@
  * stand-ins (and restores every part not named); answered with `BENCH_ACK`. See bench/lib/ablations.ts.
  */
 import { writeFileSync } from 'node:fs';
+import { newId } from '../../src/ids.ts';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { routes } from '../../http/routes/index.ts';
@@ -95,7 +96,11 @@ function ablate(names: string[]): void {
     mintRoute!.spec.body = original.body;
   }
   if (on.has('no-seal')) join_.issue = () => 'jt_ablated';
-  else delete join_.issue;
+  else if (on.has('sealed-once')) {
+    delete join_.issue;
+    const once = app.tokens.join.issue({ o: newId('org'), m: newId('mtg'), u: newId('usr'), r: 'PARTICIPANT', n: null, i: Date.now(), e: Date.now() + 300_000, s: true, d: null });
+    join_.issue = () => once;
+  } else delete join_.issue;
   RouteMeter.prototype.record = on.has('no-metrics') ? () => {} : record;
 }
 

@@ -1,12 +1,13 @@
 import type { Clock } from '../clock.ts';
+import { atEndOfTurn } from '../end-of-turn.ts';
 import type { Db } from '../db/index.ts';
 import { AppError } from '../errors.ts';
 import { hasScope, type Scope } from '../scopes.ts';
-import type { MeetingRow, Meetings } from './meetings.ts';
+import type { Meetings } from './meetings.ts';
 import { RoomAccess } from '../rooms/access.ts';
 import { ROOM_ROLES, type RoomRole, type Tokens } from './tokens.ts';
 import type { UserRole } from '../domain.ts';
-import type { UserRow, Users } from './users.ts';
+import type { Users } from './users.ts';
 
 export { ROOM_ROLES };
 export const DEFAULT_EXPIRY_SECONDS = 300;
@@ -54,33 +55,20 @@ export class JoinLinks {
     this.#meetings = meetings;
   }
 
-  /** Mints a link: cached reads and one seal (AES-256-GCM, src/crypto.ts), no write. */
+  /** Mints a link: cached reads and one seal (AES-256-GCM, src/crypto.ts, sealed at the end of the event loop's turn with the turn's other mints), no write. */
   async mint(db: Db, orgId: string, scopes: ReadonlySet<Scope>, meetingId: string, input: JoinLinkInput, baseUrl: string): Promise<JoinLinkRecord> {
     const meeting = await this.#meetings.getCached(db, orgId, meetingId);
     if (meeting.status === 'ENDED' || meeting.status === 'CANCELLED') {
       throw new AppError('meeting_ended', { details: { status: meeting.status } });
     }
     const user = await (input.userId ? this.#users.getCached(db, orgId, input.userId) : this.#users.getCached(db, orgId, input.externalUserId!, 'external'));
-    return this.#issue(orgId, scopes, meeting, user, input, baseUrl);
-  }
-
-  #issue(orgId: string, scopes: ReadonlySet<Scope>, meeting: MeetingRow, user: UserRow, input: JoinLinkInput, baseUrl: string): JoinLinkRecord {
     if (user.status !== 'ACTIVE') throw new AppError('user_deactivated', { details: { userId: user.id } });
     const role = capRole(input.role, user.role, scopes);
     const now = this.#clock.now();
     const exp = now + (input.expiresInSeconds ?? DEFAULT_EXPIRY_SECONDS) * 1000;
     const singleUse = input.singleUse ?? true;
-    const token = this.#tokens.join.issue({
-      o: orgId,
-      m: meeting.id,
-      u: user.id,
-      r: role,
-      n: input.displayName ?? null,
-      i: now,
-      e: exp,
-      s: singleUse,
-      d: input.redirectUrl ?? null,
-    });
+    const claims = { o: orgId, m: meeting.id, u: user.id, r: role, n: input.displayName ?? null, i: now, e: exp, s: singleUse, d: input.redirectUrl ?? null };
+    const token = await atEndOfTurn(() => this.#tokens.join.issue(claims));
     return {
       url: `${baseUrl}/join/${meeting.slug}#jt=${token}`,
       embedUrl: `${baseUrl}/embed/${meeting.slug}?jt=${token}`,
