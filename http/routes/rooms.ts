@@ -14,11 +14,11 @@ const waitingStatus = z.object({ queueId: z.string(), status: z.enum(WAITING_STA
  * `/orgs/:orgId/meetings/:id/...` (spec, client-side endpoints). Both answer the same.
  */
 const MEETING_ROUTES = [
-  { prefix: '/meetings/:slug', params: slugParams, of: (p: { slug: string }): MeetingRoute => ({ slug: p.slug }) },
+  { prefix: '/meetings/:slug', params: slugParams, of: (p: Record<string, string>): MeetingRoute => ({ slug: p.slug! }) },
   {
     prefix: '/orgs/:orgId/meetings/:id',
     params: z.object({ orgId: z.string().max(64), id: z.string().max(64) }),
-    of: (p: { orgId: string; id: string }): MeetingRoute => ({ orgId: p.orgId, meetingId: p.id }),
+    of: (p: Record<string, string>): MeetingRoute => ({ orgId: p.orgId!, meetingId: p.id! }),
   },
 ] as const;
 
@@ -36,7 +36,7 @@ export const roomRoutes = [
         response: waitingStatus,
         errors: ['session_wrong_meeting', 'access_token_expired', 'user_deactivated', 'session_revoked', 'not_found'],
       },
-      async ({ app, db, session, params }) => ({ data: await app.services.sessions.waitingStatus(db, session!, of(params as never), params.queueId) }),
+      async ({ app, db, session, params }) => ({ data: await app.services.sessions.waitingStatus(db, session!, of(params), params.queueId) }),
     ),
     route(
       {
@@ -50,7 +50,7 @@ export const roomRoutes = [
         response: z.object({ mediaToken: z.string(), mediaUrl: z.string(), expiresAt: z.string(), role: z.enum(ROOM_ROLES), queueId: z.string() }),
         errors: ['session_wrong_meeting', 'access_token_expired', 'waiting_not_admitted', 'waiting_denied', 'waiting_expired', 'user_deactivated', 'session_revoked', 'not_found'],
       },
-      async ({ app, db, session, params, body }) => ({ data: await app.services.sessions.roomToken(db, session!, of(params as never), body.queueId, body.deviceId) }),
+      async ({ app, db, session, params, body }) => ({ data: await app.services.sessions.roomToken(db, session!, of(params), body.queueId, body.deviceId) }),
     ),
   ]),
   ...(['admit', 'deny'] as const).map((action) =>

@@ -225,7 +225,7 @@ export class Attendance {
     const m = await this.meetings.get(db, orgId, idOrExternal);
     const [row] = await db<SessionRow[]>`select ${SESSION_COLUMNS(db)} from ${SESSION_FROM(db)} where m.id = ${m.id}`;
     if (!row) throw Attendance.#neverLive(m);
-    return row.finalizedAt ? Attendance.#stored(db, row) : Attendance.#compute(db, row, now);
+    return row.finalizedAt ? (await Attendance.#stored(db, [row])).get(row.sessionId)! : Attendance.#compute(db, row, now);
   }
 
   /** A class's sessions that began in [from, to), with each person's counts across them. */
@@ -241,8 +241,10 @@ export class Attendance {
         details: { fields: [{ field: 'from', in: 'query', code: 'too_big', message: `the range holds more than ${MAX_CLASS_SESSIONS} sessions` }] },
       });
     }
+    // the final reports in one query; the few sessions not final yet are reconciled one by one
+    const stored = await Attendance.#stored(db, rows.filter((r) => r.finalizedAt));
     const sessions: AttendanceReport[] = [];
-    for (const row of rows) sessions.push(row.finalizedAt ? await Attendance.#stored(db, row) : await Attendance.#compute(db, row, now));
+    for (const row of rows) sessions.push(stored.get(row.sessionId) ?? (await Attendance.#compute(db, row, now)));
     const students = new Map<string, ClassAttendance['students'][number]>();
     for (const s of sessions) {
       for (const r of s.records) {
@@ -288,19 +290,26 @@ export class Attendance {
     };
   }
 
-  static async #stored(db: Db, row: SessionRow): Promise<AttendanceReport> {
-    const rows = await db<{ userId: string; externalId: string; name: string; role: MemberUser['role']; status: AttendanceStatus; durationSeconds: number; joinedAt: Date | null; leftAt: Date | null; intervals: AttendanceInterval[] }[]>`
-      select r.user_id, u.external_id, u.full_name as name, u.role, r.status, r.duration_seconds, r.joined_at, r.left_at, r.intervals
-      from attendance_records r join users u on u.id = r.user_id where r.session_id = ${row.sessionId}`;
-    const records = rows.map((r) => ({
-      user: { id: r.userId, externalId: r.externalId, name: r.name, role: r.role },
-      status: r.status,
-      durationSeconds: r.durationSeconds,
-      joinedAt: r.joinedAt?.toISOString() ?? null,
-      leftAt: r.leftAt?.toISOString() ?? null,
-      intervals: r.intervals,
-    }));
-    return Attendance.#head(row, 'FINAL', records.sort(byName));
+  /** The final reports of finalized sessions, by attendance session id, read in one query. */
+  static async #stored(db: Db, sessions: SessionRow[]): Promise<Map<string, AttendanceReport>> {
+    const out = new Map<string, AttendanceReport>();
+    if (sessions.length === 0) return out;
+    const rows = await db<{ sessionId: string; userId: string; externalId: string; name: string; role: MemberUser['role']; status: AttendanceStatus; durationSeconds: number; joinedAt: Date | null; leftAt: Date | null; intervals: AttendanceInterval[] }[]>`
+      select r.session_id, r.user_id, u.external_id, u.full_name as name, u.role, r.status, r.duration_seconds, r.joined_at, r.left_at, r.intervals
+      from attendance_records r join users u on u.id = r.user_id where r.session_id in ${db(sessions.map((s) => s.sessionId))}`;
+    const bySession = new Map<string, AttendanceRecord[]>(sessions.map((s) => [s.sessionId, []]));
+    for (const r of rows) {
+      bySession.get(r.sessionId)!.push({
+        user: { id: r.userId, externalId: r.externalId, name: r.name, role: r.role },
+        status: r.status,
+        durationSeconds: r.durationSeconds,
+        joinedAt: r.joinedAt?.toISOString() ?? null,
+        leftAt: r.leftAt?.toISOString() ?? null,
+        intervals: r.intervals,
+      });
+    }
+    for (const s of sessions) out.set(s.sessionId, Attendance.#head(s, 'FINAL', bySession.get(s.sessionId)!.sort(byName)));
+    return out;
   }
 
   /** Reconciles a session's stays and expected people as of `now` (the end, once it ended). */

@@ -200,6 +200,53 @@ t.test("an organization's own rules: lateness, share, merge gap and settle windo
   await eventually(async () => (await finalized(s.tenant.orgId)).length === 1);
 });
 
+t.test('a class across three sessions: two FINAL reports read together, one still PROVISIONAL, and each student\'s counts', async (t) => {
+  const week = 7 * 24 * 60 * MIN;
+  const base = T0 + 10 * week;
+  clock.set(base - 30 * MIN);
+  const s = await school();
+  const [eli, fay] = [await s.user('s-eli', 'Eli Ekman'), await s.user('s-fay', 'Fay Ford')];
+  for (const u of [eli, fay]) await s.enroll(u);
+  const lesson = async (n: number, fayComes: boolean, end: boolean) => {
+    const start = base + n * week;
+    const meeting = await s.classMeeting(`Algebra, lesson ${n + 1}`, start);
+    clock.set(start);
+    const host = await s.enter(await s.session(meeting.id, s.teacher.id, 'HOST'));
+    const eliWs = await s.enter(await s.session(meeting.id, eli.id));
+    const fayWs = fayComes ? await s.enter(await s.session(meeting.id, fay.id)) : null;
+    clock.set(start + 60 * MIN);
+    if (!end) return meeting;
+    await s.leave(eliWs);
+    if (fayWs) await s.leave(fayWs);
+    host.ws.send(JSON.stringify({ type: 'end' }));
+    await host.waitClosed();
+    clock.set(start + 66 * MIN);
+    await node.app.timers.tick();
+    return meeting;
+  };
+  await lesson(0, true, true);
+  await lesson(1, false, true);
+  await lesson(2, true, false); // live: provisional
+  await eventually(async () => (await finalized(s.tenant.orgId)).length === 2);
+  const report = (await s.call('GET', `/public/classes/${s.cls.id}/attendance`)).body.data;
+  t.same(report.sessions.map((x: any) => [x.title, x.status]), [
+    ['Algebra, lesson 1', 'FINAL'],
+    ['Algebra, lesson 2', 'FINAL'],
+    ['Algebra, lesson 3', 'PROVISIONAL'],
+  ]);
+  // the two students, and the teacher who came to each
+  t.same(report.sessions.map((x: any) => x.summary), [
+    { total: 3, present: 3, late: 0, absent: 0 },
+    { total: 3, present: 2, late: 0, absent: 1 },
+    { total: 3, present: 3, late: 0, absent: 0 },
+  ]);
+  t.same(report.students.map((x: any) => [x.user.externalId, x.total, x.present, x.absent]), [
+    ['s-eli', 3, 3, 0],
+    ['s-fay', 3, 2, 1],
+    ['t-1', 3, 3, 0],
+  ]);
+});
+
 t.test('bad requests get the error envelope', async (t) => {
   const s = await school();
   assertError(t, await s.call('GET', '/public/meetings/mtg_nope/attendance'), 404, 'meeting_not_found');
