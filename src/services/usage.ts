@@ -47,29 +47,38 @@ export class Usage {
 
     const [org] = await db<{ plan: PlanName }[]>`select plan from organizations where id = ${orgId}`;
     const plan = org!.plan;
+    // Each stay is cut into its days once, and the concurrency is one running sum over every join, leave
+    // and midnight, so the work grows with the stays, not with stays times days.
+    const F = iso(from);
     const rows = await db<{ day: Date; meetings: number; seconds: number; peak: number }[]>`
       with days as (
-        select generate_series(${iso(from)}::timestamptz, ${iso(to - DAY_MS)}::timestamptz, interval '1 day') as day
+        select generate_series(${F}::timestamptz, ${iso(to - DAY_MS)}::timestamptz, interval '1 day') as day
       ), iv as (
-        select i.joined_at, coalesce(i.left_at, ${iso(now)}::timestamptz) as left_at
+        select greatest(i.joined_at, ${F}::timestamptz) as joined_at, least(coalesce(i.left_at, ${iso(now)}::timestamptz), ${iso(to)}::timestamptz) as left_at
         from attendance_intervals i join meetings m on m.id = i.meeting_id
-        where m.org_id = ${orgId} and i.joined_at < ${iso(to)} and coalesce(i.left_at, ${iso(now)}::timestamptz) > ${iso(from)}
+        where m.org_id = ${orgId} and i.joined_at < ${iso(to)} and coalesce(i.left_at, ${iso(now)}::timestamptz) > ${F}
+      ), pieces as (
+        select g.day, extract(epoch from least(iv.left_at, g.day + interval '1 day') - greatest(iv.joined_at, g.day)) as secs
+        from iv cross join lateral generate_series(date_bin('1 day', iv.joined_at, ${F}::timestamptz), iv.left_at, interval '1 day') as g(day)
+      ), seconds as (
+        select day, sum(secs) as secs from pieces where secs > 0 group by day
       ), ev as (
         select joined_at as t, 1 as delta from iv
         union all select left_at, -1 from iv
+        -- each midnight: the level there is who was in the rooms when the day began
+        union all select day, 0 from days
       ), running as (
-        -- a leave and a join at the same instant: the leave first, so one person is never counted twice
+        -- at one instant: leaves, then the midnight, then joins, so no one is counted twice or at a day they left
         select t, sum(delta) over (order by t, delta rows unbounded preceding) as level from ev
+      ), peaks as (
+        select date_bin('1 day', t, ${F}::timestamptz) as day, max(level) as peak from running where t >= ${F} and t < ${iso(to)} group by 1
+      ), started as (
+        select date_bin('1 day', started_at, ${F}::timestamptz) as day, count(*) as n from meetings
+        where org_id = ${orgId} and started_at >= ${F} and started_at < ${iso(to)} group by 1
       )
-      select d.day,
-        (select count(*)::int from meetings m where m.org_id = ${orgId} and m.started_at >= d.day and m.started_at < d.day + interval '1 day') as meetings,
-        coalesce((select sum(extract(epoch from least(iv.left_at, d.day + interval '1 day') - greatest(iv.joined_at, d.day)))
-          from iv where iv.joined_at < d.day + interval '1 day' and iv.left_at > d.day), 0)::float8 as seconds,
-        greatest(
-          coalesce((select max(r.level) from running r where r.t >= d.day and r.t < d.day + interval '1 day'), 0),
-          (select count(*) from iv where iv.joined_at <= d.day and iv.left_at > d.day)
-        )::int as peak
-      from days d order by d.day`;
+      select d.day, coalesce(st.n, 0)::int as meetings, coalesce(se.secs, 0)::float8 as seconds, coalesce(p.peak, 0)::int as peak
+      from days d left join started st on st.day = d.day left join seconds se on se.day = d.day left join peaks p on p.day = d.day
+      order by d.day`;
     const days = rows.map((r) => ({
       date: dayOf(r.day.getTime()),
       meetings: r.meetings,
