@@ -126,6 +126,7 @@ t.test('a server that died without cleaning up leaves nothing in the way', async
   t.equal((await aula(['keys', 'list'], env)).code, 0);
   await stop(node, 'SIGKILL');
   t.ok(existsSync(join(dir, 'control.json')) && existsSync(join(dir, 'pgdata.lock')), 'its lock and address are left behind');
+  t.ok(statSync(join(dir, 'pgdata.sock')).isSocket(), 'and the socket PGlite was served on, which the next owner clears before listening');
   const res = await aula(['org', 'create', '--name', 'After The Crash', '--plan', 'free'], env);
   t.equal(res.code, 0, res.stderr);
   t.match(res.stdout, /^org_/);
