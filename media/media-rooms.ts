@@ -8,6 +8,7 @@ import type { RoomRole } from '../src/rooms/access.ts';
 import type { RoomClients } from '../src/rooms/clients.ts';
 import type { SignalingRequest } from '../src/rooms/protocol.ts';
 import type { MediaLoad } from './load.ts';
+import { InOrder } from './in-order.ts';
 import { RoomMedia, type MediaTarget } from './room.ts';
 import type { WorkerPool } from './workers.ts';
 
@@ -22,6 +23,13 @@ export interface MediaRelayRequest {
   roomRole: RoomRole;
   request: SignalingRequest;
 }
+
+/**
+ * Signaling requests of one participant waiting behind the one being handled. An honest client has a
+ * handful in flight (transports, producers, a resume per new consumer); the gateway's budgets bound a
+ * flood long before this, so reaching it means requests pile up faster than the worker answers them.
+ */
+export const MAX_QUEUED_PER_PEER = 64;
 
 export interface MediaRoomsOptions {
   nodeId: string;
@@ -45,6 +53,8 @@ export interface MediaRoomsOptions {
 export class MediaRooms {
   readonly #o: MediaRoomsOptions;
   readonly #rooms = new Map<string, Promise<RoomMedia>>();
+  /** Each participant's signaling, one request at a time. */
+  readonly #signaling = new InOrder(MAX_QUEUED_PER_PEER);
   #closed = false;
 
   constructor(o: MediaRoomsOptions) {
@@ -76,8 +86,12 @@ export class MediaRooms {
     return (await this.#rooms.get(meetingId)?.catch(() => null)) ?? null;
   }
 
-  async handle(r: MediaRelayRequest): Promise<Record<string, unknown>> {
-    const room = await this.#open(r.meetingId, r.placementRev);
+  /** One relayed request, handled once the participant's earlier ones have been answered. */
+  handle(r: MediaRelayRequest): Promise<Record<string, unknown>> {
+    return this.#signaling.run(`${r.meetingId}:${r.participantId}`, async () => this.#dispatch(await this.#open(r.meetingId, r.placementRev), r));
+  }
+
+  #dispatch(room: RoomMedia, r: MediaRelayRequest): Promise<Record<string, unknown>> | Record<string, unknown> {
     const q = r.request;
     const p = r.participantId;
     switch (q.type) {

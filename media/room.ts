@@ -6,7 +6,7 @@ import type { RtpCapabilities, RtpParameters } from 'mediasoup/node/lib/RtpParam
 import type { ClientSettings, RosterEntry } from '../actors/meeting/meeting.types.ts';
 import { AppError } from '../src/errors.ts';
 import type { Logger } from '../src/logger.ts';
-import { RoomAccess, type MediaSource, type RoomRole, type Standing } from '../src/rooms/access.ts';
+import { isAudio, RoomAccess, type MediaSource, type RoomRole, type Standing } from '../src/rooms/access.ts';
 import type { MediaEvent, ProducerPauseReason, TransportDirection } from '../src/rooms/protocol.ts';
 import { ROUTER_CODECS } from './codecs.ts';
 import { Peer, type PeerProducer } from './peer.ts';
@@ -41,6 +41,22 @@ export interface RoomMediaOptions {
 const QUALITY_PERIOD_MS = 2000;
 const notFound = (what: string) => new AppError('not_found', { message: `No such ${what} in your media.` });
 
+/**
+ * A mediasoup call on a producer, consumer or transport that may close while the call is in flight (its
+ * producer closed, its owner left): answered as the object being gone, which it is, rather than as a
+ * server error. The worker may drop the object before this process hears so, and then answers that it
+ * has no handler for its id.
+ */
+async function whileOpen<T>(target: { closed: boolean }, what: string, call: () => Promise<T>): Promise<T> {
+  if (target.closed) throw notFound(what);
+  try {
+    return await call();
+  } catch (err) {
+    if (target.closed || /request handler with ID .* not found/.test((err as Error).message)) throw notFound(what);
+    throw err;
+  }
+}
+
 /** The reason a policy refusal holds a producer paused. */
 const holdReason = (code: string): ProducerPauseReason => (code === 'muted_by_host' ? 'muted-by-host' : code === 'floor_required' ? 'floor' : 'policy');
 
@@ -58,8 +74,10 @@ export class RoomMedia {
   readonly #o: RoomMediaOptions;
   readonly #main: Router;
   readonly #routers = new Map<number, Promise<Router>>();
-  readonly #pipes = new Map<string, Promise<unknown>>();
+  /** Producers piped to the room's other routers: producer id -> router id -> the pipe. Forgotten when the producer closes. */
+  readonly #pipes = new Map<string, Map<string, Promise<unknown>>>();
   readonly #peers = new Map<string, Peer>();
+
   readonly #speaker: ActiveSpeakerObserver;
   #state: RoomState;
   #standing = new Map<string, RosterEntry>();
@@ -157,13 +175,7 @@ export class RoomMedia {
       if (p.heldBy && p.heldBy !== 'entry') p.heldBy = null; // released: the owner unmutes themselves
       return;
     }
-    if (refused.code === 'produce_not_allowed') {
-      p.producer.close();
-      peer.producers.delete(p.producer.id);
-      this.#o.emit({ participantId: peer.participantId }, { type: 'producer-closed', producerId: p.producer.id, source: p.source, reason: 'policy' });
-      this.#sendMediaState();
-      return;
-    }
+    if (refused.code === 'produce_not_allowed') return this.#closeProducer(peer, p, 'policy');
     const reason = holdReason(refused.code);
     if (p.heldBy === reason && p.producer.paused) return;
     p.heldBy = reason;
@@ -185,6 +197,10 @@ export class RoomMedia {
 
   async createTransport(participantId: string, direction: TransportDirection) {
     const peer = this.#peer(participantId);
+    if (direction === 'send') {
+      const refused = RoomAccess.sends(this.#standingOf(peer).roomRole);
+      if (refused) throw new AppError(refused.code as 'produce_not_allowed', { message: refused.message });
+    }
     const old = peer.transport(direction);
     if (old) {
       old.transport.close();
@@ -233,7 +249,8 @@ export class RoomMedia {
   async connectTransport(participantId: string, transportId: string, dtlsParameters: DtlsParameters): Promise<Record<string, never>> {
     const t = this.#peer(participantId).transports.get(transportId);
     if (!t || !('iceParameters' in t.transport)) throw notFound('transport');
-    await t.transport.connect({ dtlsParameters }).catch((err: Error) => {
+    await whileOpen(t.transport, 'transport', () => t.transport.connect({ dtlsParameters })).catch((err: Error) => {
+      if (err instanceof AppError) throw err;
       throw new AppError('validation_failed', { message: `transport-connect: ${err.message}`, details: { fields: [{ field: 'dtlsParameters', in: 'body', code: 'invalid', message: err.message }] } });
     });
     return {};
@@ -242,7 +259,8 @@ export class RoomMedia {
   async restartIce(participantId: string, transportId: string) {
     const t = this.#peer(participantId).transports.get(transportId);
     if (!t || !('iceParameters' in t.transport)) throw notFound('transport');
-    return { iceParameters: await t.transport.restartIce() };
+    const transport = t.transport;
+    return { iceParameters: await whileOpen(transport, 'transport', () => transport.restartIce()) };
   }
 
   /** media-ready: the device's capabilities are known; it now receives every producer of the room. */
@@ -261,8 +279,12 @@ export class RoomMedia {
     const peer = this.#peer(participantId);
     const refused = RoomAccess.produce(r.source, this.#standingOf(peer).roomRole, this.#state.settings);
     if (refused) throw new AppError(refused.code as 'produce_not_allowed', { message: refused.message, details: { source: r.source } });
-    if ((r.source === 'mic' || r.source === 'screen-audio') !== (r.kind === 'audio')) {
-      throw new AppError('validation_failed', { message: `A ${r.source} producer is ${r.source === 'mic' || r.source === 'screen-audio' ? 'audio' : 'video'}.`, details: { fields: [{ field: 'kind', in: 'body', code: 'invalid', message: 'does not match source' }] } });
+    if (isAudio(r.source) !== (r.kind === 'audio')) {
+      throw new AppError('validation_failed', { message: `A ${r.source} producer is ${isAudio(r.source) ? 'audio' : 'video'}.`, details: { fields: [{ field: 'kind', in: 'body', code: 'invalid', message: 'does not match source' }] } });
+    }
+    // A shared screen's sound belongs to the shared screen: alone it would be a second microphone.
+    if (r.source === 'screen-audio' && !peer.bySource('screen')) {
+      throw new AppError('invalid_state', { message: 'screen-audio is the sound of a shared screen: produce the screen first.', details: { source: r.source } });
     }
     const t = peer.transports.get(r.transportId);
     if (!t || t.direction !== 'send') throw notFound('sending transport');
@@ -276,23 +298,38 @@ export class RoomMedia {
       heldBy = 'entry';
     }
     if (r.source === 'mic') peer.entryMuteDone = true;
-    const paused = r.paused === true || heldBy !== null;
     const producer = await t.transport
-      .produce({ kind: r.kind, rtpParameters: r.rtpParameters, paused, appData: { participantId, source: r.source } })
+      .produce({ kind: r.kind, rtpParameters: r.rtpParameters, paused: r.paused === true || heldBy !== null, appData: { participantId, source: r.source } })
       .catch((err: Error) => {
         throw new AppError('validation_failed', { message: `produce: ${err.message}`, details: { fields: [{ field: 'rtpParameters', in: 'body', code: 'invalid', message: err.message }] } });
       });
-    if (peer.closed) {
+    if (peer.closed || (r.source === 'screen-audio' && !peer.bySource('screen'))) {
       producer.close();
-      throw notFound('participant');
+      throw peer.closed ? notFound('participant') : new AppError('invalid_state', { message: 'The shared screen closed meanwhile.', details: { source: r.source } });
+    }
+    // A host's mute or a lecture may have come while the worker made the producer: the room's rules as
+    // they are now decide, before anyone hears of it.
+    const now = RoomAccess.send(r.source, this.#standingOf(peer), this.#state.settings);
+    if (now) {
+      heldBy = holdReason(now.code);
+      if (!producer.paused) await producer.pause().catch(() => {});
     }
     const entry: PeerProducer = { producer, source: r.source, heldBy };
     peer.producers.set(producer.id, entry);
     producer.observer.once('close', () => {
       peer.producers.delete(producer.id);
+      this.#forgetPipes(producer.id);
+      if (r.source === 'screen') {
+        const sound = peer.bySource('screen-audio');
+        if (sound) this.#closeProducer(peer, sound, 'policy');
+      }
       this.#sendMediaState();
     });
-    if (producer.kind === 'audio' && r.source === 'mic') await this.#speaker.addProducer({ producerId: producer.id }).catch(() => {});
+    if (now?.code === 'produce_not_allowed') {
+      this.#closeProducer(peer, entry, 'policy');
+      throw new AppError('produce_not_allowed', { message: now.message, details: { source: r.source } });
+    }
+    if (r.source === 'mic') await this.#speaker.addProducer({ producerId: producer.id }).catch(() => {});
     if (heldBy) this.#o.emit({ participantId }, { type: 'producer-paused', producerId: producer.id, source: r.source, reason: heldBy });
     await Promise.all([...this.#peers.values()].filter((other) => other !== peer).map((other) => this.#consume(other, peer, entry)));
     this.#sendMediaState();
@@ -302,20 +339,29 @@ export class RoomMedia {
   async pauseProducer(participantId: string, producerId: string): Promise<Record<string, never>> {
     const p = this.#peer(participantId).producers.get(producerId);
     if (!p) throw notFound('producer');
-    await p.producer.pause();
+    await whileOpen(p.producer, 'producer', () => p.producer.pause());
     this.#sendMediaState();
     return {};
   }
 
-  /** The owner unmutes: refused while a host mute or lecture mode holds it (RoomAccess.send). */
+  /** The owner unmutes: refused while a host mute or lecture mode holds it (RoomAccess.send), before and after the worker resumes it. */
   async resumeProducer(participantId: string, producerId: string): Promise<Record<string, never>> {
     const peer = this.#peer(participantId);
     const p = peer.producers.get(producerId);
     if (!p) throw notFound('producer');
-    const refused = RoomAccess.send(p.source, this.#standingOf(peer), this.#state.settings);
+    const refusal = () => RoomAccess.send(p.source, this.#standingOf(peer), this.#state.settings);
+    let refused = refusal();
     if (refused) throw new AppError(refused.code as 'muted_by_host', { message: refused.message, details: { producerId, source: p.source } });
     p.heldBy = null;
-    await p.producer.resume();
+    await whileOpen(p.producer, 'producer', () => p.producer.resume());
+    // A mute that arrived while the worker resumed it found it still paused and left it so: hold it now.
+    refused = refusal();
+    if (refused) {
+      p.heldBy = holdReason(refused.code);
+      await p.producer.pause().catch(() => {});
+      this.#sendMediaState();
+      throw new AppError(refused.code as 'muted_by_host', { message: refused.message, details: { producerId, source: p.source } });
+    }
     this.#sendMediaState();
     return {};
   }
@@ -331,22 +377,39 @@ export class RoomMedia {
   async resumeConsumer(participantId: string, consumerId: string): Promise<Record<string, never>> {
     const c = this.#peer(participantId).consumers.get(consumerId);
     if (!c) throw notFound('consumer');
-    await c.resume();
+    await whileOpen(c, 'consumer', () => c.resume());
     return {};
   }
 
   async pauseConsumer(participantId: string, consumerId: string): Promise<Record<string, never>> {
     const c = this.#peer(participantId).consumers.get(consumerId);
     if (!c) throw notFound('consumer');
-    await c.pause();
+    await whileOpen(c, 'consumer', () => c.pause());
     return {};
   }
 
   async setConsumerLayers(participantId: string, consumerId: string, spatialLayer: number, temporalLayer?: number): Promise<Record<string, never>> {
     const c = this.#peer(participantId).consumers.get(consumerId);
     if (!c) throw notFound('consumer');
-    if (c.type === 'simulcast' || c.type === 'svc') await c.setPreferredLayers({ spatialLayer, ...(temporalLayer === undefined ? {} : { temporalLayer }) });
+    if (c.type === 'simulcast' || c.type === 'svc') await whileOpen(c, 'consumer', () => c.setPreferredLayers({ spatialLayer, ...(temporalLayer === undefined ? {} : { temporalLayer }) }));
     return {};
+  }
+
+  /** What each participant has here: its transports, producers (paused or not, and why) and consumers (tests, status). */
+  inspect(): { pipes: number; peers: { participantId: string; transports: TransportDirection[]; producers: { producerId: string; source: MediaSource; paused: boolean; heldBy: ProducerPauseReason | null }[]; consumers: number; pausedConsumers: number; consuming: number }[] } {
+    let pipes = 0;
+    for (const m of this.#pipes.values()) pipes += m.size;
+    return {
+      pipes,
+      peers: [...this.#peers.values()].map((peer) => ({
+        participantId: peer.participantId,
+        transports: [...peer.transports.values()].map((t) => t.direction),
+        producers: [...peer.producers.values()].map((p) => ({ producerId: p.producer.id, source: p.source, paused: p.producer.paused, heldBy: p.heldBy })),
+        consumers: peer.consumers.size,
+        pausedConsumers: [...peer.consumers.values()].filter((c) => c.paused).length,
+        consuming: peer.consuming.size,
+      })),
+    };
   }
 
   // ---- internals ----------------------------------------------------------------------------------
@@ -370,6 +433,7 @@ export class RoomMedia {
   }
 
   #closeProducer(peer: Peer, p: PeerProducer, reason: ProducerPauseReason | null): void {
+    if (p.producer.closed) return;
     p.producer.close();
     peer.producers.delete(p.producer.id);
     if (reason) this.#o.emit({ participantId: peer.participantId }, { type: 'producer-closed', producerId: p.producer.id, source: p.source, reason });
@@ -402,14 +466,21 @@ export class RoomMedia {
   /** The producer, present on `router` (piped from the main router once per producer and router). */
   async #piped(producerId: string, router: Router): Promise<void> {
     if (router === this.#main) return;
-    const key = `${producerId}:${router.id}`;
-    let pipe = this.#pipes.get(key);
+    let pipes = this.#pipes.get(producerId);
+    if (!pipes) this.#pipes.set(producerId, (pipes = new Map()));
+    let pipe = pipes.get(router.id);
     if (!pipe) {
       pipe = this.#main.pipeToRouter({ producerId, router });
-      this.#pipes.set(key, pipe);
-      pipe.catch(() => this.#pipes.delete(key));
+      pipes.set(router.id, pipe);
+      const mine = pipes;
+      pipe.catch(() => mine.delete(router.id));
     }
     await pipe;
+  }
+
+  /** A closed producer's pipes close with it (mediasoup closes the piped producer): forget them. */
+  #forgetPipes(producerId: string): void {
+    this.#pipes.delete(producerId);
   }
 
   /** One consumer of `from`'s producer for `to`, once `to` can receive; created paused, announced with consumer-new. */
@@ -420,7 +491,10 @@ export class RoomMedia {
     to.consuming.add(p.producer.id);
     try {
       await this.#piped(p.producer.id, recv.router);
-      if (!recv.router.canConsume({ producerId: p.producer.id, rtpCapabilities: caps })) return null;
+      if (!recv.router.canConsume({ producerId: p.producer.id, rtpCapabilities: caps })) {
+        to.consuming.delete(p.producer.id);
+        return null;
+      }
       const consumer = await recv.transport.consume({ producerId: p.producer.id, rtpCapabilities: caps, paused: true, appData: { participantId: from.participantId, source: p.source } });
       if (to.closed) {
         consumer.close();

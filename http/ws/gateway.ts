@@ -17,7 +17,10 @@ import { TokenBucket } from './bucket.ts';
 export const COMMAND_BUDGET = {
   capacity: 200,
   perSecond: 50,
-  /** Commands that reach an actor (and a database commit) cost this much; signaling and ping cost 1. */
+  /**
+   * Commands that reach an actor (and a database commit) cost this much, and so do the signaling requests
+   * that make worker objects (produce, transport-create); other signaling and ping cost 1.
+   */
   actorCost: 10,
   /** Refused for rate this many times within `strikeWindowMs`: the socket is closed with 1008. */
   maxStrikes: 100,
@@ -39,24 +42,54 @@ export const CLASSROOM_LIMITS = {
   'upvote-question': { capacity: 10, perSecond: 1 },
   'answer-poll': { capacity: 5, perSecond: 1 },
 } as const;
-type ClassroomLimit = keyof typeof CLASSROOM_LIMITS;
 
-function classroomLimitOf(msg: ClientMessage): ClassroomLimit | null {
-  if (msg.type === 'raise-hand' || (msg.type === 'lower-hand' && msg.participantId === undefined)) return 'hand';
-  return Object.hasOwn(CLASSROOM_LIMITS, msg.type) ? (msg.type as ClassroomLimit) : null;
+/**
+ * Media objects one participant may make, beyond the first producer of each source and the first
+ * transport of each direction (joining the room's media): a new producer or transport makes worker
+ * objects and, for a producer, a consumer and a resume for everyone else in the room. Enough for
+ * turning a camera on and off, sharing screens, and a few media restarts a minute.
+ */
+export const MEDIA_LIMITS = {
+  produce: { capacity: 20, perSecond: 20 / 60 },
+  'transport-create': { capacity: 6, perSecond: 6 / 60 },
+} as const;
+
+const SESSION_LIMITS = { ...CLASSROOM_LIMITS, ...MEDIA_LIMITS };
+type SessionLimit = keyof typeof SESSION_LIMITS;
+
+/** The session limit a command draws from, and the key of its free first use (media) if it has one. */
+function limitOf(msg: ClientMessage): { limit: SessionLimit; first?: string } | null {
+  if (msg.type === 'raise-hand' || (msg.type === 'lower-hand' && msg.participantId === undefined)) return { limit: 'hand' };
+  if (msg.type === 'produce') return { limit: 'produce', first: `produce:${msg.source}` };
+  if (msg.type === 'transport-create') return { limit: 'transport-create', first: `transport:${msg.direction}` };
+  return Object.hasOwn(CLASSROOM_LIMITS, msg.type) ? { limit: msg.type as SessionLimit } : null;
 }
+
+/** Signaling requests charged like actor commands (see COMMAND_BUDGET.actorCost). */
+const COSTLY_SIGNALING: ReadonlySet<string> = new Set(['produce', 'transport-create']);
 
 /** One session's budget on this node, shared by its sockets. */
 interface SessionBudget {
   bucket: TokenBucket;
-  /** The classroom limits' buckets, made on first use. */
-  limits: Map<ClassroomLimit, TokenBucket>;
+  /** The session limits' buckets, made on first use. */
+  limits: Map<SessionLimit, TokenBucket>;
+  /** The free first uses of media limits taken (`produce:mic`, `transport:send`...). */
+  firsts: Set<string>;
   strikes: number;
   strikeWindowStart: number;
   barredUntil: number;
   sockets: number;
   lastUsed: number;
 }
+
+const limitNames: Record<SessionLimit, string> = {
+  hand: 'raised and lowered hands',
+  'ask-question': 'questions',
+  'upvote-question': 'upvotes',
+  'answer-poll': 'poll answers',
+  produce: 'new producers (cameras, microphones, screens)',
+  'transport-create': 'new media transports',
+};
 
 const DEVICES = new Set<Device>(['web', 'android', 'ios', 'unknown']);
 export const participantIdOf = (sessionId: string) => `par_${sessionId.slice(4)}`;
@@ -99,6 +132,7 @@ function uwsConnection(identity: ConnectionIdentity): UwsConnection {
     connectionId: randomUUID(),
     closed: false,
     ws: null,
+    resumesOwed: 0,
     inFlight: 0,
     closing: null,
     send(text) {
@@ -139,7 +173,7 @@ export class MediaGateway {
     this.#sweep(now);
     let budget = this.#budgets.get(sessionId);
     if (!budget) {
-      budget = { bucket: new TokenBucket(COMMAND_BUDGET.capacity, COMMAND_BUDGET.perSecond, now), limits: new Map(), strikes: 0, strikeWindowStart: 0, barredUntil: 0, sockets: 0, lastUsed: now };
+      budget = { bucket: new TokenBucket(COMMAND_BUDGET.capacity, COMMAND_BUDGET.perSecond, now), limits: new Map(), firsts: new Set(), strikes: 0, strikeWindowStart: 0, barredUntil: 0, sockets: 0, lastUsed: now };
       this.#budgets.set(sessionId, budget);
     }
     budget.lastUsed = now;
@@ -272,11 +306,15 @@ export class MediaGateway {
     }
     const id = typeof (raw as { id?: unknown })?.id === 'string' ? ((raw as { id: string }).id.slice(0, 64)) : null;
     const type = (raw as { type?: unknown })?.type;
-    const cost = typeof type === 'string' && (type === 'ping' || SIGNALING_TYPES.has(type)) ? 1 : COMMAND_BUDGET.actorCost;
     const now = performance.now();
     const budget = data.budget;
     budget.lastUsed = now;
-    if (!budget.bucket.take(cost, now)) {
+    // The resume of a consumer the server offered is the client's half of the server's own step: never
+    // charged, so a receiver is not refused (or closed as an abuser) for what others in the room send.
+    const owed = type === 'consumer-resume' && c.resumesOwed > 0;
+    if (owed) c.resumesOwed--;
+    const cost = owed ? 0 : typeof type === 'string' && (type === 'ping' || (SIGNALING_TYPES.has(type) && !COSTLY_SIGNALING.has(type))) ? 1 : COMMAND_BUDGET.actorCost;
+    if (cost > 0 && !budget.bucket.take(cost, now)) {
       if (now - budget.strikeWindowStart > COMMAND_BUDGET.strikeWindowMs) {
         budget.strikeWindowStart = now;
         budget.strikes = 0;
@@ -296,14 +334,17 @@ export class MediaGateway {
       const issue = parsed.error.issues[0];
       return c.send(JSON.stringify({ type: 'ack', id, ok: false, error: { code: 'validation_failed', message: issue?.message ?? 'invalid', details: { fields: parsed.error.issues.map((i) => ({ field: i.path.join('.'), in: 'message', code: i.code, message: i.message })) } } }));
     }
-    const limit = classroomLimitOf(parsed.data);
-    if (limit) {
+    const limited = limitOf(parsed.data);
+    const first = limited?.first !== undefined && !budget.firsts.has(limited.first);
+    if (first) budget.firsts.add(limited!.first!);
+    if (limited && !first) {
+      const { limit } = limited;
       let bucket = budget.limits.get(limit);
-      if (!bucket) budget.limits.set(limit, (bucket = new TokenBucket(CLASSROOM_LIMITS[limit].capacity, CLASSROOM_LIMITS[limit].perSecond, now)));
+      if (!bucket) budget.limits.set(limit, (bucket = new TokenBucket(SESSION_LIMITS[limit].capacity, SESSION_LIMITS[limit].perSecond, now)));
       if (!bucket.take(1, now)) {
-        this.#app.metrics.rateLimited('room-classroom');
+        this.#app.metrics.rateLimited(limit in MEDIA_LIMITS ? 'room-media' : 'room-classroom');
         const retryAfterSeconds = Math.ceil(bucket.waitFor(1) * 10) / 10;
-        return c.send(JSON.stringify({ type: 'ack', id, ok: false, error: { code: 'command_rate_limited', message: `Too many ${limit === 'hand' ? 'raised and lowered hands' : `${limit} commands`}; wait a little.`, details: { retryAfterSeconds, limit } } }));
+        return c.send(JSON.stringify({ type: 'ack', id, ok: false, error: { code: 'command_rate_limited', message: `Too many ${limitNames[limit]}; wait a little.`, details: { retryAfterSeconds, limit } } }));
       }
     }
     c.inFlight++;

@@ -22,6 +22,11 @@ export interface ConnectionIdentity {
 export interface RoomConnection extends ConnectionIdentity {
   readonly connectionId: string;
   readonly closed: boolean;
+  /**
+   * Consumers the server offered this socket (consumer-new) whose resume it has not sent yet: those
+   * resumes are the server's own step, so the gateway does not charge them to the session's budget.
+   */
+  resumesOwed: number;
   /** One text frame. */
   send(text: string): void;
   end(reason: CloseReason): void;

@@ -14,6 +14,9 @@ export type RoomRole = (typeof ROOM_ROLES)[number];
 export const MEDIA_SOURCES = ['mic', 'camera', 'screen', 'screen-audio'] as const;
 export type MediaSource = (typeof MEDIA_SOURCES)[number];
 
+/** The sources that carry sound. */
+export const isAudio = (source: MediaSource): boolean => source === 'mic' || source === 'screen-audio';
+
 /** The organization role of the user behind a session (users.role). */
 export type OrgRole = 'TEACHER' | 'STUDENT' | 'ADMIN';
 
@@ -114,9 +117,15 @@ export const RoomAccess = {
     return null;
   },
 
+  /** Whether the role may send anything at all (and so hold a sending transport). */
+  sends(role: RoomRole): Decision {
+    return role === 'VIEWER' ? refused('produce_not_allowed', 'A VIEWER watches and listens; it cannot send audio, video or a screen.') : null;
+  },
+
   /** Whether the role may send this source at all (before any mute). */
   produce(source: MediaSource, role: RoomRole, settings: Pick<AccessSettings, 'allowStudentScreenShare'>): Decision {
-    if (role === 'VIEWER') return refused('produce_not_allowed', 'A VIEWER watches and listens; it cannot send audio, video or a screen.');
+    const none = RoomAccess.sends(role);
+    if (none) return none;
     if ((source === 'screen' || source === 'screen-audio') && !RoomAccess.isHost(role) && !settings.allowStudentScreenShare) {
       return refused('produce_not_allowed', 'Screen sharing is for hosts and cohosts in this meeting.');
     }
@@ -125,14 +134,17 @@ export const RoomAccess = {
 
   /**
    * Whether the participant's producer of this source may be live (not paused by the server) now:
-   * a host-muted microphone stays off until a host allows unmuting, and in lecture mode only hosts
-   * and those given the floor send audio.
+   * a host-muted participant sends no audio until a host allows unmuting, and in lecture mode only
+   * hosts and those given the floor send audio. Every audio source a non-host sends is held alike:
+   * a shared tab's sound is a voice as much as a microphone is. A host's own screen audio is not
+   * held by a mute of their microphone (a teacher muted by a cohost still plays a video to the class).
    */
   send(source: MediaSource, p: Standing, settings: Pick<AccessSettings, 'lectureMode' | 'allowStudentScreenShare'>): Decision {
     const base = RoomAccess.produce(source, p.roomRole, settings);
     if (base) return base;
-    if (source !== 'mic') return null;
-    if (p.micLocked) return refused('muted_by_host', 'A host muted your microphone; ask to unmute and wait until a host allows it.');
+    if (!isAudio(source)) return null;
+    if (source === 'screen-audio' && RoomAccess.isHost(p.roomRole)) return null;
+    if (p.micLocked) return refused('muted_by_host', 'A host muted you; ask to unmute and wait until a host allows it.');
     if (settings.lectureMode && !RoomAccess.isHost(p.roomRole) && !p.floor) {
       return refused('floor_required', 'This is a lecture: only hosts speak until a host gives you the floor.');
     }

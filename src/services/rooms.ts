@@ -14,7 +14,7 @@ import type { RoomClients } from '../rooms/clients.ts';
 import type { Meetings } from './meetings.ts';
 import { newId } from '../ids.ts';
 import { pollOptions } from '../rooms/classroom.ts';
-import { SIGNALING_TYPES, type ClientMessage, type SignalingRequest } from '../rooms/protocol.ts';
+import { SIGNALING_TYPES, type ClientMessage, type MediaEvent, type SignalingRequest } from '../rooms/protocol.ts';
 
 /** What this node knows of a room it holds sockets for, kept current by the room's own messages. */
 interface RoomView {
@@ -41,6 +41,9 @@ export interface RoomsOptions {
   /** How often dead nodes' connections are looked for (ms); 0 turns the sweep off. */
   sweepMs?: number;
 }
+
+/** Resumes a socket may owe at most (a receiver in the largest room, with room to spare for a media restart). */
+const MAX_OWED_RESUMES = 2_000;
 
 /** How long a relayed signaling request may take. */
 const RELAY_TIMEOUT_MS = 5000;
@@ -101,7 +104,8 @@ export class Rooms implements EffectSink {
         }
         continue;
       }
-      const m = e.message as RoomMessage;
+      // the meeting actor's room messages and the media rooms' media events share this bus
+      const m = e.message as RoomMessage | MediaEvent;
       if (m.type === 'roster' || m.type === 'settings' || m.type === 'media') {
         this.#observe(meetingId, m);
         this.#o.media?.onRoomMessage(meetingId, m);
@@ -110,7 +114,11 @@ export class Rooms implements EffectSink {
       if (!audience.length) continue;
       // Sockets never see which node or worker hosts the media.
       const text = JSON.stringify(m.type === 'media' ? { type: 'media', rev: m.media?.rev ?? 0, available: m.media !== null } : m);
-      for (const c of audience) c.send(text);
+      const offer = m.type === 'consumer-new';
+      for (const c of audience) {
+        if (offer && c.resumesOwed < MAX_OWED_RESUMES) c.resumesOwed++;
+        c.send(text);
+      }
     }
   }
 
@@ -299,10 +307,8 @@ export class Rooms implements EffectSink {
   async #relay(c: RoomConnection, request: SignalingRequest): Promise<Record<string, unknown>> {
     const view = this.#views.get(c.meetingId);
     if (!view?.media) throw new AppError('media_unavailable', { message: 'The room has no media server yet; wait for the media message.' });
-    if (request.type === 'produce') {
-      const d = RoomAccess.produce(request.source, c.role, view.settings);
-      if (d) throw refused(d);
-    }
+    const d = request.type === 'produce' ? RoomAccess.produce(request.source, c.role, view.settings) : request.type === 'transport-create' && request.direction === 'send' ? RoomAccess.sends(c.role) : null;
+    if (d) throw refused(d);
     const payload: MediaRelayRequest = {
       meetingId: c.meetingId,
       placementRev: view.media.rev,

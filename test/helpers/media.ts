@@ -112,7 +112,12 @@ export class MediaPeer {
     this.room = room;
   }
 
-  /** media-join, both transports, media-ready: from now on it receives every producer of the room. */
+  /** The last `produce` request each source sent (its RTP parameters, to replay in hostile tests). */
+  readonly produced = new Map<string, Record<string, any>>();
+  /** Whether it makes a sending transport (a VIEWER does not: the server refuses one). */
+  sends = true;
+
+  /** media-join, both transports (the sending one unless `sends` is false), media-ready: from now on it receives every producer of the room. */
   async start(opts: { receive?: boolean } = {}): Promise<void> {
     if (!this.#listening) {
       this.#listening = true;
@@ -121,7 +126,7 @@ export class MediaPeer {
     const join = await this.#ask({ type: 'media-join' });
     this.device = new Device({ handlerName: 'Chrome74' });
     await this.device.load({ routerRtpCapabilities: join.routerRtpCapabilities });
-    this.send = await this.#transport('send');
+    if (this.sends) this.send = await this.#transport('send');
     this.recv = await this.#transport('recv');
     if (opts.receive !== false) await this.#ask({ type: 'media-ready', rtpCapabilities: this.device.rtpCapabilities });
   }
@@ -146,7 +151,11 @@ export class MediaPeer {
       // announceAfterMs: the packets flow before the server hears of the producer (a slow signaling path)
       const delay = new Promise((r) => setTimeout(r, Number(appData.announceAfterMs ?? 0)));
       delay
-        .then(() => this.#ask({ type: 'produce', transportId: transport.id, kind, rtpParameters, source: appData.source, paused: appData.paused === true }))
+        .then(() => {
+          const request = { type: 'produce', transportId: transport.id, kind, rtpParameters, source: appData.source, paused: appData.paused === true };
+          this.produced.set(String(appData.source), request);
+          return this.#ask(request);
+        })
         .then((a) => ok({ id: a.producerId }), fail);
     });
     return transport;
@@ -288,8 +297,24 @@ export async function enterRoom(t: Test, node: Node, key: string, meetingId: str
   const room = await connect(t, s.mediaUrl, s.mediaToken);
   const joined = await room.type('joined');
   const peer = new MediaPeer(room);
+  peer.sends = role !== 'VIEWER';
   t.teardown(() => peer.close());
   peer.followPlacement(joined.media.rev);
   await peer.start();
   return { room, joined, peer, participantId: joined.participantId as string };
+}
+
+/**
+ * A copy of a `produce` request the client library made, as a hostile client would send it again: new
+ * SSRCs and MID, so that the worker takes it as another producer on the same transport.
+ */
+export function replayProduce(request: Record<string, any>, n: number, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const rtp = structuredClone(request.rtpParameters);
+  rtp.mid = `h${n}`;
+  for (const [i, e] of (rtp.encodings ?? []).entries()) {
+    if (e.ssrc !== undefined) e.ssrc = 100_000 + n * 10 + i;
+    if (e.rtx?.ssrc !== undefined) e.rtx.ssrc = 500_000 + n * 10 + i;
+  }
+  if (rtp.rtcp) rtp.rtcp.cname = `hostile-${n}`;
+  return { ...request, rtpParameters: rtp, ...extra };
 }

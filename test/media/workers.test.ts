@@ -53,3 +53,21 @@ t.test('a worker that dies is replaced and its rooms re-placed; clients reconnec
   t.not(node.app.media!.pool.at(worker.index)!.worker.pid, oldPid, 'the dead worker was replaced at its index');
   t.equal(node.app.media!.pool.all().length, 2);
 });
+
+t.test('a closed producer\'s pipes to the room\'s other routers are forgotten', async (t) => {
+  const m = (await call('POST', '/public/meetings', { title: 'Pipes', type: 'MEETING', hostUserId: teacher.id, scheduledStart: new Date().toISOString(), durationMinutes: 60 })).body.data;
+  const people = [await enter(t, m.id, teacher.id, 'HOST', 400), await enter(t, m.id, students[0].id, 'PARTICIPANT', 500), await enter(t, m.id, students[1].id, 'PARTICIPANT', 600)];
+  const room = (await node.app.media!.rooms.room(m.id))!;
+  t.equal(room.workers.length, 2, 'the room is spread over two routers');
+  await allHear(people);
+  const pipes = room.inspect().pipes;
+  t.ok(pipes > 0, `its microphones are piped (${pipes})`);
+  const [, sender, receiver] = people;
+  for (let i = 0; i < 5; i++) {
+    const camera = await sender!.peer.produceVideo({ simulcast: false });
+    await eventually(() => receiver!.peer.from(sender!.participantId, 'camera'), 10_000);
+    t.match(await sender!.room.command({ type: 'producer-close', producerId: camera.id }), { ok: true });
+    await eventually(() => !receiver!.peer.from(sender!.participantId, 'camera'), 10_000);
+  }
+  t.equal(room.inspect().pipes, pipes, 'after five cameras came and went, only the microphones\' pipes are left');
+});

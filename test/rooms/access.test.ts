@@ -30,6 +30,14 @@ t.test('RoomAccess.produce and send: viewers never, screens by setting, locked a
   t.equal(RoomAccess.send('mic', standing('COHOST'), lecture), null, 'hosts always speak');
   t.equal(RoomAccess.send('camera', standing('PARTICIPANT'), lecture), null, 'cameras stay allowed in a lecture');
   t.equal(RoomAccess.send('mic', standing('HOST', { micLocked: true }), lecture)?.code, 'muted_by_host', 'a muted host stays muted');
+  const screens = { ...settings, allowStudentScreenShare: true };
+  t.equal(RoomAccess.send('screen-audio', standing('PARTICIPANT', { micLocked: true }), screens)?.code, 'muted_by_host', 'a muted student\'s shared sound is held like a microphone');
+  t.equal(RoomAccess.send('screen-audio', standing('PARTICIPANT'), { ...screens, lectureMode: true })?.code, 'floor_required', 'and needs the floor in a lecture');
+  t.equal(RoomAccess.send('screen-audio', standing('PARTICIPANT', { floor: true }), { ...screens, lectureMode: true }), null);
+  t.equal(RoomAccess.send('screen', standing('PARTICIPANT', { micLocked: true }), screens), null, 'a muted student\'s screen picture is not held');
+  t.equal(RoomAccess.send('screen-audio', standing('COHOST', { micLocked: true }), lecture), null, 'a host\'s own screen sound is not held by a mute of their microphone');
+  t.equal(RoomAccess.sends('VIEWER')?.code, 'produce_not_allowed', 'a VIEWER sends nothing (no sending transport)');
+  t.equal(RoomAccess.sends('PARTICIPANT'), null);
 });
 
 t.test('RoomAccess: link roles, waiting, access lists, entering muted', async (t) => {
