@@ -55,10 +55,17 @@ t.test('properties: sorted disjoint intervals inside the session, gaps wider tha
   t.pass('held for 2,000 random sets of stays');
 });
 
-t.test('CSV: quoting, empty nulls, CRLF, and names that would run as spreadsheet formulas', async (t) => {
-  t.equal(csv(['a', 'b'], [['x', 1], [null, 'say "hi", then go']]), 'a,b\r\nx,1\r\n,"say ""hi"", then go"\r\n');
-  t.equal(csv(['name'], [['=HYPERLINK("x")'], ['+1'], ['-2'], ['@me'], ['plain']]), `name\r\n"'=HYPERLINK(""x"")"\r\n'+1\r\n'-2\r\n'@me\r\nplain\r\n`);
+t.test('CSV: every text field quoted, empty nulls, CRLF, and names that would run as spreadsheet formulas', async (t) => {
+  t.equal(csv(['a', 'b'], [['x', 1], [null, 'say "hi", then go']]), 'a,b\r\n"x",1\r\n,"say ""hi"", then go"\r\n');
+  t.equal(csv(['name'], [['=HYPERLINK("x")'], ['+1'], ['-2'], ['@me'], ['\tx'], ['plain']]), `name\r\n"'=HYPERLINK(""x"")"\r\n"'+1"\r\n"'-2"\r\n"'@me"\r\n"'\tx"\r\n"plain"\r\n`);
   t.equal(csv(['n'], [[-3]]), 'n\r\n-3\r\n', 'numbers are not text');
+  // A spreadsheet whose list separator is ';' splits an unquoted field there, and the second cell would be a formula.
+  const hostile = csv(['name', 'role'], [["Bob;=cmd|' /C calc'!A0", 'STUDENT']]);
+  t.equal(hostile, `name,role\r\n"Bob;=cmd|' /C calc'!A0","STUDENT"\r\n`);
+  for (const sep of [',', ';', '\t']) {
+    const cells = splitCsvLine(hostile.split('\r\n')[1]!, sep);
+    t.notOk(cells.some((cell) => /^[=+\-@]/.test(cell)), `no cell starts a formula when a spreadsheet splits on ${JSON.stringify(sep)}`);
+  }
   t.ok(wantsCsv('text/csv'));
   t.ok(wantsCsv('application/json;q=0.5, text/csv'));
   t.ok(wantsCsv('TEXT/CSV; charset=utf-8'));
@@ -66,3 +73,22 @@ t.test('CSV: quoting, empty nulls, CRLF, and names that would run as spreadsheet
   t.notOk(wantsCsv('text/csvx'));
   t.notOk(wantsCsv(undefined));
 });
+
+/** How a spreadsheet reads one CSV line with `sep` as its list separator: quoted fields keep their separators. */
+function splitCsvLine(line: string, sep: string): string[] {
+  const cells: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i]!;
+    if (quoted) {
+      if (ch === '"' && line[i + 1] === '"') (cell += '"'), i++;
+      else if (ch === '"') quoted = false;
+      else cell += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === sep) cells.push(cell), (cell = '');
+    else cell += ch;
+  }
+  cells.push(cell);
+  return cells;
+}

@@ -121,7 +121,7 @@ t.test('a class: on time, late, a dropped connection, a short absence, a short v
   const lines = (await csv.text()).trimEnd().split('\r\n');
   t.equal(lines[0], 'meetingId,externalMeetingId,attendanceSessionId,reportStatus,userId,externalUserId,name,role,status,durationSeconds,joinedAt,leftAt,intervals');
   t.equal(lines.length, 7);
-  t.match(lines[2], new RegExp(`^${meeting.id},,att_\\w+,PROVISIONAL,${bob.id},s-bob,Bob Brown,STUDENT,LATE,2700,`));
+  t.match(lines[2], new RegExp(`^"${meeting.id}",,"att_\\w+","PROVISIONAL","${bob.id}","s-bob","Bob Brown","STUDENT","LATE",2700,`), 'every text field quoted');
 
   // the settle window: five minutes after the end, nothing before
   clock.set(T0 + 64 * MIN);
