@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { PLAN_NAMES, PLANS } from '../../src/plans.ts';
 import { getOrg, updateOrg, type Org } from '../../src/services/orgs.ts';
 import { attendanceRules } from '../schemas/attendance.ts';
-import { allowedOrigins } from '../schemas/orgs.ts';
+import { allowedOrigins, mobileApps, mobileAppsPatch } from '../schemas/orgs.ts';
 import { route } from '../route.ts';
 
 const tag = 'Organization (admin)';
@@ -14,13 +14,22 @@ const organization = z.object({
   features: z.array(z.string()),
   allowedOrigins: z.array(z.string()).describe('Origins whose pages may frame the room (docs/sdk.md).'),
   attendanceRules: attendanceRules.describe('How attendance is reconciled (docs/attendance.md): the rules in force.'),
+  mobileApps: mobileApps.describe('The organization\'s own apps: the join page offers one only when it is configured, and /.well-known/assetlinks.json and apple-app-site-association vouch for it.'),
 });
-const present = (org: Org) => ({ id: org.id, name: org.name, plan: org.plan, features: [...PLANS[org.plan].features], allowedOrigins: org.allowedOrigins, attendanceRules: org.attendanceRules });
+const present = (org: Org) => ({
+  id: org.id,
+  name: org.name,
+  plan: org.plan,
+  features: [...PLANS[org.plan].features],
+  allowedOrigins: org.allowedOrigins,
+  attendanceRules: org.attendanceRules,
+  mobileApps: org.mobileApps,
+});
 
 /** The admin surface, `/orgs/:orgId/...`: signed-in owners and admins of that organization only. */
 export const orgRoutes = [
   route(
-    { method: 'get', path: '/orgs/:orgId', tag, auth: 'admin', summary: 'The signed-in admin\'s organization: name, plan, plan features and allowed origins.', params: orgParams, response: organization },
+    { method: 'get', path: '/orgs/:orgId', tag, auth: 'admin', summary: 'The signed-in admin\'s organization: name, plan, plan features, allowed origins, attendance rules and mobile apps.', params: orgParams, response: organization },
     async ({ db, params }) => ({ data: present(await getOrg(db, params.orgId)) }),
   ),
   route(
@@ -29,17 +38,22 @@ export const orgRoutes = [
       path: '/orgs/:orgId',
       tag,
       auth: 'admin',
-      summary: 'Rename the organization, set its allowed origins or its attendance rules.',
+      summary: 'Rename the organization, set its allowed origins, its attendance rules or its mobile apps.',
       description:
-        'allowedOrigins replaces the list: origins (scheme, host and optional port; http or https) whose pages may put the room in an iframe with the embedding SDK, at most 50. The room page answers with `Content-Security-Policy: frame-ancestors` built from it; running nodes pick a change up at once. attendanceRules changes the rules given and keeps the others; lateness and shares apply to reports not yet final, the settle window to meetings created after the change.',
+        'allowedOrigins replaces the list: origins (scheme, host and optional port; http or https) whose pages may put the room in an iframe with the embedding SDK, at most 50. The room page answers with `Content-Security-Policy: frame-ancestors` built from it; running nodes pick a change up at once. attendanceRules changes the rules given and keeps the others; lateness and shares apply to reports not yet final, the settle window to meetings created after the change. mobileApps sets the organization\'s Android app (package name and the SHA-256 fingerprints of its signing certificates) and iOS app (team id and bundle id): a platform given replaces the one set, null removes it, one left out stays. The join page offers "Open in the app" on a phone of that platform only for a configured app, and the well-known documents vouch for it; a change shows on running nodes at once.',
       params: orgParams,
-      body: z.strictObject({ name: z.string().trim().min(1).max(200).optional(), allowedOrigins: allowedOrigins.optional(), attendanceRules: attendanceRules.partial().optional() }),
+      body: z.strictObject({
+        name: z.string().trim().min(1).max(200).optional(),
+        allowedOrigins: allowedOrigins.optional(),
+        attendanceRules: attendanceRules.partial().optional(),
+        mobileApps: mobileAppsPatch.optional(),
+      }),
       response: organization,
       errors: ['not_found'],
     },
     async ({ app, db, params, body }) => {
       const org = await updateOrg(db, app.clock, params.orgId, body);
-      if (body.allowedOrigins) app.services.orgOrigins.changed(db, org.id);
+      if (body.allowedOrigins || body.mobileApps) app.services.orgOrigins.changed(db, org.id);
       return { data: present(org) };
     },
   ),

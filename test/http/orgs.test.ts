@@ -63,3 +63,82 @@ t.test('another organization\'s admin cannot change it', async (t) => {
   t.equal(res.body.error.code, 'org_mismatch');
   assertError(t, await api(node, 'PATCH', `/orgs/${tenant.orgId}`, { body: { allowedOrigins: ['https://evil.example'] } }), 401, 'admin_session_missing');
 });
+
+// The organization's own apps: what the join page offers and the well-known documents vouch for
+// (test/http/well-known.test.ts, test/browser/join-page.test.ts).
+const FP = (byte: string) => Array.from({ length: 32 }, () => byte).join(':');
+const ANDROID = { packageName: 'org.school.classroom', sha256CertFingerprints: [FP('14'), FP('6D')] };
+const IOS = { teamId: 'A1B2C3D4E5', bundleId: 'org.school.classroom' };
+
+t.test('mobile apps: none at first; each platform set, kept, replaced and cleared on its own', async (t) => {
+  const get = async () => (await api(node, 'GET', `/orgs/${tenant.orgId}`, { bearer })).body.data.mobileApps;
+  t.same(await get(), { android: null, ios: null }, 'no app until one is configured');
+
+  const set = await patch({ mobileApps: { android: { ...ANDROID, sha256CertFingerprints: [FP('14'), FP('6D'), FP('14')] } } });
+  t.equal(set.status, 200, JSON.stringify(set.body));
+  t.same(set.body.data.mobileApps, { android: ANDROID, ios: null }, 'a repeated fingerprint is kept once');
+  t.same(await get(), { android: ANDROID, ios: null });
+
+  t.same((await patch({ mobileApps: { ios: IOS } })).body.data.mobileApps, { android: ANDROID, ios: IOS }, 'iOS added, Android kept');
+  t.same((await patch({ name: 'Renamed again' })).body.data.mobileApps, { android: ANDROID, ios: IOS }, 'a rename keeps them');
+  t.same((await patch({ mobileApps: {} })).body.data.mobileApps, { android: ANDROID, ios: IOS }, 'an empty change keeps them');
+  const other = { packageName: 'org.school.classroom.beta', sha256CertFingerprints: [FP('FF')] };
+  t.same((await patch({ mobileApps: { android: other } })).body.data.mobileApps, { android: other, ios: IOS }, 'Android replaced as a whole');
+  t.same((await patch({ mobileApps: { android: null } })).body.data.mobileApps, { android: null, ios: IOS }, 'null removes Android only');
+  t.same(await get(), { android: null, ios: IOS });
+  t.same((await patch({ mobileApps: { ios: null } })).body.data.mobileApps, { android: null, ios: null });
+});
+
+t.test('mobile apps: anything but the platforms\' own syntax is refused, naming the field and the rule', async (t) => {
+  await patch({ mobileApps: { android: ANDROID, ios: IOS } });
+  const android = (over: Record<string, unknown>) => ({ mobileApps: { android: { ...ANDROID, ...over } } });
+  const ios = (over: Record<string, unknown>) => ({ mobileApps: { ios: { ...IOS, ...over } } });
+  for (const [body, field, message] of [
+    [android({ packageName: 'classroom' }), 'mobileApps.android.packageName', /Android package name/],
+    [android({ packageName: '1school.classroom' }), 'mobileApps.android.packageName', /starting with a letter/],
+    [android({ packageName: 'org..classroom' }), 'mobileApps.android.packageName', /Android package name/],
+    [android({ packageName: 'org.school-app' }), 'mobileApps.android.packageName', /Android package name/],
+    [android({ packageName: 'org.school.' }), 'mobileApps.android.packageName', /Android package name/],
+    [android({ packageName: `org.${'a'.repeat(260)}` }), 'mobileApps.android.packageName', /./],
+    [android({ sha256CertFingerprints: [FP('6d')] }), 'mobileApps.android.sha256CertFingerprints.0', /32 upper-case hex pairs/],
+    [android({ sha256CertFingerprints: [FP('14'), FP('6D').slice(3)] }), 'mobileApps.android.sha256CertFingerprints.1', /32 upper-case hex pairs/],
+    [android({ sha256CertFingerprints: [FP('14').replaceAll(':', '')] }), 'mobileApps.android.sha256CertFingerprints.0', /SHA-256/],
+    [android({ sha256CertFingerprints: [Array.from({ length: 20 }, () => 'AB').join(':')] }), 'mobileApps.android.sha256CertFingerprints.0', /SHA-256/],
+    [android({ sha256CertFingerprints: [`${FP('14')}:AB`] }), 'mobileApps.android.sha256CertFingerprints.0', /./],
+    [android({ sha256CertFingerprints: [] }), 'mobileApps.android.sha256CertFingerprints', /at least one/],
+    [android({ sha256CertFingerprints: ['01', '02', '03', '04', '05', '06'].map(FP) }), 'mobileApps.android.sha256CertFingerprints', /at most 5/],
+    [{ mobileApps: { android: { packageName: 'org.school.classroom' } } }, 'mobileApps.android.sha256CertFingerprints', /./],
+    [android({ name: 'Classroom' }), 'mobileApps.android', /name/],
+    [ios({ teamId: 'A1B2C3D4E' }), 'mobileApps.ios.teamId', /10 upper-case letters and digits/],
+    [ios({ teamId: 'a1b2c3d4e5' }), 'mobileApps.ios.teamId', /10 upper-case letters and digits/],
+    [ios({ teamId: 'A1B2C3D4E5F' }), 'mobileApps.ios.teamId', /Apple team id/],
+    [ios({ teamId: 'A1B2-3D4E5' }), 'mobileApps.ios.teamId', /Apple team id/],
+    [ios({ bundleId: 'classroom' }), 'mobileApps.ios.bundleId', /reverse-DNS/],
+    [ios({ bundleId: 'org.school_app' }), 'mobileApps.ios.bundleId', /bundle id/],
+    [ios({ bundleId: 'org..school' }), 'mobileApps.ios.bundleId', /bundle id/],
+    [ios({ bundleId: 'org.school.classroom/' }), 'mobileApps.ios.bundleId', /bundle id/],
+    [{ mobileApps: { windows: { id: 'x' } } }, 'mobileApps', /windows/],
+    [{ mobileApps: { android: 'org.school.classroom' } }, 'mobileApps.android', /./],
+  ] as const) {
+    const res = await patch(body);
+    assertError(t, res, 400, 'validation_failed');
+    const fields = res.body.error.details.fields as { field: string; message: string }[];
+    t.equal(fields[0]?.field, field, `${JSON.stringify(body).slice(0, 90)}: ${field}`);
+    t.match(fields[0]?.message, message);
+  }
+  t.same((await api(node, 'GET', `/orgs/${tenant.orgId}`, { bearer })).body.data.mobileApps, { android: ANDROID, ios: IOS }, 'nothing changed');
+  await patch({ mobileApps: { android: null, ios: null } });
+});
+
+t.test('the join page tells the room application which apps there are, and nothing more', async (t) => {
+  await api(node, 'POST', '/public/users', { key: tenant.key, body: { externalId: 'o2', fullName: 'Omar', role: 'TEACHER' } });
+  const m = (await api(node, 'POST', '/public/meetings', { key: tenant.key, body: { title: 'Apps', type: 'MEETING', hostUserId: 'o2', scheduledStart: '2026-12-01T10:00:00Z', durationMinutes: 30 } })).body.data;
+  const link = (await api(node, 'POST', `/public/meetings/${m.id}/join-links`, { key: tenant.key, body: { userId: 'o2' } })).body.data;
+  const boot = async (url: string) => JSON.parse(/<script type="application\/json" id="aula-join">(.*?)<\/script>/.exec(await (await fetch(url)).text())![1]!);
+  t.same(await boot(link.url), { apps: { android: null, ios: false } });
+  await patch({ mobileApps: { android: ANDROID, ios: IOS } });
+  t.same(await boot(link.url), { apps: { android: 'org.school.classroom', ios: true } }, 'a change applies at once on this node; fingerprints and team stay out of the page');
+  t.same(await boot(`${new URL(link.url).origin}/join/no-such-meeting`), { apps: { android: null, ios: false } }, 'an unknown meeting has no app');
+  await patch({ mobileApps: { android: null, ios: null } });
+  t.same(await boot(link.url), { apps: { android: null, ios: false } });
+});

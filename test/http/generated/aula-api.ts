@@ -735,7 +735,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The signed-in admin's organization: name, plan, plan features and allowed origins. */
+        /** The signed-in admin's organization: name, plan, plan features, allowed origins, attendance rules and mobile apps. */
         get: operations["getApiV1OrgsOrgId"];
         put?: never;
         post?: never;
@@ -743,8 +743,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Rename the organization, set its allowed origins or its attendance rules.
-         * @description allowedOrigins replaces the list: origins (scheme, host and optional port; http or https) whose pages may put the room in an iframe with the embedding SDK, at most 50. The room page answers with `Content-Security-Policy: frame-ancestors` built from it; running nodes pick a change up at once. attendanceRules changes the rules given and keeps the others; lateness and shares apply to reports not yet final, the settle window to meetings created after the change.
+         * Rename the organization, set its allowed origins, its attendance rules or its mobile apps.
+         * @description allowedOrigins replaces the list: origins (scheme, host and optional port; http or https) whose pages may put the room in an iframe with the embedding SDK, at most 50. The room page answers with `Content-Security-Policy: frame-ancestors` built from it; running nodes pick a change up at once. attendanceRules changes the rules given and keeps the others; lateness and shares apply to reports not yet final, the settle window to meetings created after the change. mobileApps sets the organization's Android app (package name and the SHA-256 fingerprints of its signing certificates) and iOS app (team id and bundle id): a platform given replaces the one set, null removes it, one left out stays. The join page offers "Open in the app" on a phone of that platform only for a configured app, and the well-known documents vouch for it; a change shows on running nodes at once.
          */
         patch: operations["patchApiV1OrgsOrgId"];
         trace?: never;
@@ -1189,6 +1189,40 @@ export interface paths {
         };
         /** The room application's scripts and styles, named by content hash. */
         get: operations["getAssetsFile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/assetlinks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Android Digital Asset Links: the organizations' Android apps (admin setting mobileApps) may open join links. */
+        get: operations["getWellKnownAssetlinksJson"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/apple-app-site-association": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** iOS universal links: the organizations' iOS apps (admin setting mobileApps) may open /join/* links. */
+        get: operations["getWellKnownAppleAppSiteAssociation"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6802,6 +6836,21 @@ export interface operations {
                                 /** @description Minutes after the end before the report is FINAL and attendance.finalized is sent. */
                                 settleMinutes: number;
                             };
+                            /** @description The organization's own apps: the join page offers one only when it is configured, and /.well-known/assetlinks.json and apple-app-site-association vouch for it. */
+                            mobileApps: {
+                                android: {
+                                    /** @description The Android application id (package name), like org.school.classroom. */
+                                    packageName: string;
+                                    /** @description SHA-256 fingerprints of the certificates the app is signed with (with Play App Signing, the app signing key), as 32 upper-case hex pairs separated by colons. */
+                                    sha256CertFingerprints: string[];
+                                } | null;
+                                ios: {
+                                    /** @description The Apple developer team id (the App ID prefix), 10 upper-case letters and digits. */
+                                    teamId: string;
+                                    /** @description The bundle id, like org.school.classroom. */
+                                    bundleId: string;
+                                } | null;
+                            };
                         };
                     };
                 };
@@ -6909,6 +6958,20 @@ export interface operations {
                         /** @description Minutes after the end before the report is FINAL and attendance.finalized is sent. */
                         settleMinutes?: number;
                     };
+                    mobileApps?: {
+                        android?: {
+                            /** @description The Android application id (package name), like org.school.classroom. */
+                            packageName: string;
+                            /** @description SHA-256 fingerprints of the certificates the app is signed with (with Play App Signing, the app signing key), as 32 upper-case hex pairs separated by colons. */
+                            sha256CertFingerprints: string[];
+                        } | null;
+                        ios?: {
+                            /** @description The Apple developer team id (the App ID prefix), 10 upper-case letters and digits. */
+                            teamId: string;
+                            /** @description The bundle id, like org.school.classroom. */
+                            bundleId: string;
+                        } | null;
+                    };
                 };
             };
         };
@@ -6938,6 +7001,21 @@ export interface operations {
                                 mergeGapSeconds: number;
                                 /** @description Minutes after the end before the report is FINAL and attendance.finalized is sent. */
                                 settleMinutes: number;
+                            };
+                            /** @description The organization's own apps: the join page offers one only when it is configured, and /.well-known/assetlinks.json and apple-app-site-association vouch for it. */
+                            mobileApps: {
+                                android: {
+                                    /** @description The Android application id (package name), like org.school.classroom. */
+                                    packageName: string;
+                                    /** @description SHA-256 fingerprints of the certificates the app is signed with (with Play App Signing, the app signing key), as 32 upper-case hex pairs separated by colons. */
+                                    sha256CertFingerprints: string[];
+                                } | null;
+                                ios: {
+                                    /** @description The Apple developer team id (the App ID prefix), 10 upper-case letters and digits. */
+                                    teamId: string;
+                                    /** @description The bundle id, like org.school.classroom. */
+                                    bundleId: string;
+                                } | null;
                             };
                         };
                     };
@@ -10629,6 +10707,158 @@ export interface operations {
                 content: {
                     "text/javascript": string;
                     "text/css": string;
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWellKnownAssetlinksJson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        relation: "delegate_permission/common.handle_all_urls"[];
+                        target: {
+                            /** @constant */
+                            namespace: "android_app";
+                            package_name: string;
+                            sha256_cert_fingerprints: string[];
+                        };
+                    }[];
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWellKnownAppleAppSiteAssociation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        applinks: {
+                            details: {
+                                appIDs: string[];
+                                components: {
+                                    "/": string;
+                                    comment: string;
+                                }[];
+                            }[];
+                        };
+                    };
                 };
             };
             /** @description `validation_failed`, `invalid_json` */
