@@ -23,6 +23,26 @@ export interface WaitingEntry {
 
 export type Phase = 'loading' | 'app-choice' | 'prejoin' | 'waiting' | 'connecting' | 'room' | 'reconnecting' | 'over' | 'error';
 
+/**
+ * The organization's app, offered on a phone of its platform before the exchange (the 'app-choice'
+ * phase). On Android the first link is the join URL itself, the one the OS hands a verified app,
+ * as an intent pinned to the organization's package: no other app can take it. If that app cannot
+ * (an older version), Chrome returns to this page with `app=legacy` and the page offers the spec's
+ * `svc://join?token=`, pinned to the same package; if that fails too, `app=missing`. On iOS the link
+ * is the join URL (a universal link).
+ */
+export interface AppOffer {
+  platform: 'android' | 'ios';
+  step: 'verified' | 'legacy' | 'missing';
+  /** What "Open in the app" opens (at `missing`: the first link again). */
+  href: string;
+}
+
+/** The JSON block of the join page's shell (http/pages/join.ts, JoinBoot): the organization's apps. */
+interface JoinBoot {
+  apps?: { android?: string | null; ios?: boolean };
+}
+
 export interface State {
   phase: Phase;
   /** Why the visit is over, or what went wrong: a code and the words for it. */
@@ -51,6 +71,8 @@ export interface State {
   askedToUnmute: boolean;
   /** a host locked the room: nobody new may join */
   roomLocked: boolean;
+  /** the organization's app, offered in the 'app-choice' phase */
+  appOffer: AppOffer | null;
   /** polls and Q&A as this person sees them (hosts: every poll's results; others: shared ones) */
   polls: PollView[];
   pollResults: Record<string, PollResults>;
@@ -107,6 +129,14 @@ const store = (() => {
 })();
 const RECONNECT_DELAYS = [500, 1000, 2000, 4000, 8000];
 
+/** The server accepts no other package name; checked again here because it is written into a URL. */
+const ANDROID_PACKAGE = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/;
+
+/** An iPhone or iPad (iPadOS Safari says it is a Mac, but a Mac has no touch screen). */
+function isIos(): boolean {
+  return /iPhone|iPad|iPod/.test(navigator.userAgent) || (/Macintosh/.test(navigator.userAgent) && navigator.maxTouchPoints > 1);
+}
+
 export class RoomController {
   state: State = {
     phase: 'loading',
@@ -127,6 +157,7 @@ export class RoomController {
     unmuteAllowed: false,
     askedToUnmute: false,
     roomLocked: false,
+    appOffer: null,
     polls: [],
     pollResults: {},
     answers: {},
@@ -190,18 +221,60 @@ export class RoomController {
 
   // ---- arriving ------------------------------------------------------------------------------------
 
-  /** After load: on Android, offer the app first (a token is spent by one path only); otherwise exchange. */
+  /**
+   * After load: on a phone whose platform the organization has an app for, offer it first (a token
+   * is spent by one path only); otherwise exchange. The page learns of the app from its shell, so
+   * deciding spends nothing.
+   */
   async boot(): Promise<void> {
     if (!this.opts.token) return this.#fail('no_token');
-    if (this.opts.android && !this.opts.embedded && store.get(`aula:browser:${location.pathname}`) !== '1') return this.#set({ phase: 'app-choice' });
+    const offer = this.#appOffer();
+    if (offer && store.get(`aula:browser:${location.pathname}`) !== '1') {
+      // Chrome comes back from an intent the app could not take by changing the fragment only
+      const onHash = () => {
+        if (this.state.phase !== 'app-choice') return removeEventListener('hashchange', onHash);
+        this.#set({ appOffer: this.#appOffer() ?? this.state.appOffer });
+      };
+      addEventListener('hashchange', onHash);
+      return this.#set({ phase: 'app-choice', appOffer: offer });
+    }
     await this.#exchange();
   }
 
-  /** On Android, the user chose the browser over the app. */
+  /** The user chose the browser over the app. */
   async continueInBrowser(): Promise<void> {
     store.set(`aula:browser:${location.pathname}`, '1');
-    this.#set({ phase: 'loading' });
+    this.#set({ phase: 'loading', appOffer: null });
     await this.#exchange();
+  }
+
+  #appOffer(): AppOffer | null {
+    const token = this.opts.token;
+    if (this.opts.embedded || !token) return null;
+    let boot: JoinBoot = {};
+    try {
+      boot = JSON.parse(document.getElementById('aula-join')?.textContent ?? '{}') as JoinBoot;
+    } catch {
+      return null;
+    }
+    const at = new URLSearchParams(location.hash.slice(1)).get('app');
+    const joinUrl = `${location.origin}${location.pathname}#jt=${token}`;
+    const pkg = boot.apps?.android;
+    if (this.opts.android && typeof pkg === 'string' && ANDROID_PACKAGE.test(pkg)) {
+      // where Chrome sends the tab when the app cannot take the intent: this page, one step on
+      const back = (step: string) => {
+        const hash = new URLSearchParams(location.hash.slice(1));
+        hash.set('app', step);
+        return encodeURIComponent(`${location.origin}${location.pathname}#${hash}`);
+      };
+      // Intent.parseUri takes the data up to the last '#', so the join URL keeps its own fragment
+      const verified = `intent://${location.host}${location.pathname}#jt=${token}#Intent;scheme=${location.protocol.slice(0, -1)};package=${pkg};S.browser_fallback_url=${back('legacy')};end`;
+      const legacy = `intent://join?token=${encodeURIComponent(token)}#Intent;scheme=svc;package=${pkg};S.browser_fallback_url=${back('missing')};end`;
+      if (at === 'legacy') return { platform: 'android', step: 'legacy', href: legacy };
+      return { platform: 'android', step: at === 'missing' ? 'missing' : 'verified', href: verified };
+    }
+    if (!this.opts.android && boot.apps?.ios === true && isIos()) return { platform: 'ios', step: 'verified', href: joinUrl };
+    return null;
   }
 
   async #exchange(): Promise<void> {

@@ -43,17 +43,45 @@ function Card({ title, text, busy, children }: { title: string; text?: string; b
   );
 }
 
+/**
+ * The organization's app or the browser. Offered only for an app the organization configured, and its
+ * link opens only that app (controller.ts, AppOffer); the link works once, in one or the other.
+ */
 function AppChoice({ c }: { c: RoomController }) {
-  const token = new URLSearchParams(location.hash.slice(1)).get('jt') ?? '';
+  const offer = c.state.appOffer;
+  if (!offer) return <Card title="Joining…" text="Checking your link." busy />;
+  const open = (label: string, primary: boolean) => (
+    <a id="open-app" class={primary ? 'btn primary' : 'btn'} href={offer.href}>
+      {label}
+    </a>
+  );
+  const browser = (primary: boolean) => (
+    <button id="continue-browser" class={primary ? 'btn primary' : 'btn'} onClick={() => void c.continueInBrowser()}>
+      Continue in the browser
+    </button>
+  );
+  if (offer.step === 'missing') {
+    return (
+      <Card title="The app did not open" text="It may not be installed on this phone. Continue here in the browser, or install the app and try again.">
+        <div class="stack">
+          {browser(true)}
+          {open('Try the app again', false)}
+        </div>
+      </Card>
+    );
+  }
   return (
-    <Card title="Join the meeting" text="Open it in the app, or continue here in the browser. The link works once: in one or the other.">
+    <Card
+      title="Join the meeting"
+      text={
+        offer.step === 'legacy'
+          ? 'The app did not take the meeting link. Try opening the app once more, or continue here in the browser.'
+          : 'Open it in the app, or continue here in the browser. The link works once: in one or the other.'
+      }
+    >
       <div class="stack">
-        <a class="btn primary" href={`svc://join?token=${encodeURIComponent(token)}`}>
-          Open in the app
-        </a>
-        <button class="btn" onClick={() => void c.continueInBrowser()}>
-          Continue in the browser
-        </button>
+        {open('Open in the app', true)}
+        {browser(false)}
       </div>
     </Card>
   );
