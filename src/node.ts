@@ -11,11 +11,12 @@ import { allowPrivateTargets, baseUrl as resolveBaseUrl, loadConfig, type Config
 import { openDatabase } from './db/index.ts';
 import { migrate } from './db/migrate.ts';
 import { createLogger, type Logger } from './logger.ts';
+import { deriveKey } from './crypto.ts';
 import { Mailer, MAIL_POLL_MS } from './notifications/mailer.ts';
 import { ApiKeys } from './services/api-keys.ts';
 import { Classes } from './services/classes.ts';
 import { Attendance } from './services/attendance.ts';
-import { Polls } from './services/polls.ts';
+import { Polls, VOTER_KEY_PURPOSE } from './services/polls.ts';
 import { Questions } from './services/questions.ts';
 import { Usage } from './services/usage.ts';
 import { Enrollments } from './services/enrollments.ts';
@@ -95,7 +96,8 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
   const redis = config.AULA_REDIS_URL ? connectRedis(config.AULA_REDIS_URL, log, 'aula') : null;
   const origin = `${process.pid}:${randomBytes(6).toString('hex')}`;
   const bus: Bus = redis ? new RedisBus(redis, config.AULA_REDIS_PREFIX, origin) : new LocalBus();
-  const tokens = new Tokens(secretKey(config, log));
+  const secret = secretKey(config, log);
+  const tokens = new Tokens(secret);
 
   const cluster: Cluster = redis
     ? new RedisCluster({ redis, sql, prefix: config.AULA_REDIS_PREFIX, log })
@@ -156,7 +158,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
         initialOutgoingBitrate: config.AULA_MEDIA_INITIAL_OUTGOING_BITRATE,
       })
     : null;
-  roomService = new Rooms({ sql, clients, cluster, bus, connections, meetings, load: mediaLoad, media: mediaRooms, log, sweepMs: redis ? 2000 : 0 });
+  roomService = new Rooms({ sql, clients, cluster, bus, connections, meetings, load: mediaLoad, media: mediaRooms, log, sweepMs: redis ? 2000 : 0, voterKey: deriveKey(secret, VOTER_KEY_PURPOSE) });
   const app: App = {
     config,
     log,

@@ -9,6 +9,7 @@ import type {
   MeetingReplies,
   PersonRef,
   Poll,
+  PollAnswer,
   PollClosedData,
   PollResults,
   PollView,
@@ -33,8 +34,36 @@ export type ClassroomOutcome =
   | { refuse: { code: ActorErrorCode; message: string; details?: Record<string, unknown> } }
   | { polls?: Poll[]; questions?: Question[]; effects: MeetingEffect[]; reply: MeetingReplies[ClassroomEvent['type']] };
 
-/** One person, whatever their sessions and devices: the user id (a guest: the participant id). */
+/**
+ * Who acts in polls and Q&A: `key`, their voter key from the event (meeting.schemas.ts `voter`), and
+ * `legacy`, what snapshots from before 0016 keep instead (the user id; a guest's participant id), so a
+ * poll or question open across that upgrade still knows its people.
+ */
+export interface Voter {
+  key: string | undefined;
+  legacy: string;
+}
+/** The key snapshots from before 0016 keep for a person: the user id (a guest: the participant id). */
 export const voterOf = (participantId: string, u: { id: string | null }): string => u.id ?? participantId;
+export const voterFor = (participantId: string, u: { id: string | null }, key: string | undefined): Voter => ({ key, legacy: voterOf(participantId, u) });
+const isVoter = (v: Voter, stored: string): boolean => stored === v.key || stored === v.legacy;
+/** The asker of a question: by their voter key, or (before 0016) by the named asker. */
+const asked = (q: Question, v: Voter): boolean =>
+  q.asker !== undefined ? isVoter(v, q.asker) : q.askedBy !== null && voterOf(q.askedBy.participantId, q.askedBy.user) === v.legacy;
+
+/**
+ * The order an anonymous poll keeps its answers in, and writes them in: by what was answered (choices,
+ * then text), then by voter key, never by when. Arrival order lines up with who joined when.
+ */
+export function byContent(a: PollAnswer, b: PollAnswer): number {
+  for (let i = 0; i < Math.min(a.choices.length, b.choices.length); i++) if (a.choices[i] !== b.choices[i]) return a.choices[i]! - b.choices[i]!;
+  if (a.choices.length !== b.choices.length) return a.choices.length - b.choices.length;
+  if (a.text !== b.text) return a.text === null ? -1 : b.text === null ? 1 : a.text < b.text ? -1 : 1;
+  return a.voter < b.voter ? -1 : a.voter > b.voter ? 1 : 0;
+}
+
+/** When a response was given, as poll.closed and the poll's rows say: an anonymous poll's are all its close. */
+export const respondedAt = (p: Pick<Poll, 'anonymous' | 'closedAt'>, a: Pick<PollAnswer, 'at'>): number => (p.anonymous || a.at === null ? p.closedAt! : a.at);
 const person = (u: RoomUser): PersonRef => ({ id: u.id, externalId: u.externalId, name: u.name, role: u.role });
 const no = (code: ActorErrorCode, message: string, details: Record<string, unknown> = {}): ClassroomOutcome => ({ refuse: { code, message, details } });
 const toAll = (message: Extract<MeetingEffect, { type: 'send' }>['message']): MeetingEffect => ({ type: 'send', to: { all: true }, message });
@@ -62,7 +91,7 @@ export const questionView = (q: Question): QuestionView => ({
   questionId: q.questionId,
   text: q.text,
   anonymous: q.anonymous,
-  askedBy: q.anonymous ? null : { participantId: q.askedBy.participantId, name: q.askedBy.user.name },
+  askedBy: q.anonymous || q.askedBy === null ? null : { participantId: q.askedBy.participantId, name: q.askedBy.user.name },
   askedAt: iso(q.askedAt),
   upvotes: q.upvotes,
   status: q.status === 'ANSWERED' ? 'ANSWERED' : 'OPEN',
@@ -72,16 +101,16 @@ export const questionView = (q: Question): QuestionView => ({
 });
 
 /** What a participant joining (or rejoining) sees of the room's polls and questions. */
-export function classroomState(c: MeetingContext, voter: string, role: RoomRole): ClassroomState {
+export function classroomState(c: MeetingContext, voter: Voter, role: RoomRole): ClassroomState {
   const polls = c.polls ?? [];
   const questions = (c.questions ?? []).filter((q) => q.status !== 'DISMISSED');
   return {
     polls: polls.map(pollView),
     pollResults: polls.filter((p) => RoomAccess.isHost(role) || p.shared).map(pollResults),
-    answeredPolls: polls.filter((p) => p.answers.some((a) => a.voter === voter)).map((p) => p.pollId),
+    answeredPolls: polls.filter((p) => p.answers.some((a) => isVoter(voter, a.voter))).map((p) => p.pollId),
     questions: questions.map(questionView),
-    upvotedQuestions: questions.filter((q) => q.upvoters.includes(voter)).map((q) => q.questionId),
-    ownQuestions: questions.filter((q) => voterOf(q.askedBy.participantId, q.askedBy.user) === voter).map((q) => q.questionId),
+    upvotedQuestions: questions.filter((q) => q.upvoters.some((u) => isVoter(voter, u))).map((q) => q.questionId),
+    ownQuestions: questions.filter((q) => asked(q, voter)).map((q) => q.questionId),
   };
 }
 
@@ -100,7 +129,7 @@ export function pollClosedData(c: MeetingContext, p: Poll): PollClosedData {
     quiz,
     options: p.options.map((text, index) => ({ index, text, votes: p.votes[index] ?? 0, ...(quiz ? { correct: p.correct.includes(index) } : {}) })),
     answered: p.answered,
-    responses: p.answers.map((a) => ({ user: a.user, choices: a.choices, text: a.text, ...(quiz ? { correct: isCorrect(p.correct, a.choices) === true } : {}), respondedAt: iso(a.at) })),
+    responses: p.answers.map((a) => ({ user: a.user, choices: a.choices, text: a.text, ...(quiz ? { correct: isCorrect(p.correct, a.choices) === true } : {}), respondedAt: iso(respondedAt(p, a)) })),
     createdAt: iso(p.createdAt),
     createdBy: p.createdBy,
     closedAt: iso(p.closedAt!),
@@ -116,7 +145,7 @@ export function questionAnsweredData(c: MeetingContext, q: Question): QuestionAn
     kind: c.meeting.kind,
     text: q.text,
     anonymous: q.anonymous,
-    askedBy: q.anonymous ? null : q.askedBy.user.id,
+    askedBy: q.anonymous ? null : (q.askedBy?.user.id ?? null),
     answeredBy: q.answeredBy,
     answer: q.answer,
     answeredLive: q.answeredLive,
@@ -133,7 +162,9 @@ const userOf = (c: MeetingContext, participantId: string): string | null => c.pa
 
 /** A poll closing: its row and answers are written, poll.closed is sent, and its answers leave the actor's memory. */
 function close(c: MeetingContext, p: Poll, at: number, by: string | null, share: boolean): { poll: Poll; effects: MeetingEffect[] } {
-  const closed: Poll = { ...p, status: 'CLOSED', closedAt: at, closedBy: by, shared: p.shared || share };
+  // sorted again here for answers kept in arrival order by snapshots from before 0016; the texts hosts keep seeing too
+  const anonymous = p.anonymous ? { answers: [...p.answers].sort(byContent), texts: [...p.texts].sort() } : {};
+  const closed: Poll = { ...p, ...anonymous, status: 'CLOSED', closedAt: at, closedBy: by, shared: p.shared || share };
   const effects: MeetingEffect[] = [
     { type: 'poll', poll: closed },
     { type: 'outbox', eventType: 'poll.closed', data: pollClosedData(c, closed) },
@@ -143,16 +174,9 @@ function close(c: MeetingContext, p: Poll, at: number, by: string | null, share:
   return { poll: kept, effects };
 }
 
-/** The meeting ended: its open poll closes (closedBy null). */
-export function closeOpenPolls(c: MeetingContext, at: number): { polls: Poll[]; effects: MeetingEffect[] } {
-  const effects: MeetingEffect[] = [];
-  const polls = (c.polls ?? []).map((p) => {
-    if (p.status !== 'OPEN') return p;
-    const r = close(c, p, at, null, false);
-    effects.push(...r.effects.filter((e) => e.type !== 'send'));
-    return r.poll;
-  });
-  return { polls, effects };
+/** The meeting ended: its open poll closes (closedBy null); what that writes and sends (the room is gone, it hears nothing). */
+export function closeOpenPolls(c: MeetingContext, at: number): MeetingEffect[] {
+  return (c.polls ?? []).filter((p) => p.status === 'OPEN').flatMap((p) => close(c, p, at, null, false).effects.filter((e) => e.type !== 'send'));
 }
 
 export function classroomStep(c: MeetingContext, e: ClassroomEvent): ClassroomOutcome {
@@ -193,18 +217,20 @@ export function classroomStep(c: MeetingContext, e: ClassroomEvent): ClassroomOu
       if (!poll) return noPoll();
       if (poll.status !== 'OPEN') return no('invalid_state', 'The poll is closed.', { pollId: poll.pollId });
       const who = c.participants[e.participantId]!;
-      const voter = voterOf(e.participantId, who.user);
+      const voter = voterFor(e.participantId, who.user, e.voter);
       if (RoomAccess.isHost(who.roomRole)) return no('forbidden', 'Hosts and cohosts run polls; the participants answer them.');
-      if (poll.answers.some((a) => a.voter === voter)) return no('invalid_state', 'You already answered this poll.', { pollId: poll.pollId });
+      if (poll.answers.some((a) => isVoter(voter, a.voter))) return no('invalid_state', 'You already answered this poll.', { pollId: poll.pollId });
       const problem = answerProblem(poll, e.choices, e.text);
       if (problem) return no('validation_failed', problem, { fields: [{ field: poll.type === 'FREE_TEXT' ? 'text' : 'choices', in: 'message', code: 'invalid', message: problem }] });
       const text = poll.type === 'FREE_TEXT' ? e.text!.trim() : null;
+      const choices = [...e.choices].sort((a, b) => a - b);
+      const answer: PollAnswer = poll.anonymous ? { voter: e.voter, user: null, choices, text, at: null } : { voter: e.voter, user: person(who.user), choices, text, at: e.at };
       const next: Poll = {
         ...poll,
         votes: poll.votes.map((v, i) => (e.choices.includes(i) ? v + 1 : v)),
         answered: poll.answered + 1,
         texts: text === null ? poll.texts : [...poll.texts, text].slice(-POLL_LIMITS.liveTexts),
-        answers: [...poll.answers, { voter, user: poll.anonymous ? null : person(who.user), choices: [...e.choices].sort((a, b) => a - b), text, at: e.at }],
+        answers: poll.anonymous ? [...poll.answers, answer].sort(byContent) : [...poll.answers, answer],
       };
       const effects: MeetingEffect[] = [(next.shared ? toAll : toHosts)({ type: 'poll-results', results: pollResults(next) })];
       return { polls: replace(polls, pollAt, next), effects, reply: { ok: true } };
@@ -232,7 +258,8 @@ export function classroomStep(c: MeetingContext, e: ClassroomEvent): ClassroomOu
         questionId: e.questionId,
         text: e.text.trim(),
         anonymous: e.anonymous,
-        askedBy: { participantId: e.participantId, user: person(who.user) },
+        askedBy: e.anonymous ? null : { participantId: e.participantId, user: person(who.user) },
+        asker: e.voter,
         askedAt: e.at,
         upvoters: [],
         upvotes: 0,
@@ -248,10 +275,10 @@ export function classroomStep(c: MeetingContext, e: ClassroomEvent): ClassroomOu
     case 'UPVOTE_QUESTION': {
       if (!question || question.status === 'DISMISSED') return noQuestion();
       if (question.status !== 'OPEN') return no('invalid_state', 'The question was answered.', { questionId: question.questionId });
-      const voter = voterOf(e.participantId, c.participants[e.participantId]!.user);
-      if (voterOf(question.askedBy.participantId, question.askedBy.user) === voter) return no('forbidden', 'You cannot upvote your own question.');
-      if (question.upvoters.includes(voter)) return { effects: [], reply: { ok: true, upvotes: question.upvotes } };
-      const next: Question = { ...question, upvoters: [...question.upvoters, voter], upvotes: question.upvotes + 1 };
+      const voter = voterFor(e.participantId, c.participants[e.participantId]!.user, e.voter);
+      if (asked(question, voter)) return no('forbidden', 'You cannot upvote your own question.');
+      if (question.upvoters.some((u) => isVoter(voter, u))) return { effects: [], reply: { ok: true, upvotes: question.upvotes } };
+      const next: Question = { ...question, upvoters: [...question.upvoters, e.voter], upvotes: question.upvotes + 1 };
       return {
         questions: replace(questions, questionAt, next),
         effects: [{ type: 'question', question: next }, toAll({ type: 'question-upvotes', questionId: next.questionId, upvotes: next.upvotes })],

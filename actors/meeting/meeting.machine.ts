@@ -1,7 +1,7 @@
 import { emit, enqueueActions, not, setup } from 'xstate';
 import { RoomAccess, type HostCommand } from '../../src/rooms/access.ts';
 import { iso, refusal, type ActorErrorCode, type DisconnectCode } from '../effects.ts';
-import { CLASSROOM_EVENTS, classroomState, classroomStep, closeOpenPolls, voterOf } from './meeting.classroom.ts';
+import { CLASSROOM_EVENTS, classroomState, classroomStep, closeOpenPolls, voterFor } from './meeting.classroom.ts';
 import { byJoin, clientSettings, DEFAULT_SETTLE_MINUTES, occupancy, initialMeetingContext, meetingData, participantData, roster, rosterMessage } from './meeting.views.ts';
 import type { EndedReason, MeetingContext, MeetingEffect, MeetingEvent, MeetingInput, Participant } from './meeting.types.ts';
 
@@ -304,7 +304,7 @@ export const meetingMachine = setup({
           rev: context.rev,
           media: context.media,
           locked: context.locked ?? false,
-          classroom: classroomState(context, voterOf(e.participantId, e.user), e.roomRole),
+          classroom: classroomState(context, voterFor(e.participantId, e.user, e.voter), e.roomRole),
         },
       };
     }),
@@ -462,10 +462,11 @@ export const meetingMachine = setup({
         enqueue.emit({ type: 'outbox', eventType: 'participant.left', data: participantData(context, p, leftAt) });
         enqueue.emit(stay(p, leftAt));
       }
-      const polls = closeOpenPolls(context, endedAt);
-      for (const e of polls.effects) enqueue.emit(e);
+      // its polls and questions are in their tables once these effects are written: the ended snapshot keeps no people
+      for (const e of closeOpenPolls(context, endedAt)) enqueue.emit(e);
       const ended = {
-        polls: polls.polls,
+        polls: [],
+        questions: [],
         status: 'ENDED' as const,
         endedAt,
         endedReason: params.reason,

@@ -11,6 +11,12 @@ export const id = z.string().min(1).max(255);
 /** Milliseconds since the epoch, stamped by the host from its injected clock. */
 export const at = z.number().int().nonnegative();
 const isoTime = z.iso.datetime();
+/**
+ * One person in polls and Q&A, whatever their sessions and devices: a keyed hash of the person and the
+ * meeting, made by the rooms service with a key this actor never sees (src/services/polls.ts voterHash).
+ * It tells an anonymous answer or question apart from others' without saying whose it is.
+ */
+export const voter = z.string().min(16).max(64);
 
 /** A person as webhook payloads show them: id and externalId are null for guests. */
 export const roomUser = z.object({
@@ -82,6 +88,8 @@ export const joinEvent = ev('JOIN', {
   media: mediaCandidate.nullable().optional(),
   /** false: the organization has as many meetings live as its plan allows, so this join may not start the meeting (absent: it may). */
   planAllowsStart: z.boolean().optional(),
+  /** Who this is in polls and Q&A, so the reply lists their own answers and questions (absent: only named ones are found). */
+  voter: voter.optional(),
 });
 /** A connection dropped (not an explicit leave). */
 export const disconnectEvent = ev('DISCONNECT', { participantId: id, connectionId: id });
@@ -115,6 +123,7 @@ export const openPollEvent = ev('OPEN_POLL', {
 export const answerPollEvent = ev('ANSWER_POLL', {
   pollId: id,
   participantId: id,
+  voter,
   choices: z.array(z.number().int().nonnegative()).max(POLL_LIMITS.maxOptions),
   text: z.string().max(POLL_LIMITS.answerChars).nullable(),
 });
@@ -125,11 +134,12 @@ export const sharePollEvent = ev('SHARE_POLL', { pollId: id, by: id });
 export const askQuestionEvent = ev('ASK_QUESTION', {
   questionId: id,
   participantId: id,
+  voter,
   text: z.string().min(1).max(QUESTION_LIMITS.textChars),
   anonymous: z.boolean(),
 });
 /** One upvote per participant per question; not one's own. */
-export const upvoteQuestionEvent = ev('UPVOTE_QUESTION', { questionId: id, participantId: id });
+export const upvoteQuestionEvent = ev('UPVOTE_QUESTION', { questionId: id, participantId: id, voter });
 /** A host answers in text, or (answer null) marks it answered live. */
 export const answerQuestionEvent = ev('ANSWER_QUESTION', { questionId: id, by: id, answer: z.string().min(1).max(QUESTION_LIMITS.answerChars).nullable() });
 export const dismissQuestionEvent = ev('DISMISS_QUESTION', { questionId: id, by: id });

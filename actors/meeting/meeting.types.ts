@@ -99,15 +99,20 @@ export interface MeetingContext {
 /** A person as poll responses and Q&A keep them: the room's user without the email. */
 export type PersonRef = Pick<RoomUser, 'id' | 'externalId' | 'name' | 'role'>;
 
-/** One person's answer to an open poll; `user` is null in an anonymous poll. */
+/**
+ * One person's answer to an open poll. An anonymous poll's answer names no one and has no time, and its
+ * poll keeps them in the order of their content, so neither the snapshot nor what the poll's close writes
+ * can be lined up with who was in the room when.
+ */
 export interface PollAnswer {
-  /** Who answered, to allow one answer per person whatever their sessions: the user id (a guest: the participant id). Never stored. */
+  /** The person's voter key (meeting.schemas.ts `voter`), for one answer per person; never written anywhere else. Snapshots from before 0016 hold the user id. */
   voter: string;
+  /** null in an anonymous poll (and for a guest). */
   user: PersonRef | null;
   choices: number[];
   text: string | null;
-  /** ms */
-  at: number;
+  /** ms; null in an anonymous poll. */
+  at: number | null;
 }
 
 /** A poll (a quiz when `correct` names options), as the meeting actor keeps it. */
@@ -133,7 +138,7 @@ export interface Poll {
   answered: number;
   /** The latest FREE_TEXT answers, newest last (POLL_LIMITS.liveTexts). */
   texts: string[];
-  /** Every answer while the poll is open; emptied when it closes (they are written to the database then). */
+  /** Every answer while the poll is open (an anonymous poll's in the order of their content); emptied when it closes (they are written to the database then). */
   answers: PollAnswer[];
 }
 
@@ -142,11 +147,16 @@ export interface Question {
   questionId: string;
   text: string;
   anonymous: boolean;
-  /** Who asked; kept while the meeting runs even when anonymous (so they cannot upvote their own), never shown or stored then. */
-  askedBy: { participantId: string; user: PersonRef };
+  /** Who asked a named question; null for an anonymous one, whose asker is kept nowhere. */
+  askedBy: { participantId: string; user: PersonRef } | null;
+  /**
+   * The asker's voter key (meeting.schemas.ts `voter`): they see the question as theirs and cannot upvote
+   * it, and nothing else can tell whose it is. Absent in snapshots from before 0016.
+   */
+  asker?: string;
   /** ms */
   askedAt: number;
-  /** Who upvoted (voter keys, as PollAnswer's), while it is OPEN; emptied once answered or dismissed. */
+  /** Who upvoted (voter keys, as PollAnswer's; user ids in snapshots from before 0016), while it is OPEN; emptied once answered or dismissed. */
   upvoters: string[];
   upvotes: number;
   status: QuestionStatus;
@@ -255,7 +265,11 @@ export interface ParticipantEventData {
   durationSeconds: number | null;
 }
 
-/** data of poll.closed: every response, naming its person unless the poll is anonymous (then `user` is null). */
+/**
+ * data of poll.closed: every response, naming its person unless the poll is anonymous. An anonymous poll's
+ * responses have `user` null, come in the order of their content and carry the poll's `closedAt` as
+ * `respondedAt`: no person, no order of arrival, no time of their own.
+ */
 export interface PollClosedData {
   pollId: string;
   meetingId: string;

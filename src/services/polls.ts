@@ -1,3 +1,5 @@
+import { createHmac } from 'node:crypto';
+import { respondedAt } from '../../actors/meeting/meeting.classroom.ts';
 import type { Poll } from '../../actors/meeting/meeting.types.ts';
 import { iso } from '../clock.ts';
 import type { Db } from '../db/index.ts';
@@ -87,6 +89,19 @@ interface ResponseRow {
   respondedAt: Date;
 }
 
+/** The purpose of the key `voterHash` takes, derived from the server's secret (src/crypto.ts deriveKey). */
+export const VOTER_KEY_PURPOSE = 'classroom-voter';
+
+/**
+ * Who a person is in one meeting's polls and Q&A (the meeting actor's `voter`): HMAC-SHA256 of the meeting
+ * and the user id, keyed from the server's secret, 128 bits in base64url. It lets the actor refuse a
+ * second vote and know an anonymous question's asker, and tells no one else anything: without the key it
+ * cannot be computed from a user id, and it differs from one meeting to the next.
+ */
+export function voterHash(key: Buffer, meetingId: string, userId: string): string {
+  return createHmac('sha256', key).update(`${meetingId}\n${userId}`).digest().toString('base64url', 0, 16);
+}
+
 /**
  * Polls and quizzes (docs/polls-and-questions.md): the meeting's actor decides, this writes what it
  * decided (in its transition's transaction) and reads it back for the public API.
@@ -94,7 +109,11 @@ interface ResponseRow {
 export class Polls {
   constructor(private readonly meetings: Meetings) {}
 
-  /** A poll opened, was shared, or closed with its answers: the row follows, and a closing writes the answers once. */
+  /**
+   * A poll opened, was shared, or closed with its answers: the row follows, and a closing writes the answers
+   * once. An anonymous poll's come in the order of their content (meeting.classroom.ts byContent) and are
+   * stored with no person and the poll's close as their time.
+   */
   static async record(tx: Db, orgId: string, meetingId: string, p: Poll): Promise<void> {
     const ts = (v: number | null) => (v === null ? null : iso(v));
     await tx`insert into polls (id, org_id, meeting_id, question, type, anonymous, options, correct, status, shared, votes, answered, created_by, created_at, closed_by, closed_at)
@@ -111,7 +130,7 @@ export class Polls {
       choices: tx.json(a.choices) as unknown as string,
       text: a.text,
       correct: isCorrect(p.correct, a.choices),
-      responded_at: iso(a.at),
+      responded_at: iso(respondedAt(p, a)),
     }));
     await tx`insert into poll_responses ${tx(rows)} on conflict (poll_id, seq) do nothing`;
   }

@@ -57,7 +57,7 @@ export class Questions {
   static async record(tx: Db, orgId: string, meetingId: string, q: Question): Promise<void> {
     const ts = (v: number | null) => (v === null ? null : iso(v));
     await tx`insert into questions (id, org_id, meeting_id, text, anonymous, asked_by, asked_at, upvotes, status, answer, answered_live, answered_by, answered_at, dismissed_at)
-      values (${q.questionId}, ${orgId}, ${meetingId}, ${q.text}, ${q.anonymous}, ${q.anonymous ? null : q.askedBy.user.id}, ${iso(q.askedAt)}, ${q.upvotes},
+      values (${q.questionId}, ${orgId}, ${meetingId}, ${q.text}, ${q.anonymous}, ${q.anonymous ? null : (q.askedBy?.user.id ?? null)}, ${iso(q.askedAt)}, ${q.upvotes},
         ${q.status}, ${q.answer}, ${q.answeredLive}, ${q.answeredBy}, ${ts(q.answeredAt)}, ${ts(q.dismissedAt)})
       on conflict (id) do update set upvotes = excluded.upvotes, status = excluded.status, answer = excluded.answer, answered_live = excluded.answered_live,
         answered_by = excluded.answered_by, answered_at = excluded.answered_at, dismissed_at = excluded.dismissed_at`;

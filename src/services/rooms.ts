@@ -14,6 +14,7 @@ import type { RoomClients } from '../rooms/clients.ts';
 import type { Meetings } from './meetings.ts';
 import { newId } from '../ids.ts';
 import { pollOptions } from '../rooms/classroom.ts';
+import { voterHash } from './polls.ts';
 import { SIGNALING_TYPES, type ClientMessage, type MediaEvent, type SignalingRequest } from '../rooms/protocol.ts';
 
 /** What this node knows of a room it holds sockets for, kept current by the room's own messages. */
@@ -40,6 +41,8 @@ export interface RoomsOptions {
   log: Logger;
   /** How often dead nodes' connections are looked for (ms); 0 turns the sweep off. */
   sweepMs?: number;
+  /** Keys who a person is in polls and Q&A (voterHash): derived from the server's secret, the same on every node. */
+  voterKey: Buffer;
 }
 
 /** Resumes a socket may owe at most (a receiver in the largest room, with room to spare for a media restart). */
@@ -161,6 +164,7 @@ export class Rooms implements EffectSink {
       roomRole: c.role,
       device: c.device,
       connectionId: c.connectionId,
+      voter: voterHash(this.#o.voterKey, c.meetingId, c.userId),
       media: this.#o.load.candidate(),
     });
     if (c.closed) return;
@@ -268,7 +272,7 @@ export class Rooms implements EffectSink {
         return { poll };
       }
       case 'answer-poll':
-        return strip(await meeting.answerPoll(m, { pollId: msg.pollId, participantId: by, choices: msg.choices ?? [], text: msg.text ?? null }));
+        return strip(await meeting.answerPoll(m, { pollId: msg.pollId, participantId: by, voter: voterHash(this.#o.voterKey, m, c.userId), choices: msg.choices ?? [], text: msg.text ?? null }));
       case 'close-poll':
         this.#edge(c, 'poll');
         return strip(await meeting.closePoll(m, { pollId: msg.pollId, by, share: msg.share ?? false }));
@@ -276,9 +280,9 @@ export class Rooms implements EffectSink {
         this.#edge(c, 'poll');
         return strip(await meeting.sharePoll(m, { pollId: msg.pollId, by }));
       case 'ask-question':
-        return strip(await meeting.askQuestion(m, { questionId: newId('qst'), participantId: by, text: msg.text, anonymous: msg.anonymous ?? false }));
+        return strip(await meeting.askQuestion(m, { questionId: newId('qst'), participantId: by, voter: voterHash(this.#o.voterKey, m, c.userId), text: msg.text, anonymous: msg.anonymous ?? false }));
       case 'upvote-question':
-        return strip(await meeting.upvoteQuestion(m, { questionId: msg.questionId, participantId: by }));
+        return strip(await meeting.upvoteQuestion(m, { questionId: msg.questionId, participantId: by, voter: voterHash(this.#o.voterKey, m, c.userId) }));
       case 'answer-question':
         this.#edge(c, 'answer-question');
         return strip(await meeting.answerQuestion(m, { questionId: msg.questionId, by, answer: msg.answer ?? null }));

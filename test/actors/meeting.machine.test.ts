@@ -68,7 +68,10 @@ const users = {
 } as const;
 type Who = keyof typeof users;
 
-const join = (who: Who, at: number, o: { roomRole?: RoomRole; pid?: string; conn?: string; device?: string } = {}) => ({
+/** A person's voter key, as the rooms service makes it (an HMAC in src/services/polls.ts): one per person, whatever their session. */
+const vk = (who: Who) => `voter-key-of-${who}`.padEnd(22, '0');
+
+const join = (who: Who, at: number, o: { roomRole?: RoomRole; pid?: string; conn?: string; device?: string; voter?: string | null } = {}) => ({
   type: 'JOIN',
   participantId: o.pid ?? `par_${who}`,
   sessionId: `ses_${o.pid ?? who}`,
@@ -76,6 +79,7 @@ const join = (who: Who, at: number, o: { roomRole?: RoomRole; pid?: string; conn
   roomRole: o.roomRole ?? (who === 'teacher' ? 'HOST' : 'PARTICIPANT'),
   device: o.device ?? 'web',
   connectionId: o.conn ?? `conn_${o.pid ?? who}_1`,
+  ...(o.voter === null ? {} : { voter: o.voter ?? vk(who) }),
   at,
 });
 
@@ -741,4 +745,118 @@ t.test('a join the plan does not allow to start the meeting is refused and start
   t.match(reply(r.send({ ...join('teacher', T0 + MIN), planAllowsStart: true })), { ok: true });
   t.equal(r.state, 'live');
   t.match(reply(r.send({ ...join('alice', T0 + MIN), planAllowsStart: false })), { ok: true }, 'a live meeting is not started again: the flag does not matter');
+});
+
+// ---- polls and Q&A: who is kept, and for how long --------------------------------------------------
+
+const openPoll = (pollId: string, at: number, o: { anonymous?: boolean; pollType?: string; options?: string[]; correct?: number[] } = {}) => ({
+  type: 'OPEN_POLL',
+  pollId,
+  by: 'par_teacher',
+  question: 'Which one?',
+  pollType: o.pollType ?? 'MULTIPLE_CHOICE',
+  anonymous: o.anonymous ?? false,
+  options: o.options ?? ['A', 'B', 'C'],
+  correct: o.correct ?? [],
+  at,
+});
+const answer = (pollId: string, who: Who, choices: number[], at: number, o: { pid?: string; text?: string } = {}) => ({
+  type: 'ANSWER_POLL',
+  pollId,
+  participantId: o.pid ?? `par_${who}`,
+  voter: vk(who),
+  choices,
+  text: o.text ?? null,
+  at,
+});
+const ask = (questionId: string, who: Who, anonymous: boolean, at: number) => ({ type: 'ASK_QUESTION', questionId, participantId: `par_${who}`, voter: vk(who), text: `A question of ${who}`, anonymous, at });
+const upvote = (questionId: string, who: Who, at: number, pid = `par_${who}`) => ({ type: 'UPVOTE_QUESTION', questionId, participantId: pid, voter: vk(who), at });
+const namesOf = (...whos: Who[]) => whos.flatMap((w) => [users[w].id, users[w].name, users[w].externalId]);
+
+t.test('anonymous items keep voter keys and no one; a second vote and upvoting one\'s own are refused, by key', async (t) => {
+  const r = liveRoom();
+  r.send(join('bob', T0 + 2 * MIN));
+  r.send(openPoll('pol_1', T0 + 3 * MIN, { anonymous: true }));
+  t.same(reply(r.send(answer('pol_1', 'alice', [2], T0 + 4 * MIN))), { ok: true });
+  t.same(reply(r.send(answer('pol_1', 'bob', [1, 0], T0 + 5 * MIN))), { ok: true });
+  t.match(reply(r.send(answer('pol_1', 'alice', [0], T0 + 6 * MIN, { pid: 'par_alice_phone' }))), { ok: false, error: { code: 'not_found' } }, 'no such participant yet');
+  r.send(join('alice', T0 + 6 * MIN, { pid: 'par_alice_phone', device: 'ios' }));
+  t.match(reply(r.send(answer('pol_1', 'alice', [0], T0 + 6 * MIN, { pid: 'par_alice_phone' }))), { ok: false, error: { code: 'invalid_state' } }, 'one answer per person, from any device');
+  t.same(r.context.polls![0]!.answers, [
+    { voter: vk('bob'), user: null, choices: [0, 1], text: null, at: null },
+    { voter: vk('alice'), user: null, choices: [2], text: null, at: null },
+  ], 'by content, no person, no time');
+
+  const asked = reply(r.send(ask('qst_1', 'alice', true, T0 + 7 * MIN)))!;
+  t.same(asked.question.askedBy, null);
+  t.match(r.context.questions![0], { askedBy: null, asker: vk('alice') });
+  t.match(reply(r.send(upvote('qst_1', 'alice', T0 + 8 * MIN, 'par_alice_phone'))), { ok: false, error: { code: 'forbidden' } }, 'not one\'s own, from any device');
+  t.same(reply(r.send(upvote('qst_1', 'bob', T0 + 8 * MIN))), { ok: true, upvotes: 1 });
+  t.same(reply(r.send(upvote('qst_1', 'bob', T0 + 9 * MIN))), { ok: true, upvotes: 1 }, 'once each');
+  t.same(r.context.questions![0]!.upvoters, [vk('bob')]);
+  const kept = JSON.stringify([r.context.polls, r.context.questions]);
+  for (const trace of namesOf('alice', 'bob')) t.notOk(kept.includes(trace!), `polls and questions hold no ${trace}`);
+
+  const own = (fx: MeetingEffect[]) => {
+    const c = reply(fx)!.classroom;
+    return [c.answeredPolls, c.ownQuestions, c.upvotedQuestions];
+  };
+  t.same(own(r.send(join('alice', T0 + 10 * MIN, { pid: 'par_alice_laptop' }))), [['pol_1'], ['qst_1'], []], 'a join with her key finds her own');
+  t.same(own(r.send(join('bob', T0 + 10 * MIN, { conn: 'conn_bob_2' }))), [['pol_1'], [], ['qst_1']]);
+  t.same(own(r.send(join('carol', T0 + 10 * MIN, { voter: null }))), [[], [], []], 'a join without a key finds no anonymous item its own');
+
+  const fx = r.send({ type: 'CLOSE_POLL', pollId: 'pol_1', by: 'par_teacher', share: false, at: T0 + 11 * MIN });
+  const closed = ofType(fx, 'outbox')[0]!;
+  t.equal(closed.eventType, 'poll.closed');
+  t.same((closed.data as any).responses, [
+    { user: null, choices: [0, 1], text: null, respondedAt: iso(T0 + 11 * MIN) },
+    { user: null, choices: [2], text: null, respondedAt: iso(T0 + 11 * MIN) },
+  ]);
+  t.same(r.context.polls![0]!.answers, [], 'its answers leave the actor once written');
+});
+
+t.test('named items keep their people, and their voter keys only to tell people apart', async (t) => {
+  const r = liveRoom();
+  r.send(openPoll('pol_1', T0 + 2 * MIN, { pollType: 'SINGLE_CHOICE', correct: [1] }));
+  r.send(answer('pol_1', 'alice', [1], T0 + 3 * MIN));
+  t.same(r.context.polls![0]!.answers, [{ voter: vk('alice'), user: { id: 'usr_alice', externalId: 's-1', name: 'Alice', role: 'STUDENT' }, choices: [1], text: null, at: T0 + 3 * MIN }]);
+  const asked = reply(r.send(ask('qst_1', 'alice', false, T0 + 4 * MIN)))!;
+  t.same(asked.question.askedBy, { participantId: 'par_alice', name: 'Alice' });
+  t.match(reply(r.send(upvote('qst_1', 'alice', T0 + 5 * MIN))), { ok: false, error: { code: 'forbidden' } });
+  const fx = r.send({ type: 'CLOSE_POLL', pollId: 'pol_1', by: 'par_teacher', share: true, at: T0 + 6 * MIN });
+  t.same((ofType(fx, 'outbox')[0]!.data as any).responses, [{ user: { id: 'usr_alice', externalId: 's-1', name: 'Alice', role: 'STUDENT' }, choices: [1], text: null, correct: true, respondedAt: iso(T0 + 3 * MIN) }]);
+});
+
+t.test('the end leaves no polls, questions or people in the snapshot; attendance still settles', async (t) => {
+  const r = liveRoom();
+  r.send(openPoll('pol_1', T0 + 2 * MIN));
+  r.send(answer('pol_1', 'alice', [0], T0 + 3 * MIN));
+  r.send(ask('qst_1', 'alice', false, T0 + 4 * MIN));
+  const fx = r.send({ type: 'END', by: 'par_teacher', at: T0 + 10 * MIN });
+  t.match(ofType(fx, 'poll'), [{ poll: { pollId: 'pol_1', status: 'CLOSED', answers: [{ user: { id: 'usr_alice' } }] } }], 'the open poll is written with its answers as it closes');
+  t.same(outbox(fx), ['participant.left', 'participant.left', 'poll.closed', 'meeting.ended']);
+  const persisted = JSON.stringify(r.actor.getPersistedSnapshot());
+  for (const trace of namesOf('alice')) t.notOk(persisted.includes(trace!), `the ended snapshot holds no ${trace}`);
+  t.same([r.context.polls, r.context.questions, r.context.participants], [[], [], {}]);
+  t.same(r.send({ type: 'TIMER', name: 'attendance-settle', at: T0 + 15 * MIN }), [{ type: 'attendance.finalize' }]);
+});
+
+t.test('a snapshot from before voter keys (user ids as voters, an anonymous question\'s named asker) still knows its people', async (t) => {
+  const a = liveRoom();
+  a.send(join('bob', T0 + 2 * MIN));
+  a.send(openPoll('pol_1', T0 + 3 * MIN, { anonymous: true }));
+  const old = JSON.parse(JSON.stringify(a.actor.getPersistedSnapshot()));
+  old.context.polls[0].answers = [{ voter: 'usr_alice', user: null, choices: [1], text: null, at: T0 + 4 * MIN }];
+  old.context.questions = [
+    { questionId: 'qst_1', text: 'Mine', anonymous: true, askedBy: { participantId: 'par_alice', user: { id: 'usr_alice', externalId: 's-1', name: 'Alice', role: 'STUDENT' } }, askedAt: T0 + 4 * MIN, upvoters: ['usr_bob'], upvotes: 1, status: 'OPEN', answer: null, answeredLive: false, answeredBy: null, answeredAt: null, dismissedAt: null },
+  ];
+  const r = room({}, old);
+  t.match(reply(r.send(answer('pol_1', 'alice', [0], T0 + 5 * MIN))), { ok: false, error: { code: 'invalid_state' } }, 'a second vote');
+  t.match(reply(r.send(upvote('qst_1', 'alice', T0 + 5 * MIN))), { ok: false, error: { code: 'forbidden' } }, 'her own question');
+  t.same(reply(r.send(upvote('qst_1', 'bob', T0 + 5 * MIN))), { ok: true, upvotes: 1 }, 'an upvote once');
+  const c = reply(r.send(join('alice', T0 + 6 * MIN, { conn: 'conn_alice_2' })))!.classroom;
+  t.same([c.answeredPolls, c.ownQuestions], [['pol_1'], ['qst_1']]);
+  t.equal(c.questions[0].askedBy, null, 'shown as anonymous');
+  const fx = r.send({ type: 'CLOSE_POLL', pollId: 'pol_1', by: 'par_teacher', share: false, at: T0 + 7 * MIN });
+  t.same((ofType(fx, 'outbox')[0]!.data as any).responses, [{ user: null, choices: [1], text: null, respondedAt: iso(T0 + 7 * MIN) }]);
 });

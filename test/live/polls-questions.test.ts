@@ -10,6 +10,13 @@ const T0 = Date.parse('2026-11-05T09:00:00Z');
 const clock = new ManualClock(T0);
 const node = await startTestNode(t, { clock });
 const sql = node.app.sql;
+const MIN = 60_000;
+
+/** The meeting actor's snapshot as Postgres holds it, as text to search. */
+async function snapshotText(meetingId: string): Promise<string> {
+  const [row] = await sql<{ text: string }[]>`select snapshot::text as text from actor_snapshots where actor_id = ${`meeting:${meetingId}`}`;
+  return row!.text;
+}
 
 async function school() {
   const { tenant, call, user, events } = await newSchool(node);
@@ -177,6 +184,112 @@ t.test('Q&A: students ask (anonymously or not) and upvote, hosts answer in text 
   const [stored] = await sql`select asked_by from questions where id = ${anon.question.questionId}`;
   t.equal(stored!.askedBy, null, 'an anonymous question stores no asker');
   t.equal((await s.call('GET', '/public/meetings/mtg_00000000000000000000000000/questions')).status, 404);
+});
+
+t.test('an anonymous poll and an anonymous question keep no one: not in the snapshot, the tables or poll.closed; a second vote and upvoting one\'s own are still refused', async (t) => {
+  const s = await school();
+  const host = (await s.enter(s.teacher.id, 'HOST')).ws;
+  const [amy, ben] = [await s.user('s-amy', 'Amy Adams'), await s.user('s-ben', 'Ben Bell')];
+  const amyWs = (await s.enter(amy.id)).ws;
+  const benWs = (await s.enter(ben.id)).ws;
+
+  const { poll } = await host.command({ type: 'open-poll', question: 'Did the lab make sense?', pollType: 'MULTIPLE_CHOICE', options: ['Yes', 'Partly', 'No'], anonymous: true });
+  clock.advance(MIN);
+  t.match(await amyWs.command({ type: 'answer-poll', pollId: poll.pollId, choices: [2] }), { ok: true });
+  clock.advance(MIN);
+  t.match(await benWs.command({ type: 'answer-poll', pollId: poll.pollId, choices: [1, 0] }), { ok: true });
+  t.match(await amyWs.command({ type: 'answer-poll', pollId: poll.pollId, choices: [0] }), { ok: false, error: { code: 'invalid_state' } }, 'one answer each');
+  const { question } = await amyWs.command({ type: 'ask-question', text: 'Can we redo the titration?', anonymous: true });
+  t.match(await amyWs.command({ type: 'upvote-question', questionId: question.questionId }), { ok: false, error: { code: 'forbidden' } }, 'not one\'s own');
+  t.match(await benWs.command({ type: 'upvote-question', questionId: question.questionId }), { ok: true, upvotes: 1 });
+
+  // while they are in the room they are its participants; what they answered and asked names no one
+  const live = await sql<{ items: string }[]>`select jsonb_build_array(snapshot->'context'->'polls', snapshot->'context'->'questions')::text as items
+    from actor_snapshots where actor_id = ${`meeting:${s.meeting.id}`}`;
+  for (const trace of [amy.id, ben.id, 'Amy Adams', 'Ben Bell', 's-amy', 's-ben']) t.notOk(live[0]!.items.includes(trace), `the open poll and the question hold no ${trace}`);
+  t.match(await amyWs.command({ type: 'leave' }), { ok: true });
+  t.match(await benWs.command({ type: 'leave' }), { ok: true });
+  const stored = await snapshotText(s.meeting.id);
+  t.ok(stored.includes(question.questionId) && stored.includes(poll.pollId), 'the snapshot holds the poll and the question');
+  for (const trace of [amy.id, ben.id, 'Amy Adams', 'Ben Bell', 's-amy', 's-ben']) t.notOk(stored.includes(trace), `once they left, the snapshot holds no ${trace}`);
+
+  // rebuilt from that snapshot, the actor still knows Amy's answer and question as hers, and no one else's
+  t.ok(node.app.actors.passivateIdle(0) >= 1);
+  const amyBack = await s.enter(amy.id);
+  t.match(amyBack.joined.classroom, { answeredPolls: [poll.pollId], ownQuestions: [question.questionId], upvotedQuestions: [] });
+  t.match(await amyBack.ws.command({ type: 'answer-poll', pollId: poll.pollId, choices: [1] }), { ok: false, error: { code: 'invalid_state' } }, 'a second vote after rejoining');
+  t.match(await amyBack.ws.command({ type: 'upvote-question', questionId: question.questionId }), { ok: false, error: { code: 'forbidden' } }, 'her own question after rejoining');
+  const benBack = await s.enter(ben.id);
+  t.match(benBack.joined.classroom, { answeredPolls: [poll.pollId], ownQuestions: [], upvotedQuestions: [question.questionId] });
+  const cal = await s.enter((await s.user('s-cal', 'Cal Cole')).id);
+  t.match(cal.joined.classroom, { answeredPolls: [], ownQuestions: [], upvotedQuestions: [] });
+  t.equal(cal.joined.classroom.questions[0].askedBy, null);
+
+  clock.advance(MIN);
+  t.match(await host.command({ type: 'close-poll', pollId: poll.pollId }), { ok: true });
+  const [event] = await s.events('poll.closed');
+  const closedAt = new Date(clock.now()).toISOString();
+  t.equal(event.closedAt, closedAt);
+  t.strictSame(
+    event.responses,
+    [
+      { user: null, choices: [0, 1], text: null, respondedAt: closedAt },
+      { user: null, choices: [2], text: null, respondedAt: closedAt },
+    ],
+    'responses in the order of their content, not of their arrival, and no time of their own',
+  );
+  const listed = await s.call('GET', `/public/meetings/${s.meeting.id}/polls`);
+  t.strictSame(listed.body.data.polls[0].responses, event.responses, 'the API shows the same');
+  const rows = await sql<{ seq: number; userId: string | null; respondedAt: Date }[]>`select seq, user_id, responded_at from poll_responses where poll_id = ${poll.pollId} order by seq`;
+  t.same(rows.map((r) => [r.seq, r.userId, r.respondedAt.toISOString()]), [[0, null, closedAt], [1, null, closedAt]], 'stored without a person, an order or a time');
+
+  t.match(await host.command({ type: 'answer-question', questionId: question.questionId, answer: 'Next week.' }), { ok: true });
+  const [answered] = await s.events('question.answered');
+  t.match(answered, { questionId: question.questionId, anonymous: true, askedBy: null, upvotes: 1 });
+  const [asked] = await sql`select asked_by from questions where id = ${question.questionId}`;
+  t.equal(asked!.askedBy, null);
+});
+
+t.test('an ended meeting\'s snapshot keeps no one: polls and questions are in their tables, attendance still settles', async (t) => {
+  const s = await school();
+  const host = (await s.enter(s.teacher.id, 'HOST')).ws;
+  const amy = await s.user('s-amy', 'Amy Adams');
+  const amyWs = (await s.enter(amy.id)).ws;
+  const { poll } = await host.command({ type: 'open-poll', question: '2 + 2?', pollType: 'SINGLE_CHOICE', options: ['3', '4'], correct: [1] });
+  t.match(await amyWs.command({ type: 'answer-poll', pollId: poll.pollId, choices: [1] }), { ok: true });
+  t.match(await host.command({ type: 'close-poll', pollId: poll.pollId }), { ok: true });
+  const second = await host.command({ type: 'open-poll', question: 'Ready?', pollType: 'YES_NO' });
+  t.match(await amyWs.command({ type: 'answer-poll', pollId: second.poll.pollId, choices: [0] }), { ok: true });
+  const named = await amyWs.command({ type: 'ask-question', text: 'Is there homework?' });
+  const anon = await amyWs.command({ type: 'ask-question', text: 'Can you slow down?', anonymous: true });
+  t.match(await host.command({ type: 'upvote-question', questionId: anon.question.questionId }), { ok: true });
+
+  clock.advance(10 * MIN);
+  t.match(await host.command({ type: 'end' }), { ok: true });
+  const [row] = await sql<{ snapshot: any }[]>`select snapshot from actor_snapshots where actor_id = ${`meeting:${s.meeting.id}`}`;
+  const context = row!.snapshot.context;
+  t.equal(context.status, 'ENDED');
+  t.same([context.polls ?? [], context.questions ?? [], context.participants], [[], [], {}], 'no polls, questions or people left in it');
+  const text = JSON.stringify(row!.snapshot);
+  for (const trace of [amy.id, 'Amy Adams', 's-amy', 'Is there homework?', 'Ready?']) t.notOk(text.includes(trace), `the snapshot holds no ${trace}`);
+
+  // everything is in the tables
+  const polls = (await s.call('GET', `/public/meetings/${s.meeting.id}/polls`)).body.data.polls;
+  t.match(polls, [
+    { pollId: poll.pollId, status: 'CLOSED', responses: [{ user: { id: amy.id, name: 'Amy Adams' }, choices: [1], correct: true }] },
+    { pollId: second.poll.pollId, status: 'CLOSED', closedBy: null, responses: [{ user: { id: amy.id }, choices: [0] }] },
+  ]);
+  t.match((await s.call('GET', `/public/meetings/${s.meeting.id}/questions`)).body.data.questions, [
+    { questionId: named.question.questionId, askedBy: { id: amy.id, name: 'Amy Adams' }, status: 'OPEN' },
+    { questionId: anon.question.questionId, askedBy: null, upvotes: 1 },
+  ]);
+
+  // what the ended actor still does: settle attendance, once, when its window has passed
+  clock.advance(5 * MIN);
+  await node.app.timers.tick();
+  const finalized = await s.events('attendance.finalized');
+  t.equal(finalized.length, 1, 'attendance.finalized after the settle window');
+  t.equal((await s.call('GET', `/public/meetings/${s.meeting.id}/attendance`)).body.data.status, 'FINAL');
 });
 
 t.test('rate limits: one student cannot flood the class with questions or hands', async (t) => {
