@@ -1,6 +1,7 @@
 import { RoomAccess, type RoomRole } from '../../src/rooms/access.ts';
 import { answerProblem, isCorrect, POLL_LIMITS, QUESTION_LIMITS } from '../../src/rooms/classroom.ts';
 import { iso, type ActorErrorCode } from '../effects.ts';
+import { ERASED_NAME } from './meeting.views.ts';
 import type {
   ClassroomState,
   MeetingContext,
@@ -177,6 +178,25 @@ function close(c: MeetingContext, p: Poll, at: number, by: string | null, share:
 /** The meeting ended: its open poll closes (closedBy null); what that writes and sends (the room is gone, it hears nothing). */
 export function closeOpenPolls(c: MeetingContext, at: number): MeetingEffect[] {
   return (c.polls ?? []).filter((p) => p.status === 'OPEN').flatMap((p) => close(c, p, at, null, false).effects.filter((e) => e.type !== 'send'));
+}
+
+/**
+ * A person deleted their account: their name leaves the room's polls and questions (their named answers
+ * and questions stay, as ERASED_NAME, and keep counting); a live room hears the questions that changed.
+ * Their user id stays, as it does in every table: it names a user whose personal data is gone.
+ */
+export function eraseFromClassroom(c: MeetingContext, userId: string): { polls: Poll[]; questions: Question[]; effects: MeetingEffect[] } {
+  const named = (u: PersonRef | null | undefined): u is PersonRef => u?.id === userId && u.name !== ERASED_NAME;
+  const scrub = (u: PersonRef): PersonRef => (named(u) ? { ...u, name: ERASED_NAME } : u);
+  const polls = (c.polls ?? []).map((p) => (p.answers.some((a) => named(a.user)) ? { ...p, answers: p.answers.map((a) => (a.user ? { ...a, user: scrub(a.user) } : a)) } : p));
+  const effects: MeetingEffect[] = [];
+  const questions = (c.questions ?? []).map((q) => {
+    if (!q.askedBy || !named(q.askedBy.user)) return q;
+    const next: Question = { ...q, askedBy: { ...q.askedBy, user: scrub(q.askedBy.user) } };
+    if (next.status !== 'DISMISSED') effects.push(toAll({ type: 'question', question: questionView(next) }));
+    return next;
+  });
+  return { polls, questions, effects };
 }
 
 export function classroomStep(c: MeetingContext, e: ClassroomEvent): ClassroomOutcome {

@@ -1,8 +1,20 @@
 import { emit, enqueueActions, not, setup } from 'xstate';
 import { RoomAccess, type HostCommand } from '../../src/rooms/access.ts';
 import { iso, refusal, type ActorErrorCode, type DisconnectCode } from '../effects.ts';
-import { CLASSROOM_EVENTS, classroomState, classroomStep, closeOpenPolls, voterFor } from './meeting.classroom.ts';
-import { byJoin, clientSettings, DEFAULT_SETTLE_MINUTES, occupancy, initialMeetingContext, meetingData, participantData, roster, rosterMessage } from './meeting.views.ts';
+import { CLASSROOM_EVENTS, classroomState, classroomStep, closeOpenPolls, eraseFromClassroom, voterFor } from './meeting.classroom.ts';
+import {
+  byJoin,
+  clientSettings,
+  DEFAULT_SETTLE_MINUTES,
+  ERASE_TIMER_PREFIX,
+  ERASED_NAME,
+  occupancy,
+  initialMeetingContext,
+  meetingData,
+  participantData,
+  roster,
+  rosterMessage,
+} from './meeting.views.ts';
 import type { EndedReason, MeetingContext, MeetingEffect, MeetingEvent, MeetingInput, Participant } from './meeting.types.ts';
 
 export { DEFAULT_SETTLE_MINUTES, initialMeetingContext, meetingData, occupancy, roster } from './meeting.views.ts';
@@ -22,6 +34,8 @@ export const MEETING_TIMERS = {
   noShow: 'no-show',
   attendanceSettle: 'attendance-settle',
   reconnect: (participantId: string) => `reconnect:${participantId}`,
+  /** Set by a person's erasure, not by the actor (ERASE_TIMER_PREFIX). */
+  erase: (userId: string) => `${ERASE_TIMER_PREFIX}${userId}`,
 } as const;
 const RECONNECT_PREFIX = 'reconnect:';
 
@@ -148,6 +162,7 @@ export const meetingMachine = setup({
     noShowDue: ({ context, event }) => event.type === 'TIMER' && event.name === MEETING_TIMERS.noShow && event.at >= noShowAt(context),
     settleDue: ({ context, event }) =>
       event.type === 'TIMER' && event.name === MEETING_TIMERS.attendanceSettle && (context.attendanceFinalizedAt ?? null) === null && context.endedAt !== null,
+    erasing: ({ event }) => event.type === 'TIMER' && event.name.startsWith(ERASE_TIMER_PREFIX),
     reconnectDue: ({ context, event }) => {
       if (event.type !== 'TIMER' || !event.name.startsWith(RECONNECT_PREFIX)) return false;
       const p = context.participants[event.name.slice(RECONNECT_PREFIX.length)];
@@ -493,6 +508,25 @@ export const meetingMachine = setup({
       enqueue.emit({ type: 'timer.set', name: MEETING_TIMERS.attendanceSettle, dueAt: at + (context.attendanceSettleMs ?? DEFAULT_SETTLE_MINUTES * 60_000) });
     }),
 
+    /**
+     * The person of an erase timer deleted their account: their name and email leave the actor's memory and
+     * so its snapshot (the room's roster and questions show ERASED_NAME), in any state that may hold them.
+     */
+    erasePerson: enqueueActions(({ context, event, enqueue }) => {
+      const userId = only(event, 'TIMER').name.slice(ERASE_TIMER_PREFIX.length);
+      const live = context.status === 'LIVE';
+      const theirs = Object.values(context.participants).filter((p) => p.user.id === userId && (p.user.name !== ERASED_NAME || p.user.email !== null));
+      if (theirs.length) {
+        const participants = { ...context.participants };
+        for (const p of theirs) participants[p.participantId] = { ...p, user: { ...p.user, name: ERASED_NAME, email: null } };
+        enqueue.assign({ participants, rev: context.rev + 1 });
+        if (live) enqueue.emit(rosterMessage(participants, context.rev + 1));
+      }
+      const classroom = eraseFromClassroom(context, userId);
+      enqueue.assign({ polls: classroom.polls, questions: classroom.questions });
+      if (live) for (const e of classroom.effects) enqueue.emit(e);
+    }),
+
     /** The settle window passed: the host writes the final report and sends attendance.finalized, once. */
     finalizeAttendance: enqueueActions(({ event, enqueue }) => {
       enqueue.assign({ attendanceFinalizedAt: event.at });
@@ -637,6 +671,7 @@ export const meetingMachine = setup({
         CANCEL: { actions: R.cancelLive },
         UPDATE: { actions: 'applyUpdate' },
         TIMER: [
+          { guard: 'erasing', actions: 'erasePerson' },
           { guard: 'planCapDue', target: 'ended', actions: { type: 'endMeeting', params: { reason: 'PLAN_LIMIT' } } },
           { guard: 'emptyGraceDue', target: 'ended', actions: { type: 'endMeeting', params: { reason: 'ROOM_FINISHED' } } },
           { guard: 'reconnectDue', actions: { type: 'dropParticipants', params: { code: null } } },
@@ -645,7 +680,17 @@ export const meetingMachine = setup({
     },
     // The end states are not XState `final`: a done actor drops every event, and these must still answer
     // (JOIN refused with meeting_ended, END/CANCEL repeated idempotently). The host recognises them by the tag.
-    ended: { tags: ['closed'], on: { ...endedHandlers, TIMER: { guard: 'settleDue', actions: 'finalizeAttendance' } } },
+    ended: {
+      tags: ['closed'],
+      on: {
+        ...endedHandlers,
+        TIMER: [
+          // an ended snapshot keeps no people (endMeeting); one written before it learned that may
+          { guard: 'erasing', actions: 'erasePerson' },
+          { guard: 'settleDue', actions: 'finalizeAttendance' },
+        ],
+      },
+    },
     /** Ended without ever going live (no-show); status ENDED, endedReason TIMEOUT. */
     expired: { tags: ['closed'], on: endedHandlers },
     cancelled: {

@@ -17,6 +17,15 @@ import type {
 /** Attendance settles this long after the end unless the organization says otherwise (src/services/attendance.ts). */
 export const DEFAULT_SETTLE_MINUTES = 5;
 
+/**
+ * The durable timer `erase:<userId>` that a person's erasure (src/services/users.ts `erase`) sets, due at
+ * once, on every meeting actor that may remember them: it is written in the erasure's transaction and
+ * fired by whichever node owns the actor, so no actor keeps the name, in memory or in its snapshot.
+ */
+export const ERASE_TIMER_PREFIX = 'erase:';
+/** The name an erased person keeps (the spec's fixed text, as the user row has it). */
+export const ERASED_NAME = 'Deleted user' satisfies typeof import('../../src/services/users.ts').ERASED_NAME;
+
 const ms = (s: string | null | undefined): number | null => (s == null ? null : Date.parse(s));
 
 /** Roster order: by join time, then id, so every node renders the same list. */

@@ -1,3 +1,4 @@
+import { ERASE_TIMER_PREFIX } from '../../actors/meeting/meeting.views.ts';
 import type { UserRole } from '../domain.ts';
 import { TtlCache } from '../cache.ts';
 import { iso, type Clock } from '../clock.ts';
@@ -191,8 +192,10 @@ export class Users {
    * The person deletes their own account (DELETE /users/me): deactivated as by `deactivate` (links and
    * sessions revoked, sockets closed) and their personal data erased: the name becomes `Deleted user`,
    * email and avatar are dropped, and so is their name on meeting sessions. Reports read names from the
-   * user, so attendance, polls and Q&A keep their numbers and lose the name. user.deactivated is sent,
-   * with the erased payload, when the user was active. Erasing twice changes nothing.
+   * user, so attendance, polls and Q&A keep their numbers and lose the name. The meeting actors that may
+   * remember the name (in memory and in their snapshots) are told in the same transaction, by a durable
+   * timer due at once (ERASE_TIMER_PREFIX). user.deactivated is sent, with the erased payload, when the user
+   * was active. Erasing twice changes nothing.
    */
   erase(pool: Db, orgId: string, userId: string): Promise<UserRow> {
     return inTx(pool, async (db) => {
@@ -204,6 +207,15 @@ export class Users {
         full_name = ${ERASED_NAME}, email = null, avatar_url = null, erased_at = ${now}, updated_at = ${now} where id = ${current.id} returning *`;
       await db`update meeting_sessions set revoked_at = coalesce(revoked_at, ${now}), revoked_reason = coalesce(revoked_reason, 'user_deactivated'),
         display_name = ${ERASED_NAME} where user_id = ${current.id}`;
+      // Which actors: those whose snapshot holds the user, and every live meeting of the organization (a
+      // transition of a room they act in right now may not be written yet). A timer, not a message: it
+      // commits with the erasure, and whichever node owns the actor fires it (DurableTimers), retried until
+      // done; the actor stays the only writer of its snapshot and forgets the name in memory too.
+      await db`insert into actor_timers (actor_id, name, shard, due_at)
+        select s.actor_id, ${ERASE_TIMER_PREFIX + current.id}, s.shard, ${now}
+        from meetings m join actor_snapshots s on s.actor_id = 'meeting:' || m.id
+        where m.org_id = ${orgId} and (m.status = 'LIVE' or strpos(s.snapshot::text, ${JSON.stringify(current.id)}) > 0)
+        on conflict (actor_id, name) do update set due_at = excluded.due_at`;
       if (current.status === 'ACTIVE') await this.#outbox.emit(db, orgId, 'user.deactivated', userEventData(u!), at);
       this.#invalidate(db, u!);
       afterCommit(db, () => this.#bus.publish('user-deactivated', { orgId, userId: u!.id }));

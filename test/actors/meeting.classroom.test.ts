@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import t from 'tap';
 import { answerProblem, draftProblem, isCorrect, pollOptions, POLL_LIMITS, POLL_TYPES } from '../../src/rooms/classroom.ts';
-import { byContent, classroomState, classroomStep, questionAnsweredData, respondedAt, voterFor } from '../../actors/meeting/meeting.classroom.ts';
+import { byContent, classroomState, classroomStep, eraseFromClassroom, questionAnsweredData, respondedAt, voterFor } from '../../actors/meeting/meeting.classroom.ts';
 import { meetingEvent, meetingInput } from '../../actors/meeting/meeting.schemas.ts';
 import type { MeetingContext, Participant, PollClosedData } from '../../actors/meeting/meeting.types.ts';
 import { initialMeetingContext } from '../../actors/meeting/meeting.views.ts';
@@ -158,3 +158,17 @@ t.test('an anonymous question: no asker, the asker\'s key; they see it as theirs
   t.match(questionAnsweredData(c, { ...c.questions![0]!, answeredAt: T0, answeredBy: 'usr_host' }), { askedBy: null });
 });
 
+t.test('erasing a person: their name leaves answers and questions, once; ids and everyone else stay', async (t) => {
+  const c = context();
+  step(c, { type: 'OPEN_POLL', pollId: 'pol_1', by: 'par_host', question: 'Q', pollType: 'YES_NO', anonymous: false, options: ['Yes', 'No'], correct: [] });
+  step(c, { type: 'ANSWER_POLL', pollId: 'pol_1', participantId: 'par_a', voter: key('usr_a'), choices: [0], text: null });
+  step(c, { type: 'ANSWER_POLL', pollId: 'pol_1', participantId: 'par_b', voter: key('usr_b'), choices: [1], text: null });
+  step(c, { type: 'ASK_QUESTION', questionId: 'qst_1', participantId: 'par_a', voter: key('usr_a'), text: 'Mine', anonymous: false });
+  step(c, { type: 'ASK_QUESTION', questionId: 'qst_2', participantId: 'par_b', voter: key('usr_b'), text: 'Bo\'s', anonymous: false });
+  const erased = eraseFromClassroom(c, 'usr_a');
+  t.same(erased.polls[0]!.answers.map((a) => a.user && [a.user.id, a.user.name]), [['usr_a', 'Deleted user'], ['usr_b', 'Bo']]);
+  t.same(erased.questions.map((q) => q.askedBy && [q.askedBy.user.id, q.askedBy.user.name]), [['usr_a', 'Deleted user'], ['usr_b', 'Bo']]);
+  t.match(erased.effects, [{ type: 'send', to: { all: true }, message: { type: 'question', question: { questionId: 'qst_1', askedBy: { name: 'Deleted user' } } } }]);
+  t.equal(erased.effects.length, 1);
+  t.same(eraseFromClassroom({ ...c, polls: erased.polls, questions: erased.questions }, 'usr_a').effects, [], 'twice: nothing more');
+});

@@ -3,6 +3,7 @@ import { createActor, type SnapshotFrom } from 'xstate';
 import {
   EMPTY_GRACE_MS,
   MEETING_MACHINE_VERSION,
+  MEETING_TIMERS,
   meetingMachine,
   NO_SHOW_GRACE_MS,
   RECONNECT_GRACE_MS,
@@ -839,6 +840,47 @@ t.test('the end leaves no polls, questions or people in the snapshot; attendance
   for (const trace of namesOf('alice')) t.notOk(persisted.includes(trace!), `the ended snapshot holds no ${trace}`);
   t.same([r.context.polls, r.context.questions, r.context.participants], [[], [], {}]);
   t.same(r.send({ type: 'TIMER', name: 'attendance-settle', at: T0 + 15 * MIN }), [{ type: 'attendance.finalize' }]);
+});
+
+t.test('an erase timer: the person\'s name leaves the roster, answers and questions, in memory; others\' stay', async (t) => {
+  const r = liveRoom();
+  r.send(join('bob', T0 + 2 * MIN));
+  r.send(openPoll('pol_1', T0 + 3 * MIN));
+  r.send(answer('pol_1', 'alice', [0], T0 + 4 * MIN));
+  r.send(answer('pol_1', 'bob', [1], T0 + 4 * MIN));
+  r.send(ask('qst_1', 'alice', false, T0 + 5 * MIN));
+  r.send(ask('qst_2', 'bob', false, T0 + 5 * MIN));
+  r.send(ask('qst_3', 'alice', false, T0 + 5 * MIN));
+  r.send({ type: 'DISMISS_QUESTION', questionId: 'qst_3', by: 'par_teacher', at: T0 + 6 * MIN });
+  const rev = r.context.rev;
+
+  const fx = r.send({ type: 'TIMER', name: MEETING_TIMERS.erase('usr_alice'), at: T0 + 7 * MIN });
+  const text = JSON.stringify(r.actor.getPersistedSnapshot());
+  t.notOk(text.includes('Alice'), 'no Alice in the snapshot');
+  t.ok(text.includes('Bob'), 'Bob stays');
+  t.same(r.context.participants.par_alice!.user, { ...users.alice, name: 'Deleted user', email: null });
+  t.match(r.context.polls![0]!.answers, [{ user: { id: 'usr_alice', name: 'Deleted user' } }, { user: { id: 'usr_bob', name: 'Bob' } }], 'her answer counts, without her name');
+  t.match(r.context.questions, [{ askedBy: { user: { id: 'usr_alice', name: 'Deleted user' } } }, { askedBy: { user: { name: 'Bob' } } }, { askedBy: { user: { name: 'Deleted user' } } }]);
+  const sends = ofType(fx, 'send').map((e) => e.message);
+  t.match(sends, [{ type: 'roster', rev: rev + 1 }, { type: 'question', question: { questionId: 'qst_1', askedBy: { name: 'Deleted user' } } }], 'the room hears the new roster and the question it still shows');
+  t.equal(sends.length, 2);
+  t.same(outbox(fx), [], 'no event');
+  const again = r.send({ type: 'TIMER', name: MEETING_TIMERS.erase('usr_alice'), at: T0 + 8 * MIN });
+  t.same(again, [], 'again: nothing left to do');
+  t.equal(r.context.rev, rev + 1);
+
+  // an ended snapshot written before the end trimmed it still has its questions: the timer scrubs those too
+  const old = JSON.parse(JSON.stringify(liveRoom().actor.getPersistedSnapshot()));
+  const ended = room({}, old);
+  ended.send(ask('qst_9', 'alice', false, T0 + 5 * MIN));
+  ended.send({ type: 'END', by: 'par_teacher', at: T0 + 6 * MIN });
+  const legacy = JSON.parse(JSON.stringify(ended.actor.getPersistedSnapshot()));
+  legacy.context.questions = r.context.questions!.map((q) => (q.askedBy?.user.id === 'usr_alice' ? { ...q, askedBy: { ...q.askedBy, user: { ...q.askedBy.user, name: 'Alice' } } } : q));
+  const restored = room({}, legacy);
+  t.equal(restored.state, 'ended');
+  t.same(restored.send({ type: 'TIMER', name: MEETING_TIMERS.erase('usr_alice'), at: T0 + 9 * MIN }), [], 'nothing to tell an ended room');
+  t.notOk(JSON.stringify(restored.actor.getPersistedSnapshot()).includes('Alice'), 'no Alice in it');
+  t.same(restored.send({ type: 'TIMER', name: 'attendance-settle', at: T0 + 11 * MIN }), [{ type: 'attendance.finalize' }], 'and still settles');
 });
 
 t.test('a snapshot from before voter keys (user ids as voters, an anonymous question\'s named asker) still knows its people', async (t) => {
