@@ -15,7 +15,14 @@ import type { RouteMeter } from '../src/metrics.ts';
 import { hasScope } from '../src/scopes.ts';
 import type { RateLimitResult } from '../src/cluster/rate-limit.ts';
 import { CredentialGuard } from './credential-guard.ts';
-import { fullPath, type Ctx, type Reply, type RequestInfo, type Route } from './route.ts';
+import { fullPath, type Ctx, type Reply, type RequestInfo, type Route, type RouteSpec } from './route.ts';
+
+/**
+ * What an accessToken route may declare beyond RouteSpec: `erasedAccount: 'answer'` lets a session revoked
+ * by its person's own account deletion through (DELETE /users/me answers a repeat the same); see
+ * Sessions.assertStanding.
+ */
+export type SessionRouteSpec = RouteSpec & { erasedAccount?: 'answer' | 'refuse' };
 
 export interface HttpServer {
   port: number;
@@ -302,7 +309,11 @@ async function handle(
       const found = app.services.admins.authenticate(info.headers.authorization, info.headers.cookie, gate);
       admin = found instanceof Promise ? await guard.looked(found, info.ip) : found;
     }
-    const session = spec.auth === 'session' ? app.services.sessions.authenticate(info.headers.authorization) : null;
+    let session: SessionPrincipal | null = null;
+    if (spec.auth === 'session') {
+      session = app.services.sessions.authenticate(info.headers.authorization);
+      await app.services.sessions.assertStanding(app.sql, session, (spec as SessionRouteSpec).erasedAccount ?? 'refuse');
+    }
     const caller = apiKey ?? admin?.api;
     if (caller) {
       // Most requests are answered from the points this node holds for the key: no await then.

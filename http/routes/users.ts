@@ -22,11 +22,13 @@ export const userRoutes = [
       path: '/users/me',
       tag,
       auth: 'session',
+      // the deletion revoked the session; a repeat must still answer 200, decided on users.erased_at
+      erasedAccount: 'answer',
       ipLimit: { name: 'account', perMinute: 30 },
       summary: 'Delete your own account (Bearer accessToken of any of your meeting sessions, unexpired).',
-      description: `The account is deactivated (join links and sessions revoked, the room left) and its personal data erased: the name becomes "${ERASED_NAME}", email and avatar are removed. Attendance, polls and Q&A keep their numbers without the name. user.deactivated goes to the organization with that payload when the account was active. The organization's backend cannot write the data back (its upserts leave the account as it is). Deleting again answers the same. An Aula account belongs to one organization; docs/api.md says why no other organization's account is touched.`,
+      description: `The account is deactivated (join links and sessions revoked, the room left) and its personal data erased: the name becomes "${ERASED_NAME}", email and avatar are removed. Attendance, polls and Q&A keep their numbers without the name. user.deactivated goes to the organization with that payload when the account was active. The organization's backend cannot write the data back (its upserts leave the account as it is). Deleting again answers the same. A session a host removed, or of a user the organization deactivated, is refused as refresh refuses it (session_revoked, user_deactivated) and erases nothing. An Aula account belongs to one organization; docs/api.md says why no other organization's account is touched.`,
       response: erasedAccount,
-      errors: ['auth_missing', 'session_invalid', 'session_expired', 'rate_limited'],
+      errors: ['auth_missing', 'session_invalid', 'session_expired', 'session_revoked', 'user_deactivated', 'meeting_ended', 'rate_limited'],
     },
     async ({ app, db, session }) => {
       if (session!.expired) throw new AppError('session_expired');

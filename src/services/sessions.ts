@@ -156,7 +156,7 @@ function accessListRow(meeting: MeetingRow, user: UserRow, role: RoomRole): 'enr
 }
 
 /** A revoked session is refused with the reason the user should hear. */
-function assertNotRevoked(session: SessionRow, via: 'join' | 'refresh'): void {
+function assertNotRevoked(session: Pick<SessionRow, 'revokedAt' | 'revokedReason'>, via: 'join' | 'refresh'): void {
   if (!session.revokedAt) return;
   if (session.revokedReason === 'user_deactivated') throw new AppError(via === 'join' ? 'join_token_revoked' : 'user_deactivated');
   if (session.revokedReason === 'meeting_cancelled') throw new AppError('meeting_ended');
@@ -194,6 +194,23 @@ export class Sessions {
     const c = this.#tokens.access.read(m[1]!);
     if (!c) throw new AppError('session_invalid');
     return { sessionId: c.s, orgId: c.o, meetingId: c.m, slug: c.g, userId: c.u, expiresAt: c.e, expired: c.e <= this.#clock.now() };
+  }
+
+  /**
+   * Whether the session still stands, decided as `refresh` decides it (revoked: the reason's code; the user
+   * deactivated: user_deactivated), whatever the accessToken's age: every accessToken route asks this
+   * before it runs (the pipeline does), so a token outlives neither a removal nor a deactivation. One read
+   * by primary keys. `erasedAccount`: the person deleted their own account, which revoked the session; a
+   * route that answers that deletion answers it again (DELETE /users/me), every other one refuses.
+   */
+  async assertStanding(db: Db, principal: SessionPrincipal, erasedAccount: 'answer' | 'refuse'): Promise<void> {
+    const [row] = await db<{ revokedAt: Date | null; revokedReason: string | null; userStatus: string; erasedAt: Date | null }[]>`
+      select s.revoked_at, s.revoked_reason, u.status as user_status, u.erased_at
+      from meeting_sessions s join users u on u.id = s.user_id where s.id = ${principal.sessionId}`;
+    if (!row) throw new AppError('session_invalid');
+    if (row.erasedAt && erasedAccount === 'answer') return;
+    assertNotRevoked(row, 'refresh');
+    if (row.userStatus !== 'ACTIVE') throw new AppError('user_deactivated');
   }
 
   /** Exchanges a join token for a meeting session, checking access again as of now. */

@@ -1,4 +1,5 @@
 import t from 'tap';
+import type { Test } from 'tap';
 import { ManualClock } from '../../src/clock.ts';
 import { api, school as newSchool, startTestNode } from '../helpers/node.ts';
 import { assertError } from '../helpers/assert.ts';
@@ -67,21 +68,64 @@ t.test('a student deletes their account from a meeting session: out of the room,
 
   const again = await api(node, 'DELETE', '/users/me', { bearer: session.accessToken });
   t.equal(again.status, 200, 'deleting again answers the same');
+  t.same(again.body, deleted.body, 'word for word, though the deletion revoked the session');
   t.equal((await s.events('user.deactivated')).length, 1, 'user.deactivated once');
 });
 
-t.test('an expired accessToken cannot delete an account; an already deactivated account is erased without a second event', async (t) => {
+t.test('an expired accessToken cannot delete an account', async (t) => {
   const s = await school();
   const ben = await s.user('s-ben', 'Ben Bell', 'STUDENT', 'ben@school.example');
   const session = (await s.exchange((await s.link(ben.id)).token)).body.data;
   clock.advance(2 * 60 * 60_000);
   assertError(t, await api(node, 'DELETE', '/users/me', { bearer: session.accessToken }), 401, 'session_expired');
   t.match((await s.call('GET', `/public/users/${ben.id}`)).body.data, { fullName: 'Ben Bell', status: 'ACTIVE' });
+});
 
-  const fresh = (await s.exchange((await s.link(ben.id)).token)).body.data;
+/**
+ * Every accessToken route the session could call, answered as `refresh` answers it: the same status and
+ * code, for the by-slug and the by-organization forms of the meeting routes.
+ */
+async function assertRefusedLikeRefresh(t: Test, s: Awaited<ReturnType<typeof school>>, accessToken: string, code: string) {
+  const refresh = await api(node, 'POST', '/join-tokens/refresh', { bearer: accessToken });
+  const status = refresh.status;
+  assertError(t, refresh, status, code);
+  const calls: [string, string, unknown?][] = [['DELETE', '/users/me']];
+  for (const prefix of [`/meetings/${s.meeting.slug}`, `/orgs/${s.tenant.orgId}/meetings/${s.meeting.id}`]) {
+    calls.push(['GET', `${prefix}/waiting-room/status/wr_none`], ['POST', `${prefix}/token`, { queueId: 'wr_none', deviceId: 'dev' }]);
+  }
+  for (const [method, path, body] of calls) {
+    const res = await api(node, method, path, { bearer: accessToken, ...(body ? { body } : {}) });
+    t.equal(res.status, status, `${method} ${path}: ${status}, as refresh`);
+    t.equal(res.body.error?.code, code, `${method} ${path}: ${code}, as refresh`);
+  }
+}
+
+t.test('after the organization deactivates the user, their old accessToken is refused as refresh refuses it, and erases nothing', async (t) => {
+  const s = await school();
+  const ben = await s.user('s-ben', 'Ben Bell', 'STUDENT', 'ben@school.example');
+  const session = (await s.exchange((await s.link(ben.id)).token)).body.data;
   t.equal((await s.call('POST', `/public/users/${ben.id}/deactivate`)).status, 200);
-  const deleted = await api(node, 'DELETE', '/users/me', { bearer: fresh.accessToken });
-  t.equal(deleted.status, 200, 'a deactivated person may still have their data erased');
-  t.match((await s.call('GET', `/public/users/${ben.id}`)).body.data, { fullName: 'Deleted user', email: null });
-  t.equal((await s.events('user.deactivated')).length, 1, 'the event of the deactivation only (it was not active any more)');
+
+  await assertRefusedLikeRefresh(t, s, session.accessToken, 'user_deactivated');
+  t.match((await s.call('GET', `/public/users/${ben.id}`)).body.data, { fullName: 'Ben Bell', email: 'ben@school.example', status: 'DEACTIVATED' }, 'not erased');
+  const [row] = await sql`select erased_at from users where id = ${ben.id}`;
+  t.equal(row!.erasedAt, null);
+  t.equal((await s.events('user.deactivated')).length, 1, 'the event of the deactivation only');
+});
+
+t.test('after a host removes them from the room, their old accessToken is refused as refresh refuses it, and erases nothing', async (t) => {
+  const s = await school();
+  const hostSession = (await s.exchange((await s.link(s.teacher.id, 'HOST')).token)).body.data;
+  const host = await connect(t, hostSession.mediaUrl, hostSession.mediaToken);
+  await host.type('joined');
+  const cleo = await s.user('s-cleo', 'Cleo Cole', 'STUDENT', 'cleo@school.example');
+  const session = (await s.exchange((await s.link(cleo.id)).token)).body.data;
+  const ws = await connect(t, session.mediaUrl, session.mediaToken);
+  const { participantId } = await ws.type('joined');
+  t.match(await host.command({ type: 'remove', participantId }), { ok: true });
+  t.equal((await ws.waitClosed()).code, 4001, 'removed from the room');
+
+  await assertRefusedLikeRefresh(t, s, session.accessToken, 'session_revoked');
+  t.match((await s.call('GET', `/public/users/${cleo.id}`)).body.data, { fullName: 'Cleo Cole', email: 'cleo@school.example', status: 'ACTIVE' }, 'not erased, not deactivated');
+  t.same(await s.events('user.deactivated'), []);
 });
