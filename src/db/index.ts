@@ -89,7 +89,8 @@ export async function openDatabase(config: Config, log: Logger): Promise<Databas
 }
 
 /**
- * The embedded connection: PGlite's one session over its socket, for the life of the server. postgres.js
+ * The embedded connection: PGlite's one session over its socket, for the life of the server. One
+ * connection, so transactions cannot interleave inside that one session (DESIGN.md). postgres.js
  * would otherwise end a connection after 30 to 60 minutes (max_lifetime) or when idle (PGIDLE_TIMEOUT,
  * PGMAX_LIFETIME in the environment), and each end is a moment with the socket server's one slot free and
  * the server's queries waiting for a new connection. Set here, not left to defaults, so the environment
