@@ -45,6 +45,12 @@ export interface RouteSpec {
   alternates?: readonly string[];
   /** How an Idempotency-Key is honoured: in the handler's transaction (default), or after a handler that asks actors. */
   idempotency?: 'transaction' | 'after';
+  /**
+   * `session` routes: a session revoked by its person's own account deletion is let through (`answer`:
+   * DELETE /users/me answers a repeat the same) or refused like any revoked session (`refuse`, the
+   * default); see Sessions.assertStanding.
+   */
+  erasedAccount?: 'answer' | 'refuse';
 }
 
 export interface RequestInfo {

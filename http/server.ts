@@ -17,13 +17,6 @@ import type { RateLimitResult } from '../src/cluster/rate-limit.ts';
 import { CredentialGuard } from './credential-guard.ts';
 import { fullPath, type Ctx, type Reply, type RequestInfo, type Route, type RouteSpec } from './route.ts';
 
-/**
- * What an accessToken route may declare beyond RouteSpec: `erasedAccount: 'answer'` lets a session revoked
- * by its person's own account deletion through (DELETE /users/me answers a repeat the same); see
- * Sessions.assertStanding.
- */
-export type SessionRouteSpec = RouteSpec & { erasedAccount?: 'answer' | 'refuse' };
-
 export interface HttpServer {
   port: number;
   /** Stops listening and closes every connection. */
@@ -312,7 +305,7 @@ async function handle(
     let session: SessionPrincipal | null = null;
     if (spec.auth === 'session') {
       session = app.services.sessions.authenticate(info.headers.authorization);
-      await app.services.sessions.assertStanding(app.sql, session, (spec as SessionRouteSpec).erasedAccount ?? 'refuse');
+      await app.services.sessions.assertStanding(app.sql, session, spec.erasedAccount ?? 'refuse');
     }
     const caller = apiKey ?? admin?.api;
     if (caller) {

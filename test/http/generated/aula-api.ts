@@ -69,7 +69,7 @@ export interface paths {
         post?: never;
         /**
          * Delete your own account (Bearer accessToken of any of your meeting sessions, unexpired).
-         * @description The account is deactivated (join links and sessions revoked, the room left) and its personal data erased: the name becomes "Deleted user", email and avatar are removed. Attendance, polls and Q&A keep their numbers without the name. user.deactivated goes to the organization with that payload when the account was active. The organization's backend cannot write the data back (its upserts leave the account as it is). Deleting again answers the same. An Aula account belongs to one organization; docs/api.md says why no other organization's account is touched.
+         * @description The account is deactivated (join links and sessions revoked, the room left) and its personal data erased: the name becomes "Deleted user", email and avatar are removed. Attendance, polls and Q&A keep their numbers without the name. user.deactivated goes to the organization with that payload when the account was active. The organization's backend cannot write the data back (its upserts leave the account as it is). Deleting again answers the same. A session a host removed, or of a user the organization deactivated, is refused as refresh refuses it (session_revoked, user_deactivated) and erases nothing. An Aula account belongs to one organization; docs/api.md says why no other organization's account is touched.
          */
         delete: operations["deleteApiV1UsersMe"];
         options?: never;
@@ -1529,8 +1529,26 @@ export interface operations {
                     };
                 };
             };
-            /** @description `auth_missing`, `session_invalid`, `session_expired`, `auth_malformed` */
+            /** @description `auth_missing`, `session_invalid`, `session_expired`, `session_revoked`, `auth_malformed` */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `user_deactivated` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `meeting_ended` */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5902,6 +5920,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description `meeting_ended` */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description `internal_error` */
             500: {
                 headers: {
@@ -5996,7 +6023,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `waiting_expired` */
+            /** @description `waiting_expired`, `meeting_ended` */
             410: {
                 headers: {
                     [name: string]: unknown;
@@ -6077,6 +6104,15 @@ export interface operations {
             };
             /** @description `not_found` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `meeting_ended` */
+            410: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6179,7 +6215,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description `waiting_expired` */
+            /** @description `waiting_expired`, `meeting_ended` */
             410: {
                 headers: {
                     [name: string]: unknown;
