@@ -357,7 +357,9 @@ export const meetingMachine = setup({
         const leftAt = e.type === 'TIMER' ? Math.min(p.disconnectedAt ?? e.at, e.at) : e.at;
         lastLeftAt = Math.max(lastLeftAt, leftAt);
         delete participants[p.participantId];
-        enqueue.emit({ type: 'outbox', eventType: 'participant.left', data: participantData(context, p, leftAt) });
+        // an erased person's leaving is told without their name, though the erase timer has not reached this actor yet
+        const told = e.type === 'DEACTIVATE_USER' && e.erased ? { ...p, user: { ...p.user, name: ERASED_NAME, email: null } } : p;
+        enqueue.emit({ type: 'outbox', eventType: 'participant.left', data: participantData(context, told, leftAt) });
         enqueue.emit(stay(p, leftAt));
         if (params.code && (p.connections.length > 0 || params.code !== 'left')) {
           enqueue.emit({ type: 'disconnect', participantId: p.participantId, code: params.code });

@@ -158,7 +158,8 @@ export const endEvent = ev('END', { by: id.optional(), byApi: z.literal(true).op
   { message: 'give exactly one of by and byApi' },
 );
 export const cancelEvent = ev('CANCEL', {});
-export const deactivateUserEvent = ev('DEACTIVATE_USER', { userId: id });
+/** `erased`: the person deleted their account; whatever is said of their leaving names them as erased. */
+export const deactivateUserEvent = ev('DEACTIVATE_USER', { userId: id, erased: z.boolean().optional() });
 /** The meeting row changed (PATCH, plan change): keeps the room's copy current. */
 export const updateEvent = ev('UPDATE', {
   title: z.string().optional(),

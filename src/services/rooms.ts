@@ -69,7 +69,7 @@ export class Rooms implements EffectSink {
   constructor(o: RoomsOptions) {
     this.#o = o;
     o.bus.subscribe('room', (m) => this.#fanOut(m.meetingId as string, m.effects as RoomEffect[]));
-    o.bus.subscribe('user-deactivated', (m) => void this.#deactivated(m.userId as string));
+    o.bus.subscribe('user-deactivated', (m) => void this.#deactivated(m.userId as string, m.erased === true));
     if (o.media) {
       const media = o.media;
       o.cluster.serve('media', (payload) => media.handle(payload as unknown as MediaRelayRequest));
@@ -363,12 +363,12 @@ export class Rooms implements EffectSink {
     );
   }
 
-  async #deactivated(userId: string): Promise<void> {
+  async #deactivated(userId: string, erased: boolean): Promise<void> {
     const sockets = this.#o.connections.ofUser(userId);
     const meetings = new Set(sockets.filter((c) => c.kind === 'room').map((c) => c.meetingId));
     for (const c of sockets) c.end('user_deactivated');
     for (const m of meetings) {
-      await this.#o.clients.meeting.send(m, 'DEACTIVATE_USER', { userId }).catch((err) => this.#o.log.warn({ err }, 'deactivation not delivered'));
+      await this.#o.clients.meeting.send(m, 'DEACTIVATE_USER', { userId, ...(erased ? { erased } : {}) }).catch((err) => this.#o.log.warn({ err }, 'deactivation not delivered'));
     }
   }
 

@@ -218,7 +218,7 @@ export class Users {
         on conflict (actor_id, name) do update set due_at = excluded.due_at`;
       if (current.status === 'ACTIVE') await this.#outbox.emit(db, orgId, 'user.deactivated', userEventData(u!), at);
       this.#invalidate(db, u!);
-      afterCommit(db, () => this.#bus.publish('user-deactivated', { orgId, userId: u!.id }));
+      afterCommit(db, () => this.#bus.publish('user-deactivated', { orgId, userId: u!.id, erased: true }));
       return u!;
     });
   }

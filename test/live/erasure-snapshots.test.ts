@@ -1,7 +1,7 @@
 import t from 'tap';
 import { ManualClock } from '../../src/clock.ts';
 import { api, school as newSchool, startTestNode } from '../helpers/node.ts';
-import { connect, type RoomClient } from '../helpers/ws.ts';
+import { connect, eventually, type RoomClient } from '../helpers/ws.ts';
 
 // DELETE /users/me and the meeting actors: a person's name leaves every snapshot of their organization's
 // meetings that still holds it (a live room's, in the actor's memory too, and an ended meeting's), whether
@@ -55,6 +55,11 @@ t.test('a live room: the name leaves its snapshot and its actor, for someone in 
   t.equal((await amyIn.ws.waitClosed()).code, 4003, 'Amy is out of the room');
   t.equal((await api(node, 'DELETE', '/users/me', { bearer: benIn.accessToken })).status, 200);
   await node.app.timers.tick();
+  const amyLeft = await eventually(async () => {
+    const left = (await s.events('participant.left')).filter((d) => d.user.id === amy.id);
+    return left.length ? left : null;
+  });
+  t.match(amyLeft, [{ user: { name: 'Deleted user', email: null } }], 'her leaving the room is told without her name (the deactivation may reach the room before the erase timer)');
 
   const after = await snapshotOf(s.meeting.id);
   for (const trace of ['Amy Adams', 'Ben Bell', 's-amy@school.example', 's-ben@school.example']) t.notOk(after.text.includes(trace), `the snapshot holds no ${trace}`);
