@@ -1,11 +1,10 @@
 import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import t from 'tap';
 import { loadConfig } from '../../src/config.ts';
 import { embeddedPgOptions, openDatabase } from '../../src/db/index.ts';
+import { memoryLogger } from '../helpers/logs.ts';
 import { spawnNode } from '../helpers/process.ts';
 
 // The embedded database is one user's data on a machine others may use: its folder is the owner's
@@ -54,16 +53,6 @@ function listeningTcpPorts(pid: number): number[] {
   return ports.sort((a, b) => a - b);
 }
 
-function capture() {
-  const lines: Record<string, any>[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      lines.push(JSON.parse(String(chunk)));
-      done();
-    },
-  });
-  return { log: pino({ level: 'info' }, stream), lines };
-}
 
 const configFor = (dir: string) => loadConfig({ AULA_DATA_DIR: dir });
 
@@ -94,7 +83,7 @@ t.test('aula serve under umask 0: nothing in the data folder is open to other us
 
 t.test('openDatabase() tightens a data folder left open to other users, and says so once', async (t) => {
   const dir = join(base, 'loose');
-  const first = await openDatabase(configFor(dir), capture().log);
+  const first = await openDatabase(configFor(dir), memoryLogger().log);
   await first.sql`create table note (body text)`;
   await first.sql`insert into note values ('the name of an organization')`;
   await first.close();
@@ -102,7 +91,7 @@ t.test('openDatabase() tightens a data folder left open to other users, and says
   loosen(dir);
   t.not(openToOthers(dir).length, 0);
 
-  const { log, lines } = capture();
+  const { log, lines } = memoryLogger();
   const db = await openDatabase(configFor(dir), log);
   t.same(openToOthers(dir), [], 'nothing is left open');
   const said = lines.filter((l) => /tightened/.test(l.msg));
@@ -113,7 +102,7 @@ t.test('openDatabase() tightens a data folder left open to other users, and says
   t.same(await db.sql`select body from note`, [{ body: 'the name of an organization' }], 'the data is intact');
   await db.close();
 
-  const again = capture();
+  const again = memoryLogger();
   await (await openDatabase(configFor(dir), again.log)).close();
   t.same(again.lines.filter((l) => /tightened/.test(l.msg)), [], 'a tight folder is not mentioned');
 });
@@ -121,7 +110,7 @@ t.test('openDatabase() tightens a data folder left open to other users, and says
 t.test('the embedded connection is never recycled: no lifetime, no idle timeout, one connection, the socket', async (t) => {
   t.match(embeddedPgOptions('/x/pgdata.sock'), { path: '/x/pgdata.sock', max: 1, max_lifetime: null, idle_timeout: 0 });
   const dir = join(base, 'options');
-  const db = await openDatabase(configFor(dir), capture().log);
+  const db = await openDatabase(configFor(dir), memoryLogger().log);
   t.teardown(() => db.close());
   // what postgres.js parsed and runs with, whatever PGMAX_LIFETIME or PGIDLE_TIMEOUT say
   const o = db.sql.options as unknown as Record<string, unknown>;
@@ -136,7 +125,7 @@ t.test('a data folder too deep for a socket path: the socket lives in a private 
   t.ok(Buffer.byteLength(join(dir, 'pgdata.sock')) > 107, 'the socket could not be in the folder');
   const previous = process.umask(0);
   t.teardown(() => process.umask(previous));
-  const { log, lines } = capture();
+  const { log, lines } = memoryLogger();
   const db = await openDatabase(configFor(dir), log);
   process.umask(previous);
   const conn = lines.find((l) => l.msg === 'embedded database started (PGlite)')?.conn as string;
@@ -156,7 +145,7 @@ t.test('a data folder too deep for a socket path: the socket lives in a private 
   const stale = mkdtempSync(join(tmpdir(), 'aula-pg-'));
   mkdirSync(join(stale, 'x'));
   writeFileSync(join(dir, 'pgdata.sock.path'), `${join(stale, 'pgdata.sock')}\n`, { mode: 0o600 });
-  const next = await openDatabase(configFor(dir), capture().log);
+  const next = await openDatabase(configFor(dir), memoryLogger().log);
   t.notOk(existsSync(stale), 'the dead server’s temp directory is removed');
   await next.close();
 });

@@ -318,3 +318,10 @@ export function replayProduce(request: Record<string, any>, n: number, extra: Re
   if (rtp.rtcp) rtp.rtcp.cname = `hostile-${n}`;
   return { ...request, rtpParameters: rtp, ...extra };
 }
+
+/** The code of the room's refusal of a MediaPeer call (its `err.ack`), or null when it succeeded. */
+export const ackError = (p: Promise<unknown>): Promise<string | null> =>
+  p.then(
+    () => null,
+    (err: { ack?: { error: { code: string } } }) => err.ack?.error.code ?? String(err),
+  );

@@ -1,24 +1,14 @@
 // Prometheus metrics and the operator's log lines, from real nodes: HTTP by route pattern, rate-limit
 // refusals, webhook outcomes and lag, room sockets and media, the token, the port of their own.
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import t from 'tap';
 import { assertError } from '../helpers/assert.ts';
 import { api, createTenant, startTestNode } from '../helpers/node.ts';
+import { memoryLogger } from '../helpers/logs.ts';
 import { Receiver } from '../helpers/receiver.ts';
 import { goLive } from '../helpers/ws.ts';
 
 /** Every log line the node writes, parsed. */
-const lines: Record<string, any>[] = [];
-const logger = pino(
-  { level: 'info' },
-  new Writable({
-    write(chunk, _enc, done) {
-      for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l));
-      done();
-    },
-  }),
-);
+const { log: logger, lines } = memoryLogger();
 const node = await startTestNode(t, { logger, overrides: { WEBHOOKS_ALLOW_PRIVATE_TARGETS: true, AULA_TRUST_PROXY: { hops: 1 } } });
 const tenant = await createTenant(node);
 

@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { api, createTenant, startTestNode } from '../helpers/node.ts';
-import { enterRoom, framesOf } from '../helpers/media.ts';
+import { ackError, enterRoom, framesOf } from '../helpers/media.ts';
 import { eventually } from '../helpers/ws.ts';
 
 // Real WebRTC through Aula's SFU: mediasoup-client 3.6 on libwebrtc in this process, the room protocol over
@@ -24,11 +24,6 @@ async function meeting(settings: Record<string, unknown> = {}, type = 'MEETING')
 
 const enter = (t: Test, meetingId: string, userId: string, role = 'PARTICIPANT') => enterRoom(t, node, tenant.key, meetingId, userId, role);
 
-const ackError = (p: Promise<unknown>) =>
-  p.then(
-    () => null,
-    (err: { ack?: { error: { code: string } } }) => err.ack?.error.code ?? String(err),
-  );
 
 t.test('two-way audio and video between a teacher and a student through the SFU', async (t) => {
   const m = await meeting();

@@ -1,24 +1,14 @@
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import t, { type Test } from 'tap';
 import { MEDIA_LIMITS } from '../../http/ws/gateway.ts';
 import { api, createTenant, startTestNode } from '../helpers/node.ts';
-import { enterRoom, MediaPeer, replayProduce } from '../helpers/media.ts';
+import { memoryLogger } from '../helpers/logs.ts';
+import { ackError, enterRoom, MediaPeer, replayProduce } from '../helpers/media.ts';
 import { connect, eventually } from '../helpers/ws.ts';
 
 // A hostile participant on the room socket's media signaling: a shared screen's sound used as a second
 // microphone, bursts of concurrent produce and transport-create, a mute racing a new microphone, resumes
 // racing closing producers. Real WebRTC (mediasoup-client on libwebrtc), one node, one worker.
-const lines: Record<string, any>[] = [];
-const logger = pino(
-  { level: 'warn' },
-  new Writable({
-    write(chunk, _enc, done) {
-      for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l));
-      done();
-    },
-  }),
-);
+const { log: logger, lines } = memoryLogger('warn');
 const node = await startTestNode(t, { logger });
 const tenant = await createTenant(node);
 const call = (method: string, path: string, body?: unknown) => api(node, method, path, { key: tenant.key, ...(body ? { body } : {}) });
@@ -34,11 +24,6 @@ const enter = (t: Test, meetingId: string, userId: string, role = 'PARTICIPANT')
 const mediaOf = async (meetingId: string) => (await node.app.media!.rooms.room(meetingId))!;
 const producersOf = async (meetingId: string, participantId: string) => (await mediaOf(meetingId)).inspect().peers.find((p) => p.participantId === participantId)?.producers ?? [];
 const errorLines = () => lines.filter((l) => l.level >= 50);
-const ackError = (p: Promise<unknown>) =>
-  p.then(
-    () => null,
-    (err: { ack?: { error: { code: string } } }) => err.ack?.error.code ?? String(err),
-  );
 
 t.test('a muted student cannot speak through a shared screen\'s sound: mute, mute-all and the floor hold every audio source', async (t) => {
   const m = await meeting();
