@@ -16,7 +16,7 @@ import { snapshot, usage, type CpuSnapshot } from './lib/cpu.ts';
 import { fmtInt, ms, pct, printTable, ratiosPerRound, summarize, type Run } from './lib/report.ts';
 import { createPgbenchTable, pgbenchVersion, runPgbench } from './lib/pgbench.ts';
 import { hasTaskset, runWrk, wrkVersion, type WrkResult } from './lib/wrk.ts';
-import { PLANS } from '../src/plans.ts';
+import { PLANS } from '../src/core/plans.ts';
 import { REDIS_URL, scratchBackends } from './lib/scratch.ts';
 import { cleanup, cleanups } from './lib/cleanup.ts';
 

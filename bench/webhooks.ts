@@ -122,11 +122,11 @@ const MODES: Mode[] = ['signed', 'presigned', 'unsigned', 'keepalive'];
 /** The throughput client: runs one mode at a given concurrency for a given time; reports count and its own CPU. */
 async function clientMain(): Promise<void> {
   const { Agent, request } = await import('undici');
-  const { systemClock } = await import('../src/clock.ts');
-  const { newId } = await import('../src/ids.ts');
-  const { eventBody, sendAttempt } = await import('../src/webhooks/envelope.ts');
-  const { deliver } = await import('../src/webhooks/sender.ts');
-  const { newSecret, signatureHeaders, USER_AGENT } = await import('../src/webhooks/signing.ts');
+  const { systemClock } = await import('../src/core/clock.ts');
+  const { newId } = await import('../src/platform/ids.ts');
+  const { eventBody, sendAttempt } = await import('../src/services/webhooks/envelope.ts');
+  const { deliver } = await import('../src/services/webhooks/sender.ts');
+  const { newSecret, signatureHeaders, USER_AGENT } = await import('../src/services/webhooks/signing.ts');
 
   const secret = newSecret();
   const secret2 = newSecret();
@@ -430,17 +430,17 @@ async function runnerMain(): Promise<void> {
 
     // ---- latency: a real node in this process ------------------------------------------------
     if (parts.has('latency') || parts.has('cross') || parts.has('cross-sweep')) {
-      const { loadConfig } = await import('../src/config.ts');
-      const { startNode } = await import('../src/node.ts');
-      const { createLogger } = await import('../src/logger.ts');
+      const { loadConfig } = await import('../src/platform/config.ts');
+      const { startNode } = await import('../src/server/node.ts');
+      const { createLogger } = await import('../src/platform/logger.ts');
       const { createOrg } = await import('../src/services/orgs.ts');
-      const { transaction } = await import('../src/db/tx.ts');
-      const { newId } = await import('../src/ids.ts');
-      const { iso } = await import('../src/clock.ts');
-      const { newSecret } = await import('../src/webhooks/signing.ts');
-      const { webhookActor } = await import('../src/webhooks/envelope.ts');
-      const { shardOf } = await import('../src/cluster/cluster.ts');
-      const { desiredOwners } = await import('../src/cluster/placement.ts');
+      const { transaction } = await import('../src/platform/db/tx.ts');
+      const { newId } = await import('../src/platform/ids.ts');
+      const { iso } = await import('../src/core/clock.ts');
+      const { newSecret } = await import('../src/services/webhooks/signing.ts');
+      const { webhookActor } = await import('../src/services/webhooks/envelope.ts');
+      const { shardOf } = await import('../src/platform/cluster/cluster.ts');
+      const { desiredOwners } = await import('../src/platform/cluster/placement.ts');
 
       const { dbUrl, redisPrefix: prefix } = await scratchBackends(cleanups);
       const nodeEnv = {

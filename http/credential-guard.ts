@@ -1,6 +1,6 @@
-import type { Clock } from '../src/clock.ts';
-import type { RateLimits } from '../src/cluster/rate-limit.ts';
-import { AppError } from '../src/errors.ts';
+import type { Clock } from '../src/core/clock.ts';
+import type { RateLimits } from '../src/platform/cluster/rate-limit.ts';
+import { AppError } from '../src/core/errors.ts';
 
 /** Unknown API keys and admin session tokens one client address may send a minute before its lookups stop. */
 export const UNKNOWN_CREDENTIALS_PER_MINUTE = 60;

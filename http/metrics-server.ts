@@ -1,7 +1,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { App } from '../src/app.ts';
-import { AppError, toAppError } from '../src/errors.ts';
+import type { App } from '../src/services/app.ts';
+import { AppError } from '../src/core/errors.ts';
+import { toAppError } from '../src/platform/to-app-error.ts';
 import { metricsResponse } from './routes/health.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { errorCatalog, type ErrorCode } from '../src/errors.ts';
+import { errorCatalog, type ErrorCode } from '../src/core/errors.ts';
 import { fullPath, type Route } from './route.ts';
 
 type Json = Record<string, unknown>;

@@ -1,12 +1,12 @@
 import type { z } from 'zod';
-import type { Db } from '../src/db/index.ts';
-import type { ErrorCode } from '../src/errors.ts';
-import type { Logger } from '../src/logger.ts';
-import type { Scope } from '../src/scopes.ts';
+import type { Db } from '../src/platform/db/index.ts';
+import type { ErrorCode } from '../src/core/errors.ts';
+import type { Logger } from '../src/platform/logger.ts';
+import type { Scope } from '../src/core/scopes.ts';
 import type { ApiPrincipal } from '../src/services/api-keys.ts';
 import type { AdminPrincipal } from '../src/services/admins.ts';
 import type { SessionPrincipal } from '../src/services/sessions.ts';
-import type { App } from '../src/app.ts';
+import type { App } from '../src/services/app.ts';
 
 export type Method = 'get' | 'post' | 'patch' | 'delete';
 

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Logger } from '../src/logger.ts';
+import type { Logger } from '../src/platform/logger.ts';
 import type { WorkerPool } from './workers.ts';
 
 /** One worker's load as published: consumers carried and CPU share of a core. */
@@ -46,7 +46,7 @@ return out
  * The media load of every live node: each node with workers publishes theirs to Redis every
  * LOAD_PERIOD_MS, and reads everyone's in the same round trip. A node whose entry is not refreshed
  * within LOAD_TTL_MS (killed, frozen, cut off) is no longer a place for media, and rooms placed on it
- * are re-placed (src/services/rooms.ts). Without Redis, the table is this node's own pool.
+ * are re-placed (src/services/live/rooms.ts). Without Redis, the table is this node's own pool.
  */
 export class MediaLoad {
   readonly #redis: Redis | null;

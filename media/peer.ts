@@ -4,8 +4,8 @@ import type { Router } from 'mediasoup/node/lib/Router.js';
 import type { RtpCapabilities } from 'mediasoup/node/lib/RtpParameters.js';
 import type { PlainTransport } from 'mediasoup/node/lib/PlainTransport.js';
 import type { WebRtcTransport } from 'mediasoup/node/lib/WebRtcTransport.js';
-import type { MediaSource, RoomRole } from '../src/rooms/access.ts';
-import type { ProducerPauseReason, TransportDirection } from '../src/rooms/protocol.ts';
+import type { MediaSource, RoomRole } from '../src/core/room-access.ts';
+import type { ProducerPauseReason, TransportDirection } from '../src/core/room-protocol.ts';
 
 export interface PeerProducer {
   producer: Producer;

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import * as mediasoup from 'mediasoup';
 import type { WebRtcServer } from 'mediasoup/node/lib/WebRtcServer.js';
 import type { Worker, WorkerLogLevel } from 'mediasoup/node/lib/Worker.js';
-import type { Logger } from '../src/logger.ts';
+import type { Logger } from '../src/platform/logger.ts';
 
 export interface WorkerPoolOptions {
   size: number;

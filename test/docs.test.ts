@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { fullPath } from '../http/route.ts';
 import { routes } from '../http/routes/index.ts';
-import { errorCatalog } from '../src/errors.ts';
+import { errorCatalog } from '../src/core/errors.ts';
 
 const doc = readFileSync(new URL('../docs/api.md', import.meta.url), 'utf8');
 

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { atEndOfTurn } from '../src/end-of-turn.ts';
+import { atEndOfTurn } from '../src/platform/end-of-turn.ts';
 
 // Jobs asked for in one turn of the event loop run together at its end, in order; each caller gets its
 // own result or its own error.

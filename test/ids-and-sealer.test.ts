@@ -1,7 +1,7 @@
 import t from 'tap';
 import { createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
-import { deriveKey, randomString, Sealer, sha256, sha256Hex, StreamBoxOpener } from '../src/crypto.ts';
-import { isServiceId, newId, randomId, ulid, ulidFromBytes, ulidToBytes } from '../src/ids.ts';
+import { deriveKey, randomString, Sealer, sha256, sha256Hex, StreamBoxOpener } from '../src/platform/crypto.ts';
+import { isServiceId, newId, randomId, ulid, ulidFromBytes, ulidToBytes } from '../src/platform/ids.ts';
 import { Tokens } from '../src/services/tokens.ts';
 
 const B32 = '0123456789abcdefghjkmnpqrstvwxyz';

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { ReplyEffect, TimerSetEffect } from '../effects.ts';
+import type { ReplyEffect, TimerSetEffect } from '../../src/core/actor-effects.ts';
 import type { maintenanceEvent, maintenanceInput } from './maintenance.schemas.ts';
 
 export type MaintenanceInput = z.infer<typeof maintenanceInput>;

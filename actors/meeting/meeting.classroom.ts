@@ -1,6 +1,6 @@
-import { RoomAccess, type RoomRole } from '../../src/rooms/access.ts';
-import { answerProblem, isCorrect, POLL_LIMITS, QUESTION_LIMITS } from '../../src/rooms/classroom.ts';
-import { iso, type ActorErrorCode } from '../effects.ts';
+import { RoomAccess, type RoomRole } from '../../src/core/room-access.ts';
+import { answerProblem, isCorrect, POLL_LIMITS, QUESTION_LIMITS } from '../../src/core/classroom.ts';
+import { iso, type ActorErrorCode } from '../../src/core/actor-effects.ts';
 import { ERASED_NAME } from './meeting.views.ts';
 import type {
   ClassroomState,
@@ -22,7 +22,7 @@ import type {
 
 // Polls, quizzes and Q&A of a live room: pure steps from the meeting's context and one event to the new
 // polls and questions, the effects (room messages, rows to write, webhooks) and the reply. The rules of
-// drafts and answers are src/rooms/classroom.ts; who may give which command is RoomAccess (the machine's
+// drafts and answers are src/core/classroom.ts; who may give which command is RoomAccess (the machine's
 // policy guard runs first).
 
 type ClassroomEvent = Extract<

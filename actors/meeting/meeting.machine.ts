@@ -1,6 +1,6 @@
 import { emit, enqueueActions, not, setup } from 'xstate';
-import { RoomAccess, type HostCommand } from '../../src/rooms/access.ts';
-import { iso, refusal, type ActorErrorCode, type DisconnectCode } from '../effects.ts';
+import { RoomAccess, type HostCommand } from '../../src/core/room-access.ts';
+import { iso, refusal, type ActorErrorCode, type DisconnectCode } from '../../src/core/actor-effects.ts';
 import { CLASSROOM_EVENTS, classroomState, classroomStep, closeOpenPolls, eraseFromClassroom, voterFor } from './meeting.classroom.ts';
 import {
   byJoin,

@@ -1,11 +1,11 @@
 import { z } from 'zod';
-import { ENDED_REASONS, MEETING_STATUSES, USER_ROLES } from '../../src/domain.ts';
-import { ROOM_ROLES } from '../../src/rooms/access.ts';
-import { POLL_LIMITS, POLL_TYPES, QUESTION_LIMITS } from '../../src/rooms/classroom.ts';
+import { ENDED_REASONS, MEETING_STATUSES, USER_ROLES } from '../../src/core/domain.ts';
+import { ROOM_ROLES } from '../../src/core/room-access.ts';
+import { DEVICES } from '../../src/core/room.ts';
+import { POLL_LIMITS, POLL_TYPES, QUESTION_LIMITS } from '../../src/core/classroom.ts';
 
 // Local copies keep this module free of the services' runtime imports; `satisfies` keeps them in step.
 export { ROOM_ROLES };
-export const DEVICES = ['web', 'android', 'ios', 'unknown'] as const;
 
 export const id = z.string().min(1).max(255);
 /** Milliseconds since the epoch, stamped by the host from its injected clock. */

@@ -1,14 +1,16 @@
 import type { z } from 'zod';
-import type { DisconnectEffect, OutboxEffect, Refusal, ReplyEffect, SendEffect, TimerCancelEffect, TimerSetEffect } from '../effects.ts';
-import type { EndedReason, MeetingStatus } from '../../src/domain.ts';
-import type { PollStatus, PollType, QuestionStatus } from '../../src/rooms/classroom.ts';
-import type { DEVICES, mediaCandidate, meetingEvent, meetingInput, ROOM_ROLES, roomSettings, roomUser } from './meeting.schemas.ts';
+import type { DisconnectEffect, OutboxEffect, Refusal, ReplyEffect, SendEffect, TimerCancelEffect, TimerSetEffect } from '../../src/core/actor-effects.ts';
+import type { EndedReason, MeetingStatus } from '../../src/core/domain.ts';
+import type { PollStatus, PollType, QuestionStatus } from '../../src/core/classroom.ts';
+import type { ClassroomState, ClientSettings, Device, MediaCandidate, MediaPlacement, PollResults, PollView, QuestionView, RoomMessage, RosterEntry } from '../../src/core/room.ts';
+import type { RoomRole } from '../../src/core/room-access.ts';
+import type { meetingEvent, meetingInput, roomSettings, roomUser } from './meeting.schemas.ts';
 
 export type MeetingInput = z.infer<typeof meetingInput>;
 export type MeetingEvent = z.infer<typeof meetingEvent>;
 export type { EndedReason, MeetingStatus };
-export type RoomRole = (typeof ROOM_ROLES)[number];
-export type Device = (typeof DEVICES)[number];
+// the room's vocabulary as its clients see it is core's (src/core/room.ts); the actor speaks it
+export type { ClassroomState, ClientSettings, Device, MediaCandidate, MediaPlacement, PollResults, PollView, QuestionView, RoomMessage, RosterEntry, RoomRole };
 export type RoomUser = z.infer<typeof roomUser>;
 export type RoomSettings = z.infer<typeof roomSettings>;
 
@@ -34,12 +36,6 @@ export interface Participant {
   enteredMuted: boolean;
   /** ms when the hand went up; null (or absent, in snapshots from before hands) when it is down */
   handRaisedAt?: number | null;
-}
-
-export type MediaCandidate = z.infer<typeof mediaCandidate>;
-/** Where the room's media lives: a worker of a node. `rev` grows with every (re-)placement. */
-export interface MediaPlacement extends MediaCandidate {
-  rev: number;
 }
 
 /** JSON only: this is what `getPersistedSnapshot()` stores. Times are ms since the epoch. */
@@ -169,76 +165,6 @@ export interface Question {
   dismissedAt: number | null;
 }
 
-/** A poll as everyone in the room sees it; the correct options only once it closed. */
-export interface PollView {
-  pollId: string;
-  question: string;
-  type: PollType;
-  anonymous: boolean;
-  quiz: boolean;
-  options: string[];
-  status: PollStatus;
-  shared: boolean;
-  createdAt: string;
-  closedAt: string | null;
-  correct: number[] | null;
-}
-
-/** A poll's live results: for hosts, and for everyone once shared. */
-export interface PollResults {
-  pollId: string;
-  answered: number;
-  votes: number[];
-  texts: string[];
-  correct: number[];
-}
-
-/** A question as the room sees it (dismissed ones are gone from the room); the asker only when not anonymous. */
-export interface QuestionView {
-  questionId: string;
-  text: string;
-  anonymous: boolean;
-  askedBy: { participantId: string; name: string } | null;
-  askedAt: string;
-  upvotes: number;
-  status: 'OPEN' | 'ANSWERED';
-  answer: string | null;
-  answeredLive: boolean;
-  answeredAt: string | null;
-}
-
-/** Polls and Q&A as one participant sees them when joining. */
-export interface ClassroomState {
-  polls: PollView[];
-  /** Hosts: every poll's; others: the shared ones'. */
-  pollResults: PollResults[];
-  /** Open polls this person answered. */
-  answeredPolls: string[];
-  questions: QuestionView[];
-  /** Open questions this person upvoted, and the questions they asked. */
-  upvotedQuestions: string[];
-  ownQuestions: string[];
-}
-
-/** The settings a client of the room needs. */
-export type ClientSettings = Pick<RoomSettings, 'waitingRoom' | 'muteOnEntry' | 'lectureMode' | 'allowStudentScreenShare'>;
-
-export interface RosterEntry {
-  participantId: string;
-  userId: string | null;
-  name: string;
-  roomRole: RoomRole;
-  joinedAt: string;
-  micLocked: boolean;
-  floor: boolean;
-  askedToUnmute: boolean;
-  enteredMuted: boolean;
-  /** when the hand went up (first raised first), null when it is down */
-  handRaisedAt: string | null;
-  /** false while the reconnect grace runs */
-  connected: boolean;
-}
-
 /** What the meeting actor knows of its meeting: the identity part of its context and of meeting.* events. */
 export type MeetingFacts = MeetingContext['meeting'];
 
@@ -315,31 +241,6 @@ export type MeetingOutbox =
   | OutboxEffect<'participant.joined' | 'participant.left', ParticipantEventData>
   | OutboxEffect<'poll.closed', PollClosedData>
   | OutboxEffect<'question.answered', QuestionAnsweredData>;
-
-export type RoomMessage =
-  | { type: 'roster'; rev: number; participants: RosterEntry[] }
-  | { type: 'settings'; rev: number; settings: ClientSettings }
-  /** The room's media was placed or moved: clients (re)connect their transports. Internal fields are stripped before a socket sees it. */
-  | { type: 'media'; media: MediaPlacement | null }
-  /** To the participant: a host muted your microphone. */
-  | { type: 'muted'; by: string }
-  /** To the participant: a host allows you to unmute. */
-  | { type: 'unmute-allowed'; by: string }
-  /** To the participant: you were given the floor (true) or it was taken back. */
-  | { type: 'floor'; give: boolean; by: string }
-  /** To hosts: a participant asks to speak. */
-  | { type: 'unmute-requested'; participantId: string; name: string }
-  /** To everyone: a host locked or unlocked the room. */
-  | { type: 'locked'; locked: boolean; by: string }
-  /** To everyone: a poll opened, closed or was shared. */
-  | { type: 'poll'; poll: PollView }
-  /** To hosts as answers come in; to everyone once shared. */
-  | { type: 'poll-results'; results: PollResults }
-  /** To everyone: a question was asked or answered. */
-  | { type: 'question'; question: QuestionView }
-  | { type: 'question-upvotes'; questionId: string; upvotes: number }
-  /** To everyone: a host dismissed a question; it leaves the room's list. */
-  | { type: 'question-dismissed'; questionId: string };
 
 export type Ok = { ok: true };
 export type JoinedReply = { ok: true; participantId: string; roster: RosterEntry[]; settings: ClientSettings; rev: number; media: MediaPlacement | null; locked: boolean; classroom: ClassroomState };

@@ -1,5 +1,6 @@
-import type { Occupancy } from '../../src/rooms/access.ts';
-import { iso } from '../effects.ts';
+import { ERASED_NAME } from '../../src/core/domain.ts';
+import type { Occupancy } from '../../src/core/room-access.ts';
+import { iso } from '../../src/core/actor-effects.ts';
 import type {
   ClientSettings,
   MeetingContext,
@@ -23,8 +24,7 @@ export const DEFAULT_SETTLE_MINUTES = 5;
  * fired by whichever node owns the actor, so no actor keeps the name, in memory or in its snapshot.
  */
 export const ERASE_TIMER_PREFIX = 'erase:';
-/** The name an erased person keeps (the spec's fixed text, as the user row has it). */
-export const ERASED_NAME = 'Deleted user' satisfies typeof import('../../src/services/users.ts').ERASED_NAME;
+export { ERASED_NAME };
 
 const ms = (s: string | null | undefined): number | null => (s == null ? null : Date.parse(s));
 

@@ -1,5 +1,5 @@
 import { emit, enqueueActions, not, setup } from 'xstate';
-import { iso, refusal, type ActorErrorCode } from '../effects.ts';
+import { iso, refusal, type ActorErrorCode } from '../../src/core/actor-effects.ts';
 import type {
   EntryView,
   WaitingEntry,

@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { at, id, roomUser } from '../meeting/meeting.schemas.ts';
-
-export const WAITING_STATUSES = ['WAITING', 'ADMITTED', 'DENIED', 'EXPIRED', 'LEFT'] as const;
+import { WAITING_STATUSES } from '../../src/core/room.ts';
 
 /** What the host builds from the meeting row to create the actor. */
 export const waitingRoomInput = z.object({

@@ -1,11 +1,12 @@
 import type { z } from 'zod';
-import type { OutboxEffect, Refusal, ReplyEffect, SendEffect, TimerCancelEffect, TimerSetEffect } from '../effects.ts';
+import type { OutboxEffect, Refusal, ReplyEffect, SendEffect, TimerCancelEffect, TimerSetEffect } from '../../src/core/actor-effects.ts';
 import type { RoomUser } from '../meeting/meeting.types.ts';
-import type { WAITING_STATUSES, waitingRoomEvent, waitingRoomInput } from './waiting-room.schemas.ts';
+import type { WaitingStatus } from '../../src/core/room.ts';
+import type { waitingRoomEvent, waitingRoomInput } from './waiting-room.schemas.ts';
 
 export type WaitingRoomInput = z.infer<typeof waitingRoomInput>;
 export type WaitingRoomEvent = z.infer<typeof waitingRoomEvent>;
-export type WaitingStatus = (typeof WAITING_STATUSES)[number];
+export type { WaitingStatus };
 
 export interface WaitingEntry {
   queueId: string;

@@ -1,5 +1,5 @@
 import { and, emit, enqueueActions, setup } from 'xstate';
-import { refusal } from '../effects.ts';
+import { refusal } from '../../src/core/actor-effects.ts';
 import type {
   EndpointView,
   WebhookEndpointContext,
@@ -29,7 +29,7 @@ const view = (c: WebhookEndpointContext): EndpointView => ({
  * A webhook endpoint's life: ACTIVE (healthy, or failing since its first failed delivery), DISABLED
  * (by an admin, after 3 days of failures, or by a 410 from the receiver), DELETED. It owns the
  * endpoint's status and deadlines; the sending itself is done beside it by the node that owns its
- * shard (src/webhooks/delivery.ts), which reports only the results that change the state.
+ * shard (src/services/webhooks/delivery.ts), which reports only the results that change the state.
  */
 export const webhookEndpointMachine = setup({
   types: {

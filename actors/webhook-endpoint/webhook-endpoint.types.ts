@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import type { ReplyEffect, Refusal, TimerCancelEffect, TimerSetEffect } from '../effects.ts';
+import type { ReplyEffect, Refusal, TimerCancelEffect, TimerSetEffect } from '../../src/core/actor-effects.ts';
 import type { DISABLED_REASONS, ENDPOINT_STATUSES, webhookEndpointEvent, webhookEndpointInput } from './webhook-endpoint.schemas.ts';
 
 export type WebhookEndpointInput = z.infer<typeof webhookEndpointInput>;

@@ -1,4 +1,4 @@
-import type { Node } from '../../src/node.ts';
+import type { Node } from '../../src/server/node.ts';
 
 /** A bench node process closes its node on SIGTERM or SIGINT (once) and exits; returns that shutdown. */
 export function closeOnSignals(node: Node): (code: number) => Promise<void> {

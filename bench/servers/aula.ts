@@ -13,15 +13,15 @@
  * stand-ins (and restores every part not named); answered with `BENCH_ACK`. See bench/lib/ablations.ts.
  */
 import { writeFileSync } from 'node:fs';
-import { newId } from '../../src/ids.ts';
+import { newId } from '../../src/platform/ids.ts';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { routes } from '../../http/routes/index.ts';
-import { RateLimits, type RateLimitResult } from '../../src/cluster/rate-limit.ts';
-import { startNode } from '../../src/node.ts';
+import { RateLimits, type RateLimitResult } from '../../src/platform/cluster/rate-limit.ts';
+import { startNode } from '../../src/server/node.ts';
 import { createOrg } from '../../src/services/orgs.ts';
 import { ABLATIONS } from '../lib/ablations.ts';
-import { RouteMeter } from '../../src/metrics.ts';
+import { RouteMeter } from '../../src/platform/metrics.ts';
 import { closeOnSignals } from '../lib/node.ts';
 
 const count = (name: string, fallback: number): number => {

@@ -9,9 +9,9 @@
  * fixtures.
  */
 import { writeFileSync } from 'node:fs';
-import { startNode } from '../../src/node.ts';
+import { startNode } from '../../src/server/node.ts';
 import { createOrg } from '../../src/services/orgs.ts';
-import type { Scope } from '../../src/scopes.ts';
+import type { Scope } from '../../src/core/scopes.ts';
 import { closeOnSignals } from '../lib/node.ts';
 import { pool } from '../lib/pool.ts';
 import { serveRpc } from '../lib/rpc-serve.ts';

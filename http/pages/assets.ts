@@ -37,8 +37,8 @@ function asset(path: string, contentType: string, body: string, cache: string): 
 }
 
 export interface Assets {
-  /** The room application: the join, pre-join, waiting and room pages (web/room). */
-  room: { js: Asset; css: Asset };
+  /** The room application: the join, pre-join, waiting and room pages (web/room); `inputs`, the files bundled. */
+  room: { js: Asset; css: Asset; inputs: string[] };
   /** The embedding SDK (web/sdk), at /sdk/svc-embed.js. */
   sdk: Asset;
   byPath: Map<string, Asset>;
@@ -51,7 +51,7 @@ const SDK_CACHE = 'public, max-age=300';
 
 const hashOf = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 16);
 
-async function bundle(entry: string, format: 'iife' | 'esm'): Promise<{ js: string; css: string }> {
+async function bundle(entry: string, format: 'iife' | 'esm'): Promise<{ js: string; css: string; inputs: string[] }> {
   const result = await build({
     entryPoints: [WEB + entry],
     bundle: true,
@@ -67,9 +67,10 @@ async function bundle(entry: string, format: 'iife' | 'esm'): Promise<{ js: stri
     tsconfig: WEB + 'tsconfig.json',
     logLevel: 'silent',
     define: { 'process.env.NODE_ENV': '"production"' },
+    metafile: true,
   });
   const out = (ext: string) => result.outputFiles.find((f) => f.path.endsWith(ext))?.text ?? '';
-  return { js: out('.js'), css: out('.css') };
+  return { js: out('.js'), css: out('.css'), inputs: Object.keys(result.metafile.inputs) };
 }
 
 async function buildAll(): Promise<Assets> {
@@ -77,7 +78,7 @@ async function buildAll(): Promise<Assets> {
   const js = asset(`/assets/room-${hashOf(room.js)}.js`, 'text/javascript; charset=utf-8', room.js, IMMUTABLE);
   const css = asset(`/assets/room-${hashOf(room.css)}.css`, 'text/css; charset=utf-8', room.css, IMMUTABLE);
   const sdkAsset = asset('/sdk/svc-embed.js', 'text/javascript; charset=utf-8', sdk.js, SDK_CACHE);
-  return { room: { js, css }, sdk: sdkAsset, byPath: new Map([js, css, sdkAsset].map((a) => [a.path, a])) };
+  return { room: { js, css, inputs: room.inputs }, sdk: sdkAsset, byPath: new Map([js, css, sdkAsset].map((a) => [a.path, a])) };
 }
 
 let built: Promise<Assets> | null = null;

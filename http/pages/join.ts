@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { App } from '../../src/app.ts';
-import { AppError } from '../../src/errors.ts';
+import type { App } from '../../src/services/app.ts';
+import { AppError } from '../../src/core/errors.ts';
 import { route } from '../route.ts';
 import { assets, negotiate } from './assets.ts';
 

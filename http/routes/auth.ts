@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { App } from '../../src/app.ts';
-import { MAX_PASSWORD_LENGTH } from '../../src/passwords.ts';
+import type { App } from '../../src/services/app.ts';
+import { MAX_PASSWORD_LENGTH } from '../../src/platform/passwords.ts';
 import { ADMIN_SESSION_TTL_MS, csrfTokenFor, ADMIN_ROLES, SESSION_COOKIE } from '../../src/services/admins.ts';
 import { SIGN_IN_ACCOUNT_UNDER_ATTACK, SIGN_IN_FAILURE_WINDOW_MS, SIGN_IN_FAILURES_PER_ADDRESS } from '../../src/services/sign-in-throttle.ts';
 import { route } from '../route.ts';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { within } from '../../src/cluster/deadline.ts';
-import type { App } from '../../src/app.ts';
-import { safeEqual } from '../../src/crypto.ts';
-import { AppError } from '../../src/errors.ts';
+import { within } from '../../src/platform/cluster/deadline.ts';
+import type { App } from '../../src/services/app.ts';
+import { safeEqual } from '../../src/platform/crypto.ts';
+import { AppError } from '../../src/core/errors.ts';
 import { route } from '../route.ts';
 
 /** Each readiness check's time: the whole answer stays under half a second. */

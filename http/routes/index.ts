@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { App } from '../../src/app.ts';
+import type { App } from '../../src/services/app.ts';
 import { buildOpenApi } from '../openapi.ts';
 import { route, type Route } from '../route.ts';
 import { attendanceRoutes } from './attendance.ts';

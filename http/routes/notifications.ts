@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listNotifications, markNotificationRead } from '../../src/notifications/inbox.ts';
+import { listNotifications, markNotificationRead } from '../../src/services/notifications/inbox.ts';
 import { notificationListQuery, notificationRecord } from '../schemas/notifications.ts';
 import { route } from '../route.ts';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PLAN_NAMES, PLANS } from '../../src/plans.ts';
+import { PLAN_NAMES, PLANS } from '../../src/core/plans.ts';
 import { getOrg, updateOrg, type Org } from '../../src/services/orgs.ts';
 import { attendanceRules } from '../schemas/attendance.ts';
 import { allowedOrigins, mobileApps, mobileAppsPatch } from '../schemas/orgs.ts';

@@ -1,4 +1,4 @@
-import { WAITING_STATUSES } from '../../actors/waiting-room/waiting-room.schemas.ts';
+import { WAITING_STATUSES } from '../../src/core/room.ts';
 import { z } from 'zod';
 import { externalId, idParam } from '../schemas/common.ts';
 import { ROOM_ROLES } from '../../src/services/join-links.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PLAN_NAMES } from '../../src/plans.ts';
+import { PLAN_NAMES } from '../../src/core/plans.ts';
 import { MAX_USAGE_DAYS, type UsageDay, type UsageQuery, type UsageReport } from '../../src/services/usage.ts';
 import { schemaOf } from '../schemas/common.ts';
 import { route } from '../route.ts';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { toJobRecord } from '../../src/services/jobs.ts';
-import { AppError } from '../../src/errors.ts';
+import { AppError } from '../../src/core/errors.ts';
 import { ERASED_NAME, toUserRecord } from '../../src/services/users.ts';
 import { idParam } from '../schemas/common.ts';
 import { bulkUsersBody, jobRecord, userInput, userListQuery, userRecord } from '../schemas/users.ts';

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { AppError, type ErrorCode } from '../../src/errors.ts';
-import { planHas, type PlanName } from '../../src/plans.ts';
+import { AppError, type ErrorCode } from '../../src/core/errors.ts';
+import { planHas, type PlanName } from '../../src/core/plans.ts';
 import { externalId } from '../schemas/common.ts';
-import { EVENT_TYPES } from '../../src/outbox.ts';
+import { EVENT_TYPES } from '../../src/platform/outbox.ts';
 import { toDeliveryRecord, toWebhookRecord, WILDCARD } from '../../src/services/webhook-endpoints.ts';
 import {
   deliveryDetail,
@@ -17,9 +17,9 @@ import {
   webhookUpdate,
   webhookWithSecret,
 } from '../schemas/webhooks.ts';
-import type { App } from '../../src/app.ts';
-import type { Db } from '../../src/db/index.ts';
-import type { Logger } from '../../src/logger.ts';
+import type { App } from '../../src/services/app.ts';
+import type { Db } from '../../src/platform/db/index.ts';
+import type { Logger } from '../../src/platform/logger.ts';
 import { route, type Ctx, type Method, type Reply, type Route, type RouteSpec } from '../route.ts';
 
 type Infer<T> = T extends z.ZodType ? z.output<T> : undefined;

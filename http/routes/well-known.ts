@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { App } from '../../src/app.ts';
+import type { App } from '../../src/services/app.ts';
 import type { LinkedApps } from '../../src/services/orgs.ts';
 import { route } from '../route.ts';
 

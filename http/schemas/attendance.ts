@@ -9,7 +9,7 @@ import {
   type ClassAttendance,
   type ClassAttendanceQuery,
 } from '../../src/services/attendance.ts';
-import { MEETING_KINDS } from '../../src/services/meetings.ts';
+import { MEETING_KINDS } from '../../src/core/room.ts';
 import { isoDate, schemaOf } from './common.ts';
 import { memberUser } from './enrollments.ts';
 

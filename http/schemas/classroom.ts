@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { POLL_STATUSES, POLL_TYPES, QUESTION_STATUSES } from '../../src/rooms/classroom.ts';
+import { POLL_STATUSES, POLL_TYPES, QUESTION_STATUSES } from '../../src/core/classroom.ts';
 import type { MeetingPolls, PollOption, PollRecord, PollResponse, QuizScore } from '../../src/services/polls.ts';
 import type { MeetingQuestions, QuestionRecord } from '../../src/services/questions.ts';
 import { schemaOf } from './common.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { USER_ROLES } from '../../src/domain.ts';
+import { USER_ROLES } from '../../src/core/domain.ts';
 import { ENROLLMENT_STATUSES, type EnrollmentCreate, type EnrollmentListQuery, type EnrollmentRecord, type MemberUser } from '../../src/services/enrollments.ts';
 import { MAX_INVITES_PER_REQUEST, type InvitationRecord } from '../../src/services/invitations.ts';
 import type { PageQuery } from '../../src/services/common.ts';

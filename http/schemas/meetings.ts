@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { ENDED_REASONS, MEETING_STATUSES } from '../../src/domain.ts';
+import { ENDED_REASONS, MEETING_STATUSES } from '../../src/core/domain.ts';
 import { DEFAULT_EXPIRY_SECONDS, MAX_EXPIRY_SECONDS, ROOM_ROLES, type JoinLinkInput, type JoinLinkRecord } from '../../src/services/join-links.ts';
-import { ACCESS_MODES, MEETING_KINDS, type MeetingCreate, type MeetingListQuery, type MeetingRecord, type MeetingUpdate } from '../../src/services/meetings.ts';
+import { MEETING_KINDS } from '../../src/core/room.ts';
+import { ACCESS_MODES, type MeetingCreate, type MeetingListQuery, type MeetingRecord, type MeetingUpdate } from '../../src/services/meetings.ts';
 import { externalId, httpsUrl, isoDate, pageQuery, schemaOf } from './common.ts';
 
 const meetingSettings = z.strictObject({

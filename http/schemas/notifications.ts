@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { NotificationListQuery, NotificationRecord } from '../../src/notifications/inbox.ts';
+import type { NotificationListQuery, NotificationRecord } from '../../src/services/notifications/inbox.ts';
 import { pageQuery, schemaOf } from './common.ts';
 
 export const notificationRecord = schemaOf<NotificationRecord>()(

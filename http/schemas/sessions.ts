@@ -1,8 +1,6 @@
 import { z } from 'zod';
-import { WAITING_STATUSES } from '../../actors/waiting-room/waiting-room.schemas.ts';
 import { ROOM_ROLES } from '../../src/services/join-links.ts';
-import { MEETING_KINDS } from '../../src/services/meetings.ts';
-import type { MeetingSession } from '../../src/services/sessions.ts';
+import { MEETING_KINDS, WAITING_STATUSES, type MeetingSession } from '../../src/core/room.ts';
 import { schemaOf } from './common.ts';
 
 export const exchangeBody = z.strictObject({

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { USER_ROLES } from '../../src/domain.ts';
-import { validationError } from '../../src/errors.ts';
+import { USER_ROLES } from '../../src/core/domain.ts';
+import { validationError } from '../../src/core/errors.ts';
 import { BULK_MAX_USERS, JOB_STATUSES, type JobRecord } from '../../src/services/jobs.ts';
 import { USER_STATUSES, type UserInput, type UserListQuery, type UserRecord } from '../../src/services/users.ts';
 import { externalId, pageQuery, schemaOf } from './common.ts';

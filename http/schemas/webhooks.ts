@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { EVENT_TYPES } from '../../src/outbox.ts';
+import { EVENT_TYPES } from '../../src/platform/outbox.ts';
 import type { PageQuery } from '../../src/services/common.ts';
 import {
   DELIVERY_STATUSES,

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import uws from 'uWebSockets.js';
-import type { Device } from '../../actors/meeting/meeting.types.ts';
-import type { App } from '../../src/app.ts';
-import type { ConnectionIdentity, RoomConnection } from '../../src/cluster/connections.ts';
-import { AppError, toAppError } from '../../src/errors.ts';
-import type { RoomRole } from '../../src/rooms/access.ts';
-import { CLOSE_CODES, clientMessage, SIGNALING_TYPES, type ClientMessage, type CloseReason } from '../../src/rooms/protocol.ts';
+import { DEVICES, type Device } from '../../src/core/room.ts';
+import type { App } from '../../src/services/app.ts';
+import type { ConnectionIdentity, RoomConnection } from '../../src/platform/cluster/connections.ts';
+import { AppError } from '../../src/core/errors.ts';
+import { toAppError } from '../../src/platform/to-app-error.ts';
+import type { RoomRole } from '../../src/core/room-access.ts';
+import { CLOSE_CODES, clientMessage, SIGNALING_TYPES, type ClientMessage, type CloseReason } from '../../src/core/room-protocol.ts';
 import { TokenBucket } from './bucket.ts';
 
 /**
@@ -91,7 +92,6 @@ const limitNames: Record<SessionLimit, string> = {
   'transport-create': 'new media transports',
 };
 
-const DEVICES = new Set<Device>(['web', 'android', 'ios', 'unknown']);
 export const participantIdOf = (sessionId: string) => `par_${sessionId.slice(4)}`;
 
 interface SocketData {
@@ -157,7 +157,7 @@ function uwsConnection(identity: ConnectionIdentity): UwsConnection {
  * The room WebSocket at `/api/v1/meetings/:slug/media?token=<mediaToken>`: transport only. It checks the
  * token at the upgrade, parses and validates each frame against the room protocol, holds each socket to
  * its command budget, hands the command to the rooms service and sends the ack. Any node takes any
- * socket; src/services/rooms.ts does the rest.
+ * socket; src/services/live/rooms.ts does the rest.
  */
 export class MediaGateway {
   readonly #app: App;
@@ -277,7 +277,7 @@ export class MediaGateway {
       role: row.role,
       participantId: participantIdOf(claims.s),
       queueId: row.queueId,
-      device: DEVICES.has(device as Device) ? (device as Device) : 'unknown',
+      device: (DEVICES as readonly string[]).includes(device) ? (device as Device) : 'unknown',
     });
     return { conn, budget };
   }

@@ -1,17 +1,17 @@
-import { TtlCache } from '../cache.ts';
-import { iso, type Clock } from '../clock.ts';
-import type { Bus } from '../cluster/bus.ts';
-import { hmacSha256Hex, safeEqual, sha256, sha256Hex } from '../crypto.ts';
-import type { Db, Sql } from '../db/index.ts';
-import { AppError } from '../errors.ts';
-import { newId, randomToken } from '../ids.ts';
-import { hashPassword, prepareDummyHash, verifyDummy, verifyPassword } from '../passwords.ts';
-import { PLANS, type PlanName } from '../plans.ts';
-import { SCOPES, type Scope } from '../scopes.ts';
+import { TtlCache } from '../platform/cache.ts';
+import { iso, type Clock } from '../core/clock.ts';
+import type { Bus } from '../platform/cluster/bus.ts';
+import { hmacSha256Hex, safeEqual, sha256, sha256Hex } from '../platform/crypto.ts';
+import type { Db, Sql } from '../platform/db/index.ts';
+import { AppError } from '../core/errors.ts';
+import { newId, randomToken } from '../platform/ids.ts';
+import { hashPassword, prepareDummyHash, verifyDummy, verifyPassword } from '../platform/passwords.ts';
+import { PLANS, type PlanName } from '../core/plans.ts';
+import { SCOPES, type Scope } from '../core/scopes.ts';
 import type { ApiPrincipal } from './api-keys.ts';
 import { getOrg } from './orgs.ts';
 import { SignInThrottle } from './sign-in-throttle.ts';
-import type { MaybePromise } from '../maybe-promise.ts';
+import type { MaybePromise } from '../platform/maybe-promise.ts';
 
 export const ADMIN_ROLES = ['owner', 'admin'] as const;
 export type AdminRole = (typeof ADMIN_ROLES)[number];

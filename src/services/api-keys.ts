@@ -1,14 +1,14 @@
-import { TtlCache } from '../cache.ts';
-import { iso, type Clock } from '../clock.ts';
-import type { Bus } from '../cluster/bus.ts';
-import { sha256, sha256Hex } from '../crypto.ts';
-import type { Db, Sql } from '../db/index.ts';
-import { AppError } from '../errors.ts';
-import { newId, randomToken } from '../ids.ts';
-import { PLANS, type PlanName } from '../plans.ts';
-import type { Scope } from '../scopes.ts';
+import { TtlCache } from '../platform/cache.ts';
+import { iso, type Clock } from '../core/clock.ts';
+import type { Bus } from '../platform/cluster/bus.ts';
+import { sha256, sha256Hex } from '../platform/crypto.ts';
+import type { Db, Sql } from '../platform/db/index.ts';
+import { AppError } from '../core/errors.ts';
+import { newId, randomToken } from '../platform/ids.ts';
+import { PLANS, type PlanName } from '../core/plans.ts';
+import type { Scope } from '../core/scopes.ts';
 import { getOrg } from './orgs.ts';
-import type { MaybePromise } from '../maybe-promise.ts';
+import type { MaybePromise } from '../platform/maybe-promise.ts';
 
 /** Who calls the public API: an API key, or a signed-in admin with a bearer session (src/services/admins.ts). */
 export interface ApiPrincipal {

@@ -1,13 +1,14 @@
 import { DEFAULT_SETTLE_MINUTES } from '../../actors/meeting/meeting.views.ts';
 import type { AttendanceStayEffect } from '../../actors/meeting/meeting.types.ts';
-import { iso } from '../clock.ts';
-import type { Db } from '../db/index.ts';
-import { AppError } from '../errors.ts';
-import { newId } from '../ids.ts';
-import type { Outbox } from '../outbox.ts';
+import { iso } from '../core/clock.ts';
+import type { Db } from '../platform/db/index.ts';
+import { AppError } from '../core/errors.ts';
+import { newId } from '../platform/ids.ts';
+import type { Outbox } from '../platform/outbox.ts';
 import type { Classes } from './classes.ts';
 import type { MemberUser } from './enrollments.ts';
-import type { MeetingKind, MeetingRow, Meetings } from './meetings.ts';
+import type { MeetingRow, Meetings } from './meetings.ts';
+import type { MeetingKind } from '../core/room.ts';
 
 /**
  * Attendance: every stay of a participant in a live room is an interval (a reconnect within the room's

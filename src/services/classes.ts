@@ -1,10 +1,10 @@
-import { iso, type Clock } from '../clock.ts';
-import type { Db } from '../db/index.ts';
-import { inTx } from '../db/tx.ts';
-import { AppError } from '../errors.ts';
-import { newId } from '../ids.ts';
+import { iso, type Clock } from '../core/clock.ts';
+import type { Db } from '../platform/db/index.ts';
+import { inTx } from '../platform/db/tx.ts';
+import { AppError } from '../core/errors.ts';
+import { newId } from '../platform/ids.ts';
 import { decodeCursor, encodeCursor, ts, type PageQuery } from './common.ts';
-import type { Outbox } from '../outbox.ts';
+import type { Outbox } from '../platform/outbox.ts';
 
 /** A class as the API creates or updates it (by externalId). */
 export interface ClassInput {

@@ -1,12 +1,12 @@
-import { iso, type Clock } from '../clock.ts';
-import type { Db } from '../db/index.ts';
-import { inTx } from '../db/tx.ts';
-import { AppError } from '../errors.ts';
-import { newId } from '../ids.ts';
+import { iso, type Clock } from '../core/clock.ts';
+import type { Db } from '../platform/db/index.ts';
+import { inTx } from '../platform/db/tx.ts';
+import { AppError } from '../core/errors.ts';
+import { newId } from '../platform/ids.ts';
 import type { ClassRow, Classes } from './classes.ts';
 import { decodeCursor, encodeCursor, ts, type PageQuery } from './common.ts';
-import type { Outbox } from '../outbox.ts';
-import type { UserRole } from '../domain.ts';
+import type { Outbox } from '../platform/outbox.ts';
+import type { UserRole } from '../core/domain.ts';
 import type { UserRow, Users } from './users.ts';
 
 export const ENROLLMENT_STATUSES = ['ACTIVE', 'REMOVED'] as const;

@@ -1,10 +1,11 @@
-import type { Clock } from '../clock.ts';
-import { iso } from '../clock.ts';
-import type { Sealer } from '../crypto.ts';
-import { sha256 } from '../crypto.ts';
-import type { Db, Sql } from '../db/index.ts';
-import { transaction } from '../db/tx.ts';
-import { AppError, toAppError, type ErrorCode } from '../errors.ts';
+import type { Clock } from '../core/clock.ts';
+import { iso } from '../core/clock.ts';
+import type { Sealer } from '../platform/crypto.ts';
+import { sha256 } from '../platform/crypto.ts';
+import type { Db, Sql } from '../platform/db/index.ts';
+import { transaction } from '../platform/db/tx.ts';
+import { AppError, type ErrorCode } from '../core/errors.ts';
+import { toAppError } from '../platform/to-app-error.ts';
 
 /** Replays are kept 24 hours; a request that died mid-flight frees its key after 60 seconds. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;

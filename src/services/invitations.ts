@@ -1,11 +1,11 @@
-import { iso, type Clock } from '../clock.ts';
-import type { Db } from '../db/index.ts';
-import { inTx } from '../db/tx.ts';
-import { AppError } from '../errors.ts';
+import { iso, type Clock } from '../core/clock.ts';
+import type { Db } from '../platform/db/index.ts';
+import { inTx } from '../platform/db/tx.ts';
+import { AppError } from '../core/errors.ts';
 import { decodeCursor, encodeCursor, type PageQuery } from './common.ts';
 import type { MemberUser } from './enrollments.ts';
 import type { Meetings } from './meetings.ts';
-import type { UserRole } from '../domain.ts';
+import type { UserRole } from '../core/domain.ts';
 import type { UserRow, Users } from './users.ts';
 
 export const MAX_INVITES_PER_REQUEST = 1000;

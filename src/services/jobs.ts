@@ -1,11 +1,12 @@
 import { hostname } from 'node:os';
-import { iso, type Clock } from '../clock.ts';
-import type { Bus } from '../cluster/bus.ts';
-import type { Db, Sql } from '../db/index.ts';
-import { afterCommit, savepoint, transaction } from '../db/tx.ts';
-import { AppError, toAppError } from '../errors.ts';
-import { newId } from '../ids.ts';
-import type { Logger } from '../logger.ts';
+import { iso, type Clock } from '../core/clock.ts';
+import type { Bus } from '../platform/cluster/bus.ts';
+import type { Db, Sql } from '../platform/db/index.ts';
+import { afterCommit, savepoint, transaction } from '../platform/db/tx.ts';
+import { AppError } from '../core/errors.ts';
+import { toAppError } from '../platform/to-app-error.ts';
+import { newId } from '../platform/ids.ts';
+import type { Logger } from '../platform/logger.ts';
 import type { UserInput, Users } from './users.ts';
 
 export const BULK_MAX_USERS = 1000;

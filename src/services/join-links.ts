@@ -1,12 +1,12 @@
-import type { Clock } from '../clock.ts';
-import { atEndOfTurn } from '../end-of-turn.ts';
-import type { Db } from '../db/index.ts';
-import { AppError } from '../errors.ts';
-import { hasScope, type Scope } from '../scopes.ts';
+import type { Clock } from '../core/clock.ts';
+import { atEndOfTurn } from '../platform/end-of-turn.ts';
+import type { Db } from '../platform/db/index.ts';
+import { AppError } from '../core/errors.ts';
+import { hasScope, type Scope } from '../core/scopes.ts';
 import type { Meetings } from './meetings.ts';
-import { RoomAccess } from '../rooms/access.ts';
+import { RoomAccess } from '../core/room-access.ts';
 import { ROOM_ROLES, type RoomRole, type Tokens } from './tokens.ts';
-import type { UserRole } from '../domain.ts';
+import type { UserRole } from '../core/domain.ts';
 import type { Users } from './users.ts';
 
 export { ROOM_ROLES };

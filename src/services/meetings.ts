@@ -1,27 +1,26 @@
 import { meetingData } from '../../actors/meeting/meeting.views.ts';
 import type { MeetingEventData, MeetingFacts } from '../../actors/meeting/meeting.types.ts';
-import type { EndedReason, MeetingStatus } from '../domain.ts';
-import { TtlCache } from '../cache.ts';
-import { iso, type Clock } from '../clock.ts';
-import type { Bus } from '../cluster/bus.ts';
-import type { Db } from '../db/index.ts';
-import { afterCommit, inTx } from '../db/tx.ts';
-import { AppError, invalidField } from '../errors.ts';
-import { PLANS, type PlanName } from '../plans.ts';
-import { newId, newSlug } from '../ids.ts';
+import type { EndedReason, MeetingStatus } from '../core/domain.ts';
+import { TtlCache } from '../platform/cache.ts';
+import { iso, type Clock } from '../core/clock.ts';
+import type { Bus } from '../platform/cluster/bus.ts';
+import type { Db } from '../platform/db/index.ts';
+import { afterCommit, inTx } from '../platform/db/tx.ts';
+import { AppError, invalidField } from '../core/errors.ts';
+import { PLANS, type PlanName } from '../core/plans.ts';
+import { newId, newSlug } from '../platform/ids.ts';
 import { decodeCursor, encodeCursor, ts, type PageQuery } from './common.ts';
-import type { EventType, Outbox } from '../outbox.ts';
+import type { EventType, Outbox } from '../platform/outbox.ts';
 import type { UserRow, Users } from './users.ts';
 import type { Classes } from './classes.ts';
-import type { RoomClients } from '../rooms/clients.ts';
+import type { RoomClients } from './live/clients.ts';
 
 /** How far in the past a meeting may be scheduled (a start of "now" sent a little late still goes through). */
 export const SCHEDULE_GRACE_MS = 5 * 60_000;
 export const ACCESS_MODES = ['ORG_MEMBERS', 'ENROLLED', 'INVITED'] as const;
 
 export type AccessMode = (typeof ACCESS_MODES)[number];
-export const MEETING_KINDS = ['MEETING', 'CLASS'] as const;
-export type MeetingKind = (typeof MEETING_KINDS)[number];
+import { MEETING_KINDS, type MeetingKind } from '../core/room.ts';
 
 /** A meeting's settings, every one decided (the defaults of its kind where it was created without them). */
 export type MeetingSettings = {

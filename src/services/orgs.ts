@@ -1,11 +1,11 @@
-import { TtlCache } from '../cache.ts';
-import { iso, type Clock } from '../clock.ts';
-import type { Bus } from '../cluster/bus.ts';
-import { afterCommit } from '../db/tx.ts';
-import type { Db } from '../db/index.ts';
-import { AppError } from '../errors.ts';
-import { newId } from '../ids.ts';
-import type { PlanName } from '../plans.ts';
+import { TtlCache } from '../platform/cache.ts';
+import { iso, type Clock } from '../core/clock.ts';
+import type { Bus } from '../platform/cluster/bus.ts';
+import { afterCommit } from '../platform/db/tx.ts';
+import type { Db } from '../platform/db/index.ts';
+import { AppError } from '../core/errors.ts';
+import { newId } from '../platform/ids.ts';
+import type { PlanName } from '../core/plans.ts';
 import { attendanceRules, type AttendanceRules } from './attendance.ts';
 
 export interface Org {

@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
 import { respondedAt } from '../../actors/meeting/meeting.classroom.ts';
 import type { Poll } from '../../actors/meeting/meeting.types.ts';
-import { iso } from '../clock.ts';
-import type { Db } from '../db/index.ts';
-import { isCorrect, type PollStatus, type PollType } from '../rooms/classroom.ts';
+import { iso } from '../core/clock.ts';
+import type { Db } from '../platform/db/index.ts';
+import { isCorrect, type PollStatus, type PollType } from '../core/classroom.ts';
 import type { MemberUser } from './enrollments.ts';
 import type { Meetings } from './meetings.ts';
 

@@ -1,7 +1,7 @@
 import type { Question } from '../../actors/meeting/meeting.types.ts';
-import { iso } from '../clock.ts';
-import type { Db } from '../db/index.ts';
-import type { QuestionStatus } from '../rooms/classroom.ts';
+import { iso } from '../core/clock.ts';
+import type { Db } from '../platform/db/index.ts';
+import type { QuestionStatus } from '../core/classroom.ts';
 import type { MemberUser } from './enrollments.ts';
 import type { Meetings } from './meetings.ts';
 

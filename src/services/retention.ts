@@ -1,5 +1,5 @@
-import { iso } from '../clock.ts';
-import type { Db } from '../db/index.ts';
+import { iso } from '../core/clock.ts';
+import type { Db } from '../platform/db/index.ts';
 
 /** The delivery log, delivered messages and the events feed are kept this long (spec: 30 days). */
 export const WEBHOOK_RETENTION_MS = 30 * 24 * 60 * 60_000;

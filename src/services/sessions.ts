@@ -1,41 +1,19 @@
-import type { WaitingStatus } from '../../actors/waiting-room/waiting-room.types.ts';
-import { iso, type Clock } from '../clock.ts';
+import { iso, type Clock } from '../core/clock.ts';
 import type postgres from 'postgres';
-import { Batcher } from '../db/batch.ts';
-import type { Db, Sql } from '../db/index.ts';
-import { inTx, isPool } from '../db/tx.ts';
-import { AppError } from '../errors.ts';
-import { newId } from '../ids.ts';
-import { RoomAccess } from '../rooms/access.ts';
-import type { LiveLoad, MeetingKind, MeetingRow, Meetings } from './meetings.ts';
-import type { RoomClients } from '../rooms/clients.ts';
+import { Batcher } from '../platform/db/batch.ts';
+import type { Db, Sql } from '../platform/db/index.ts';
+import { inTx, isPool } from '../platform/db/tx.ts';
+import { AppError } from '../core/errors.ts';
+import { newId } from '../platform/ids.ts';
+import { RoomAccess } from '../core/room-access.ts';
+import type { LiveLoad, MeetingRow, Meetings } from './meetings.ts';
+import type { MeetingKind, MeetingSession, WaitingStatus } from '../core/room.ts';
+import type { RoomClients } from './live/clients.ts';
 import type { AccessClaims, JoinClaims, RoomRole, Tokens } from './tokens.ts';
 import type { UserRow, Users } from './users.ts';
 
 export const ACCESS_TTL_MS = 60 * 60_000;
 export const REFRESH_WINDOW_MS = 24 * 60 * 60_000;
-
-/** A meeting session as the exchange and the refresh answer it. */
-export interface MeetingSession {
-  accessToken: string;
-  tokenType: 'Bearer';
-  expiresAt: string;
-  mediaToken: string | null;
-  mediaUrl: string;
-  role: RoomRole;
-  waitingRoom: { queueId: string; status: WaitingStatus } | null;
-  meeting: {
-    id: string;
-    kind: MeetingKind;
-    slug: string;
-    title: string;
-    status: string;
-    orgId: string;
-    settings: { muteOnEntry: boolean; lectureMode: boolean; allowStudentScreenShare: boolean; recordAutomatically: boolean };
-  };
-  user: { id: string; externalId: string; displayName: string };
-  redirectUrl: string | null;
-}
 
 export interface SessionPrincipal {
   sessionId: string;

@@ -1,6 +1,6 @@
-import { iso, type Clock } from '../clock.ts';
-import type { Db } from '../db/index.ts';
-import { AppError } from '../errors.ts';
+import { iso, type Clock } from '../core/clock.ts';
+import type { Db } from '../platform/db/index.ts';
+import { AppError } from '../core/errors.ts';
 
 /** Failures count for this long. */
 export const SIGN_IN_FAILURE_WINDOW_MS = 15 * 60_000;

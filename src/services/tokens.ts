@@ -1,7 +1,7 @@
-import { deriveKey, Sealer, StreamBoxOpener } from '../crypto.ts';
-import { ulidFromBytes, ulidToBytes } from '../ids.ts';
+import { deriveKey, Sealer, StreamBoxOpener } from '../platform/crypto.ts';
+import { ulidFromBytes, ulidToBytes } from '../platform/ids.ts';
 
-import { ROOM_ROLES, type RoomRole } from '../rooms/access.ts';
+import { ROOM_ROLES, type RoomRole } from '../core/room-access.ts';
 
 export { ROOM_ROLES, type RoomRole };
 

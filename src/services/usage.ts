@@ -1,7 +1,7 @@
-import { iso } from '../clock.ts';
-import type { Db } from '../db/index.ts';
-import { AppError } from '../errors.ts';
-import { PLANS, type PlanName } from '../plans.ts';
+import { iso } from '../core/clock.ts';
+import type { Db } from '../platform/db/index.ts';
+import { AppError } from '../core/errors.ts';
+import { PLANS, type PlanName } from '../core/plans.ts';
 
 /**
  * Usage per UTC day, from what the live rooms recorded: meetings started, participant minutes (every

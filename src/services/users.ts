@@ -1,14 +1,15 @@
+import { ERASED_NAME } from '../core/domain.ts';
 import { ERASE_TIMER_PREFIX } from '../../actors/meeting/meeting.views.ts';
-import type { UserRole } from '../domain.ts';
-import { TtlCache } from '../cache.ts';
-import { iso, type Clock } from '../clock.ts';
-import type { Bus } from '../cluster/bus.ts';
-import type { Db } from '../db/index.ts';
-import { afterCommit, inTx } from '../db/tx.ts';
-import { AppError } from '../errors.ts';
-import { newId } from '../ids.ts';
+import type { UserRole } from '../core/domain.ts';
+import { TtlCache } from '../platform/cache.ts';
+import { iso, type Clock } from '../core/clock.ts';
+import type { Bus } from '../platform/cluster/bus.ts';
+import type { Db } from '../platform/db/index.ts';
+import { afterCommit, inTx } from '../platform/db/tx.ts';
+import { AppError } from '../core/errors.ts';
+import { newId } from '../platform/ids.ts';
 import { decodeCursor, encodeCursor, ts, type PageQuery } from './common.ts';
-import type { Outbox } from '../outbox.ts';
+import type { Outbox } from '../platform/outbox.ts';
 
 
 /** A user as the API creates or updates it (by externalId); an omitted optional field keeps its value, null clears it. */
@@ -76,8 +77,7 @@ export const toUserRecord = (u: UserRow): UserRecord => ({
 });
 
 /** The user shape of user.* events. */
-/** The name of a user who deleted their account (the spec's fixed text). */
-export const ERASED_NAME = 'Deleted user';
+export { ERASED_NAME };
 
 export const userEventData = (u: UserRow) => ({
   userId: u.id,

@@ -1,17 +1,17 @@
-import { iso, type Clock } from '../clock.ts';
-import type { Cluster } from '../cluster/cluster.ts';
-import type { RateLimits } from '../cluster/rate-limit.ts';
-import type { Sealer } from '../crypto.ts';
-import type { Db } from '../db/index.ts';
-import { afterCommit, inTx } from '../db/tx.ts';
-import { AppError, errorCatalog, type ErrorCode } from '../errors.ts';
-import { newId } from '../ids.ts';
-import type { Logger } from '../logger.ts';
-import { eventBody, insertAttempt, liveSecrets, sendAttempt, webhookActor, type EventRow } from '../webhooks/envelope.ts';
-import { newSecret } from '../webhooks/signing.ts';
-import { checkTargetUrl } from '../webhooks/targets.ts';
+import { iso, type Clock } from '../core/clock.ts';
+import type { Cluster } from '../platform/cluster/cluster.ts';
+import type { RateLimits } from '../platform/cluster/rate-limit.ts';
+import type { Sealer } from '../platform/crypto.ts';
+import type { Db } from '../platform/db/index.ts';
+import { afterCommit, inTx } from '../platform/db/tx.ts';
+import { AppError, errorCatalog, type ErrorCode } from '../core/errors.ts';
+import { newId } from '../platform/ids.ts';
+import type { Logger } from '../platform/logger.ts';
+import { eventBody, insertAttempt, liveSecrets, sendAttempt, webhookActor, type EventRow } from './webhooks/envelope.ts';
+import { newSecret } from './webhooks/signing.ts';
+import { checkTargetUrl } from './webhooks/targets.ts';
 import { decodeCursor, encodeCursor, ts, type PageQuery } from './common.ts';
-import { EVENT_TYPES, type EventType } from '../outbox.ts';
+import { EVENT_TYPES, type EventType } from '../platform/outbox.ts';
 
 /** Endpoints per organization, disabled ones included (spec, Webhook management rule 2). */
 export const WEBHOOK_ENDPOINT_LIMIT = 20;

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import t from 'tap';
-import { answerProblem, draftProblem, isCorrect, pollOptions, POLL_LIMITS, POLL_TYPES } from '../../src/rooms/classroom.ts';
+import { answerProblem, draftProblem, isCorrect, pollOptions, POLL_LIMITS, POLL_TYPES } from '../../src/core/classroom.ts';
 import { byContent, classroomState, classroomStep, eraseFromClassroom, questionAnsweredData, respondedAt, voterFor } from '../../actors/meeting/meeting.classroom.ts';
 import { meetingEvent, meetingInput } from '../../actors/meeting/meeting.schemas.ts';
 import type { MeetingContext, Participant, PollClosedData } from '../../actors/meeting/meeting.types.ts';

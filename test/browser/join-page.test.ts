@@ -1,6 +1,6 @@
 import t from 'tap';
 import type { Page } from 'playwright-core';
-import { ManualClock } from '../../src/clock.ts';
+import { ManualClock } from '../../src/core/clock.ts';
 import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { launchBrowser, screenshot } from '../helpers/browser.ts';
 

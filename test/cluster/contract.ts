@@ -1,8 +1,8 @@
 import type { Test } from 'tap';
-import { SHARD_COUNT, shardOf, type Cluster, type Placement } from '../../src/cluster/cluster.ts';
-import { acquireEpoch, assertEpoch, FencedError } from '../../src/cluster/fencing.ts';
-import type { Sql } from '../../src/db/index.ts';
-import { AppError } from '../../src/errors.ts';
+import { SHARD_COUNT, shardOf, type Cluster, type Placement } from '../../src/platform/cluster/cluster.ts';
+import { acquireEpoch, assertEpoch, FencedError } from '../../src/platform/cluster/fencing.ts';
+import type { Sql } from '../../src/platform/db/index.ts';
+import { AppError } from '../../src/core/errors.ts';
 
 export interface ContractEnv {
   sql: Sql;

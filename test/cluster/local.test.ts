@@ -1,11 +1,11 @@
 import postgres from 'postgres';
-import { pgOptions } from '../../src/db/index.ts';
+import { pgOptions } from '../../src/platform/db/index.ts';
 import t from 'tap';
-import { LocalCluster } from '../../src/cluster/local-cluster.ts';
-import { SHARD_COUNT } from '../../src/cluster/cluster.ts';
-import { readPlacement } from '../../src/cluster/placement.ts';
-import type { Sql } from '../../src/db/index.ts';
-import { migrate } from '../../src/db/migrate.ts';
+import { LocalCluster } from '../../src/platform/cluster/local-cluster.ts';
+import { SHARD_COUNT } from '../../src/platform/cluster/cluster.ts';
+import { readPlacement } from '../../src/platform/cluster/placement.ts';
+import type { Sql } from '../../src/platform/db/index.ts';
+import { migrate } from '../../src/platform/db/migrate.ts';
 import { createTestDatabase } from '../helpers/node.ts';
 import { clusterContract } from './contract.ts';
 

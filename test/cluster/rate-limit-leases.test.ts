@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import t from 'tap';
-import { ManualClock } from '../../src/clock.ts';
-import { RateLimits, type RateLimitResult } from '../../src/cluster/rate-limit.ts';
+import { ManualClock } from '../../src/core/clock.ts';
+import { RateLimits, type RateLimitResult } from '../../src/platform/cluster/rate-limit.ts';
 import { REDIS_URL } from '../helpers/node.ts';
 
 // Two RateLimits on two connections are two nodes as far as the shared counter is concerned

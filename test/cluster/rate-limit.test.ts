@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
-import { pgOptions } from '../../src/db/index.ts';
+import { pgOptions } from '../../src/platform/db/index.ts';
 import t from 'tap';
-import { systemClock } from '../../src/clock.ts';
-import { LocalBus } from '../../src/cluster/bus.ts';
-import { migrate } from '../../src/db/migrate.ts';
-import type { Sql } from '../../src/db/index.ts';
+import { systemClock } from '../../src/core/clock.ts';
+import { LocalBus } from '../../src/platform/cluster/bus.ts';
+import { migrate } from '../../src/platform/db/migrate.ts';
+import type { Sql } from '../../src/platform/db/index.ts';
 import { ApiKeys } from '../../src/services/api-keys.ts';
 import { createOrg } from '../../src/services/orgs.ts';
 import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/node.ts';

@@ -1,7 +1,7 @@
 import postgres from 'postgres';
 import t from 'tap';
-import { listMigrations } from '../../src/db/migrate.ts';
-import { pgOptions, type Sql } from '../../src/db/index.ts';
+import { listMigrations } from '../../src/platform/db/migrate.ts';
+import { pgOptions, type Sql } from '../../src/platform/db/index.ts';
 import { createTestDatabase } from '../helpers/node.ts';
 
 // Migration 0016 on what earlier releases stored: anonymous polls' responses lose their order of arrival

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
-import { Batcher } from '../../src/db/batch.ts';
+import { Batcher } from '../../src/platform/db/batch.ts';
 
 t.test('while statements are free an item goes at once; when they are busy the waiting items share the next one', async (t) => {
   const runs: number[][] = [];

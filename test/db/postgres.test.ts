@@ -1,11 +1,11 @@
 // postgres.js as patched (patches/postgres+3.4.9.patch): a pooled connection whose session the server
 // ended while the process could not run (SIGSTOP, a long GC pause, a stalled VM; here the event loop is
-// blocked) must come back clean. The fenced commit (src/cluster/fencing.ts) makes Postgres end exactly
+// blocked) must come back clean. The fenced commit (src/platform/cluster/fencing.ts) makes Postgres end exactly
 // such sessions: idle_in_transaction_session_timeout.
 import postgres from 'postgres';
 import t, { type Test } from 'tap';
-import { within } from '../../src/cluster/deadline.ts';
-import { pgOptions, type Sql } from '../../src/db/index.ts';
+import { within } from '../../src/platform/cluster/deadline.ts';
+import { pgOptions, type Sql } from '../../src/platform/db/index.ts';
 import { createTestDatabase } from '../helpers/node.ts';
 
 const url = await createTestDatabase(t);

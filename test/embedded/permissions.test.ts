@@ -2,8 +2,8 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import t from 'tap';
-import { loadConfig } from '../../src/config.ts';
-import { embeddedPgOptions, openDatabase } from '../../src/db/index.ts';
+import { loadConfig } from '../../src/platform/config.ts';
+import { embeddedPgOptions, openDatabase } from '../../src/platform/db/index.ts';
 import { memoryLogger } from '../helpers/logs.ts';
 import { spawnNode } from '../helpers/process.ts';
 

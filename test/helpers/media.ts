@@ -4,7 +4,7 @@ import type { Consumer } from 'mediasoup-client/lib/Consumer.js';
 import type { Producer } from 'mediasoup-client/lib/Producer.js';
 import type { Transport } from 'mediasoup-client/lib/Transport.js';
 import type { Test } from 'tap';
-import type { Node } from '../../src/node.ts';
+import type { Node } from '../../src/server/node.ts';
 import { api } from './node.ts';
 import { connect, type RoomClient } from './ws.ts';
 
@@ -82,6 +82,8 @@ export interface Received {
   source: string;
   /** Loudest decoded sample seen (audio only). */
   peak: number;
+  /** The audio sink reading it (audio only). */
+  sink?: { stop(): void };
 }
 
 /**
@@ -221,11 +223,23 @@ export class MediaPeer {
     if (m.type === 'ack') return;
     this.events.push(m);
     if (m.type === 'consumer-new') this.#pending = this.#pending.then(() => this.#consume(m)).catch(() => {});
-    if (m.type === 'consumer-closed') {
-      const r = this.received.get(m.consumerId);
-      r?.consumer.close();
-      this.received.delete(m.consumerId);
+    // in the same queue as consumer-new, as the room page does: a consumer closed while it was being set up is not kept
+    if (m.type === 'consumer-closed') this.#pending = this.#pending.then(() => this.#drop(m.consumerId)).catch(() => {});
+  }
+
+  /**
+   * A consumer the server closed: its sink stops before its track goes (libwebrtc reading a track whose
+   * receiver is gone is where this process has crashed), then the consumer closes.
+   */
+  #drop(consumerId: string): void {
+    const r = this.received.get(consumerId);
+    if (!r) return;
+    if (r.sink) {
+      r.sink.stop();
+      this.#sinks = this.#sinks.filter((s) => s !== r.sink);
     }
+    r.consumer.close();
+    this.received.delete(consumerId);
   }
 
   async #consume(m: any): Promise<void> {
@@ -237,6 +251,7 @@ export class MediaPeer {
       sink.ondata = (d: { samples: Int16Array }) => {
         for (let i = 0; i < d.samples.length; i += 8) r.peak = Math.max(r.peak, Math.abs(d.samples[i]!));
       };
+      r.sink = sink;
       this.#sinks.push(sink);
     }
     await this.#ask({ type: 'consumer-resume', consumerId: consumer.id });

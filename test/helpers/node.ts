@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import type { Test } from 'tap';
-import type { Clock } from '../../src/clock.ts';
-import type { Logger } from '../../src/logger.ts';
-import { loadConfig, type Config } from '../../src/config.ts';
-import { startNode, type Node } from '../../src/node.ts';
-import type { PlanName } from '../../src/plans.ts';
-import { SCOPES, type Scope } from '../../src/scopes.ts';
+import type { Clock } from '../../src/core/clock.ts';
+import type { Logger } from '../../src/platform/logger.ts';
+import { loadConfig, type Config } from '../../src/platform/config.ts';
+import { startNode, type Node } from '../../src/server/node.ts';
+import type { PlanName } from '../../src/core/plans.ts';
+import { SCOPES, type Scope } from '../../src/core/scopes.ts';
 import { createOrg } from '../../src/services/orgs.ts';
 
 export const PG_ADMIN_URL = process.env.AULA_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import t from 'tap';
-import { ManualClock } from '../../src/clock.ts';
+import { ManualClock } from '../../src/core/clock.ts';
 import { createOrg } from '../../src/services/orgs.ts';
 import { assertError } from '../helpers/assert.ts';
 import { api, createTenant, startTestNode, type ApiResponse } from '../helpers/node.ts';

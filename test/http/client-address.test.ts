@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import ipaddr from 'ipaddr.js';
 import t from 'tap';
-import { clientAddress, parseTrustProxy } from '../../src/client-address.ts';
-import { loadConfig } from '../../src/config.ts';
+import { clientAddress, parseTrustProxy } from '../../src/platform/client-address.ts';
+import { loadConfig } from '../../src/platform/config.ts';
 import { api, startTestNode } from '../helpers/node.ts';
 
 // Whose address counts for per-address limits: the socket's, or what trusted proxies vouch for. The left

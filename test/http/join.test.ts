@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ManualClock } from '../../src/clock.ts';
+import { ManualClock } from '../../src/core/clock.ts';
 import { joinLinkJson } from '../../http/join-link-json.ts';
 import { Tokens } from '../../src/services/tokens.ts';
 import { api, createTenant, startTestNode, TEST_SECRET } from '../helpers/node.ts';

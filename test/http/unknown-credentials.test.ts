@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { parseTrustProxy } from '../../src/client-address.ts';
+import { parseTrustProxy } from '../../src/platform/client-address.ts';
 import { UNKNOWN_CREDENTIALS_PER_MINUTE } from '../../http/credential-guard.ts';
 import { api, createTenant, startTestNode } from '../helpers/node.ts';
 

@@ -2,12 +2,12 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
-import { iso, ManualClock } from '../../src/clock.ts';
-import { newId } from '../../src/ids.ts';
-import { EVENT_TYPES } from '../../src/outbox.ts';
+import { iso, ManualClock } from '../../src/core/clock.ts';
+import { newId } from '../../src/platform/ids.ts';
+import { EVENT_TYPES } from '../../src/platform/outbox.ts';
 import { deliveryDetail, deliveryRecord, eventEnvelope, webhookRecord, webhookWithSecret } from '../../http/schemas/webhooks.ts';
-import { insertAttempt } from '../../src/webhooks/envelope.ts';
-import { verifySvcSignature } from '../../src/webhooks/verify.ts';
+import { insertAttempt } from '../../src/services/webhooks/envelope.ts';
+import { verifySvcSignature } from '../../src/services/webhooks/verify.ts';
 import { assertError } from '../helpers/assert.ts';
 import { api, createTenant, startTestNode, type ApiResponse, type Tenant } from '../helpers/node.ts';
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { ManualClock } from '../../src/clock.ts';
+import { ManualClock } from '../../src/core/clock.ts';
 import { api, createTenant, createTestDatabase, startTestNode, type Tenant } from '../helpers/node.ts';
-import type { Node } from '../../src/node.ts';
+import type { Node } from '../../src/server/node.ts';
 
 // /.well-known/assetlinks.json and /.well-known/apple-app-site-association: they vouch for exactly the
 // apps organizations configured (admin setting mobileApps), and follow a change.

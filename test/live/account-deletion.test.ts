@@ -1,6 +1,6 @@
 import t from 'tap';
 import type { Test } from 'tap';
-import { ManualClock } from '../../src/clock.ts';
+import { ManualClock } from '../../src/core/clock.ts';
 import { api, school as newSchool, startTestNode } from '../helpers/node.ts';
 import { assertError } from '../helpers/assert.ts';
 import { connect } from '../helpers/ws.ts';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { ManualClock } from '../../src/clock.ts';
+import { ManualClock } from '../../src/core/clock.ts';
 import { api, createTenant, createTestDatabase, startTestNode } from '../helpers/node.ts';
 import { connect, eventually } from '../helpers/ws.ts';
 

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ManualClock } from '../../src/clock.ts';
+import { ManualClock } from '../../src/core/clock.ts';
 import { api, school as newSchool, startTestNode } from '../helpers/node.ts';
 import { connect, eventually, type RoomClient } from '../helpers/ws.ts';
 

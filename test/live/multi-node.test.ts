@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { shardOf } from '../../src/cluster/cluster.ts';
+import { shardOf } from '../../src/platform/cluster/cluster.ts';
 import { api, createTenant, createTestDatabase, startTestNode } from '../helpers/node.ts';
 import { connect, eventually } from '../helpers/ws.ts';
 

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ManualClock } from '../../src/clock.ts';
+import { ManualClock } from '../../src/core/clock.ts';
 import { api, createTenant, startTestNode, type Tenant } from '../helpers/node.ts';
 import { assertError } from '../helpers/assert.ts';
 import { connect, eventually } from '../helpers/ws.ts';

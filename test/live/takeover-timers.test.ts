@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { ManualClock } from '../../src/clock.ts';
-import { shardOf } from '../../src/cluster/cluster.ts';
+import { ManualClock } from '../../src/core/clock.ts';
+import { shardOf } from '../../src/platform/cluster/cluster.ts';
 import { api, createTenant, createTestDatabase, startTestNode } from '../helpers/node.ts';
 import { eventually, goLive } from '../helpers/ws.ts';
 

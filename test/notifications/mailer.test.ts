@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
-import { iso, ManualClock } from '../../src/clock.ts';
-import { MAIL_MAX_AGE_MS, MAIL_RETRY_DELAYS_MS, Mailer, type MailerOptions } from '../../src/notifications/mailer.ts';
-import { notifyEndpointDisabled, notifyOrgAdmins } from '../../src/notifications/notify.ts';
+import { iso, ManualClock } from '../../src/core/clock.ts';
+import { MAIL_MAX_AGE_MS, MAIL_RETRY_DELAYS_MS, Mailer, type MailerOptions } from '../../src/services/notifications/mailer.ts';
+import { notifyEndpointDisabled, notifyOrgAdmins } from '../../src/services/notifications/notify.ts';
 import { addAdminRow, addOrg, captureLogger, openTestSql } from './fixtures/db.ts';
 import { startSmtpSink } from './fixtures/smtp.ts';
 

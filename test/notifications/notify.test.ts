@@ -1,7 +1,7 @@
 import t from 'tap';
-import { iso, ManualClock } from '../../src/clock.ts';
-import { transaction } from '../../src/db/tx.ts';
-import { notifyEndpointDisabled, notifyOrgAdmins } from '../../src/notifications/notify.ts';
+import { iso, ManualClock } from '../../src/core/clock.ts';
+import { transaction } from '../../src/platform/db/tx.ts';
+import { notifyEndpointDisabled, notifyOrgAdmins } from '../../src/services/notifications/notify.ts';
 import { addAdminRow, addOrg, openTestSql } from './fixtures/db.ts';
 
 const clock = new ManualClock(Date.parse('2026-01-05T09:00:00Z'));

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { iso, ManualClock } from '../../src/clock.ts';
-import { notifyEndpointDisabled, notifyOrgAdmins } from '../../src/notifications/notify.ts';
+import { iso, ManualClock } from '../../src/core/clock.ts';
+import { notifyEndpointDisabled, notifyOrgAdmins } from '../../src/services/notifications/notify.ts';
 import { assertError } from '../helpers/assert.ts';
 import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { startSmtpSink } from './fixtures/smtp.ts';

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { MEDIA_SOURCES, ROOM_ROLES, RoomAccess, type AccessSettings, type RoomRole, type Standing } from '../../src/rooms/access.ts';
+import { MEDIA_SOURCES, ROOM_ROLES, RoomAccess, type AccessSettings, type RoomRole, type Standing } from '../../src/core/room-access.ts';
 
 const settings: AccessSettings = { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false };
 const standing = (roomRole: RoomRole, o: Partial<Standing> = {}): Standing => ({ roomRole, micLocked: false, floor: false, ...o });

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { meetingEvent } from '../../actors/meeting/meeting.schemas.ts';
 import { waitingRoomEvent } from '../../actors/waiting-room/waiting-room.schemas.ts';
-import { AppError } from '../../src/errors.ts';
+import { AppError } from '../../src/core/errors.ts';
 import { createTenant, startTestNode } from '../helpers/node.ts';
 
 const node = await startTestNode(t, { redis: false });

@@ -14,14 +14,14 @@
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import t, { type Test } from 'tap';
-import { systemClock } from '../../src/clock.ts';
-import { LocalBus } from '../../src/cluster/bus.ts';
-import { shardOf, type Placement } from '../../src/cluster/cluster.ts';
-import { migrate } from '../../src/db/migrate.ts';
-import { pgOptions, type Sql } from '../../src/db/index.ts';
+import { systemClock } from '../../src/core/clock.ts';
+import { LocalBus } from '../../src/platform/cluster/bus.ts';
+import { shardOf, type Placement } from '../../src/platform/cluster/cluster.ts';
+import { migrate } from '../../src/platform/db/migrate.ts';
+import { pgOptions, type Sql } from '../../src/platform/db/index.ts';
 import { ApiKeys } from '../../src/services/api-keys.ts';
 import { createOrg } from '../../src/services/orgs.ts';
-import { SCOPES } from '../../src/scopes.ts';
+import { SCOPES } from '../../src/core/scopes.ts';
 import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/node.ts';
 import type { RoomClient } from '../helpers/ws.ts';
 import { redisPrefixFor } from '../helpers/redis-server.ts';
@@ -500,7 +500,7 @@ t.test('a node cut off from Redis stops serving its shards before its leases end
 // round trips. An owner that stops between two of them (GC pause, SIGSTOP, a stalled VM) leaves its backend
 // idle in transaction with the lock held; without a bound the new owner's epoch bump would wait for the lock
 // (lock_timeout 2 s), give the lease back and try again every tick until the old owner ran again. assertEpoch
-// (src/cluster/fencing.ts) bounds that idle time in the fenced transaction itself
+// (src/platform/cluster/fencing.ts) bounds that idle time in the fenced transaction itself
 // (idle_in_transaction_session_timeout 2 s = stepDownMs: by then the stalled owner has lost its lease anyway),
 // so the takeover here takes about 2.5 s. When the stalled node resumes, the pooled connection whose session
 // Postgres ended must fail that transaction and come back clean (patches/postgres+3.4.9.patch; unpatched, the

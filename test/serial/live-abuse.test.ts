@@ -1,7 +1,7 @@
 import t from 'tap';
 import WebSocket from 'ws';
 import { COMMAND_BUDGET } from '../../http/ws/gateway.ts';
-import { MAILBOX_LIMIT } from '../../src/runtime/actor-runtime.ts';
+import { MAILBOX_LIMIT } from '../../src/platform/runtime/actor-runtime.ts';
 import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { connect, eventually } from '../helpers/ws.ts';
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
-import { shardOf } from '../../src/cluster/cluster.ts';
+import { shardOf } from '../../src/platform/cluster/cluster.ts';
 import { api, createTenant, createTestDatabase, REDIS_URL, startTestNode, TEST_SECRET } from '../helpers/node.ts';
 import { enterRoom, type MediaPeer } from '../helpers/media.ts';
 import { spawnNode, type NodeProcess } from '../helpers/process.ts';

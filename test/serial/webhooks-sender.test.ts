@@ -8,12 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { Webhook } from 'standardwebhooks';
-import { ManualClock } from '../../src/clock.ts';
-import { ulid } from '../../src/ids.ts';
-import { deliver, parseRetryAfter } from '../../src/webhooks/sender.ts';
-import { newSecret, signatureHeaders } from '../../src/webhooks/signing.ts';
-import { checkTargetUrl, type LookupFn } from '../../src/webhooks/targets.ts';
-import { verifySvcSignature } from '../../src/webhooks/verify.ts';
+import { ManualClock } from '../../src/core/clock.ts';
+import { ulid } from '../../src/platform/ids.ts';
+import { deliver, parseRetryAfter } from '../../src/services/webhooks/sender.ts';
+import { newSecret, signatureHeaders } from '../../src/services/webhooks/signing.ts';
+import { checkTargetUrl, type LookupFn } from '../../src/services/webhooks/targets.ts';
+import { verifySvcSignature } from '../../src/services/webhooks/verify.ts';
 
 const PUBLIC_V4 = '93.184.215.14';
 const resolvesTo = (...addresses: string[]): LookupFn => async () => addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { ManualClock } from '../../src/clock.ts';
-import { EVENT_TYPES } from '../../src/outbox.ts';
+import { ManualClock } from '../../src/core/clock.ts';
+import { EVENT_TYPES } from '../../src/platform/outbox.ts';
 import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { Receiver } from '../helpers/receiver.ts';
 import { connect, eventually } from '../helpers/ws.ts';

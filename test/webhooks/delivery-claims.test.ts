@@ -3,16 +3,16 @@
 // is fenced by the shard epoch its message was claimed under.
 import { setTimeout as sleep } from 'node:timers/promises';
 import t, { type Test } from 'tap';
-import { ManualClock, iso } from '../../src/clock.ts';
-import { LocalBus } from '../../src/cluster/bus.ts';
-import { shardOf, type Cluster } from '../../src/cluster/cluster.ts';
-import { newId } from '../../src/ids.ts';
-import { createLogger } from '../../src/logger.ts';
-import type { Node } from '../../src/node.ts';
-import { WebhookDelivery } from '../../src/webhooks/delivery.ts';
-import { Outbox } from '../../src/outbox.ts';
-import { webhookActor } from '../../src/webhooks/envelope.ts';
-import { newSecret } from '../../src/webhooks/signing.ts';
+import { ManualClock, iso } from '../../src/core/clock.ts';
+import { LocalBus } from '../../src/platform/cluster/bus.ts';
+import { shardOf, type Cluster } from '../../src/platform/cluster/cluster.ts';
+import { newId } from '../../src/platform/ids.ts';
+import { createLogger } from '../../src/platform/logger.ts';
+import type { Node } from '../../src/server/node.ts';
+import { WebhookDelivery } from '../../src/services/webhooks/delivery.ts';
+import { Outbox } from '../../src/platform/outbox.ts';
+import { webhookActor } from '../../src/services/webhooks/envelope.ts';
+import { newSecret } from '../../src/services/webhooks/signing.ts';
 import { createTenant, startTestNode } from '../helpers/node.ts';
 import { Receiver } from '../helpers/receiver.ts';
 

@@ -1,14 +1,14 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import t, { type Test } from 'tap';
 import { Webhook } from 'standardwebhooks';
-import { ManualClock, iso } from '../../src/clock.ts';
+import { ManualClock, iso } from '../../src/core/clock.ts';
 import { AUTO_DISABLE_AFTER_MS } from '../../actors/webhook-endpoint/webhook-endpoint.machine.ts';
-import type { Node } from '../../src/node.ts';
-import { newId } from '../../src/ids.ts';
-import { MAX_ATTEMPTS, RETRY_SCHEDULE_MS, retryDelay } from '../../src/webhooks/delivery.ts';
-import { webhookActor } from '../../src/webhooks/envelope.ts';
-import { newSecret } from '../../src/webhooks/signing.ts';
-import { verifySvcSignature } from '../../src/webhooks/verify.ts';
+import type { Node } from '../../src/server/node.ts';
+import { newId } from '../../src/platform/ids.ts';
+import { MAX_ATTEMPTS, RETRY_SCHEDULE_MS, retryDelay } from '../../src/services/webhooks/delivery.ts';
+import { webhookActor } from '../../src/services/webhooks/envelope.ts';
+import { newSecret } from '../../src/services/webhooks/signing.ts';
+import { verifySvcSignature } from '../../src/services/webhooks/verify.ts';
 import { api, createTenant, startTestNode, type Tenant } from '../helpers/node.ts';
 import { Receiver, type Received } from '../helpers/receiver.ts';
 

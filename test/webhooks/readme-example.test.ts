@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
-import { ulid } from '../../src/ids.ts';
-import { newSecret, signatureHeaders } from '../../src/webhooks/signing.ts';
+import { ulid } from '../../src/platform/ids.ts';
+import { newSecret, signatureHeaders } from '../../src/services/webhooks/signing.ts';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
@@ -25,7 +25,7 @@ t.test('the README receiver example verifies, deduplicates and refuses', async (
   const port = (srv.address() as AddressInfo).port;
   await new Promise((r) => srv.close(r));
   const file = join(dir, 'receiver.ts');
-  writeFileSync(file, code!.replace("'./verify.ts'", JSON.stringify(join(root, 'src/webhooks/verify.ts'))).replace('.listen(3000)', `.listen(${port}, '127.0.0.1')`));
+  writeFileSync(file, code!.replace("'./verify.ts'", JSON.stringify(join(root, 'src/services/webhooks/verify.ts'))).replace('.listen(3000)', `.listen(${port}, '127.0.0.1')`));
   const secret = newSecret();
   const proc = spawn(process.execPath, ['--import', 'tsx', file], { cwd: root, env: { ...process.env, AULA_WEBHOOK_SECRET: secret }, stdio: ['ignore', 'pipe', 'pipe'] });
   t.teardown(() => {

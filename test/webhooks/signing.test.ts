@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto';
 import t from 'tap';
 import { Webhook } from 'standardwebhooks';
-import { isValidSecret, newSecret, signatureHeaders, signPayload, signStandard, standardKey } from '../../src/webhooks/signing.ts';
-import { verifySvcSignature } from '../../src/webhooks/verify.ts';
+import { isValidSecret, newSecret, signatureHeaders, signPayload, signStandard, standardKey } from '../../src/services/webhooks/signing.ts';
+import { verifySvcSignature } from '../../src/services/webhooks/verify.ts';
 
 const EVENT_ID = 'evt_01jh2k3m4n5p6q7r8s9t0vwxyz';
 const body = JSON.stringify({ id: EVENT_ID, type: 'meeting.started', createdAt: '2026-01-05T09:00:00.000Z', organizationId: 'org_1', data: { title: 'Álgebra — 李老师 👩‍🏫' } });
@@ -137,7 +137,7 @@ t.test('verifySvcSignature: the receiver rules', async (t) => {
 
 t.test('verify.ts stays copyable: node:crypto only', async (t) => {
   const { readFile } = await import('node:fs/promises');
-  const src = await readFile(new URL('../../src/webhooks/verify.ts', import.meta.url), 'utf8');
+  const src = await readFile(new URL('../../src/services/webhooks/verify.ts', import.meta.url), 'utf8');
   const imports = [...src.matchAll(/^import .* from '([^']+)';$/gm)].map((m) => m[1]);
   t.same(imports, ['node:crypto']);
 });

@@ -1,6 +1,6 @@
 import t from 'tap';
-import { allowPrivateTargets, loadConfig } from '../../src/config.ts';
-import { checkTargetSyntax, checkTargetUrl, classifyAddress, forbiddenName, resolveVetted, type LookupFn } from '../../src/webhooks/targets.ts';
+import { allowPrivateTargets, loadConfig } from '../../src/platform/config.ts';
+import { checkTargetSyntax, checkTargetUrl, classifyAddress, forbiddenName, resolveVetted, type LookupFn } from '../../src/services/webhooks/targets.ts';
 
 /** A lookup for names that must never be resolved (IP literals, names refused by rule). */
 const noLookup: LookupFn = async (host) => {

@@ -3,9 +3,8 @@
  * code. The session is the exchange's answer (`meetingSession` in src/services/sessions.ts).
  */
 
-import type { MeetingSession } from '../../src/services/sessions.ts';
-import type { RoomRole } from '../../src/rooms/access.ts';
-import type { WaitingStatus } from '../../actors/waiting-room/waiting-room.types.ts';
+import type { MeetingSession, WaitingStatus } from '../../src/core/room.ts';
+import type { RoomRole } from '../../src/core/room-access.ts';
 
 export type { RoomRole };
 /** The exchange's and the refresh's answer: the server's one definition, types only (nothing of the server is bundled). */

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
-import type { PollResults, PollView, QuestionView } from '../../actors/meeting/meeting.types.ts';
-import { POLL_LIMITS, POLL_TYPES, pollOptions, QUESTION_LIMITS, type PollType } from '../../src/rooms/classroom.ts';
+import type { PollResults, PollView, QuestionView } from '../../src/core/room.ts';
+import { POLL_LIMITS, POLL_TYPES, pollOptions, QUESTION_LIMITS, type PollType } from '../../src/core/classroom.ts';
 import type { RoomController } from './controller.ts';
 import { Panel } from './panel.tsx';
 

@@ -1,6 +1,6 @@
 import * as api from './api.ts';
-import type { ClassroomState, PollResults, PollView, QuestionView, RosterEntry } from '../../actors/meeting/meeting.types.ts';
-import type { PollType } from '../../src/rooms/classroom.ts';
+import type { ClassroomState, PollResults, PollView, QuestionView, RosterEntry } from '../../src/core/room.ts';
+import type { PollType } from '../../src/core/classroom.ts';
 import type { RoomRole, Session } from './api.ts';
 import { MediaClient, type Source } from './media.ts';
 import { CommandError, FINAL_CLOSES, RoomSocket, type ServerMessage } from './socket.ts';

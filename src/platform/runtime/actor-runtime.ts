@@ -1,0 +1,296 @@
+import type { z } from 'zod';
+import { createActor, type AnyActor, type AnyStateMachine } from 'xstate';
+import type { DisconnectEffect, SendEffect } from '../../core/actor-effects.ts';
+import { iso, type Clock } from '../../core/clock.ts';
+import type { ActorMessage } from '../cluster/cluster.ts';
+import { assertEpoch } from '../cluster/fencing.ts';
+import { ActorUnavailableError } from '../cluster/cluster.ts';
+import type { Db, Sql } from '../db/index.ts';
+import { transaction } from '../db/tx.ts';
+import { retryableDbError } from '../db/failures.ts';
+import { AppError, validationError } from '../../core/errors.ts';
+import type { Logger } from '../logger.ts';
+import type { EventType, Outbox } from '../outbox.ts';
+
+export type RoomEffect = SendEffect | DisconnectEffect;
+
+/** What a definition's own effects may need to know about this node. */
+/** What the host needs to know about one sort of actor: its machine, events, input, projection, effects. */
+export interface ActorDefinition {
+  /** The actor ids' prefix: `<name>:<entityId>`. */
+  name: string;
+  version: number;
+  machine: AnyStateMachine;
+  events: z.ZodType;
+  /** Input for a fresh actor from the database, or null when the entity does not exist. */
+  input(db: Db, entityId: string): Promise<Record<string, unknown> | null>;
+  /** The organization whose outbox receives this actor's events. */
+  orgOf(context: Record<string, unknown>): string;
+  /** Sent to a fresh actor before anything else. */
+  init?: (at: number) => Record<string, unknown>;
+  /** Writes the actor's state back to its domain row, in the snapshot's transaction. */
+  project?(tx: Db, entityId: string, context: Record<string, unknown>, at: number): Promise<void>;
+  /** Carries out a definition's own effects (anything but outbox, timers, sends, disconnects and the reply) in the transition's transaction. */
+  effect?(tx: Db, entityId: string, context: Record<string, unknown>, effect: { type: string; [k: string]: unknown }, at: number, env: EffectEnv): Promise<void>;
+  /** Events for other actors once a transition has committed (e.g. the waiting room hears the meeting ended). */
+  followUps?(entityId: string, before: Record<string, unknown>, after: Record<string, unknown>): { actorId: string; event: Record<string, unknown> }[];
+  /** Bus messages to every node once a transition has committed (e.g. drop cached copies of a row the projection changed). */
+  notices?(entityId: string, before: Record<string, unknown>, after: Record<string, unknown>): { channel: string; message: Record<string, unknown> }[];
+}
+
+export interface EffectEnv {
+  /** The public base URL (for addresses written into emails), once the node listens. */
+  baseUrl(): string | undefined;
+  /** Where a definition's own effects write events, in the transition's transaction. */
+  outbox: Outbox;
+}
+
+/** Where the sends and disconnects an actor emits go once its transition has committed. */
+export interface EffectSink {
+  deliver(actorId: string, effects: RoomEffect[]): void;
+}
+
+interface Entry {
+  actor: AnyActor;
+  def: ActorDefinition;
+  entityId: string;
+  shard: number;
+  epoch: number;
+  lastUsed: number;
+}
+
+type Effect = { type: string; [k: string]: unknown };
+
+/**
+ * Events one actor may have waiting; past it, new ones are refused with the retryable `room_busy` at
+ * once instead of queueing behind a flood (each event is a database commit), so one busy room cannot
+ * hold the node's memory or make everyone else's requests wait.
+ */
+export const MAILBOX_LIMIT = 64;
+
+/**
+ * Runs the actors of the shards this node owns. One event at a time per actor (a mailbox); after
+ * each transition the snapshot, the outbox rows, the timers and the domain projection commit in one
+ * transaction fenced by the shard's epoch, and only then do sends, disconnects and the reply go out.
+ * A failed commit drops the in-memory actor, so memory never runs ahead of the database.
+ */
+export class ActorRuntime {
+  readonly #sql: Sql;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #definitions = new Map<string, ActorDefinition>();
+  readonly #entries = new Map<string, Entry>();
+  readonly #tails = new Map<string, Promise<unknown>>();
+  readonly #depth = new Map<string, number>();
+  /** Events taken into a mailbox, and events refused because it was full (for monitoring). */
+  readonly counts = { events: 0, busy: 0 };
+  readonly #env: EffectEnv;
+  readonly #outbox: Outbox;
+  readonly #sink: EffectSink;
+  readonly #send: (actorId: string, event: Record<string, unknown>) => Promise<void>;
+  readonly #publish: (channel: string, message: Record<string, unknown>) => Promise<void>;
+
+  constructor(opts: {
+    sql: Sql;
+    clock: Clock;
+    log: Logger;
+    definitions: ActorDefinition[];
+    env?: Omit<EffectEnv, 'outbox'>;
+    /** Where the transitions' events are written (in their transaction). */
+    outbox: Outbox;
+    /** Where room effects go once a transition has committed (the rooms service). */
+    sink: EffectSink;
+    /** How follow-up events reach other actors (the cluster's `send`). */
+    send: (actorId: string, event: Record<string, unknown>) => Promise<void>;
+    /** How definitions' notices reach every node (the bus's `publish`). */
+    publish: (channel: string, message: Record<string, unknown>) => Promise<void>;
+  }) {
+    this.#sql = opts.sql;
+    this.#clock = opts.clock;
+    this.#log = opts.log;
+    this.#env = { baseUrl: opts.env?.baseUrl ?? (() => undefined), outbox: opts.outbox };
+    this.#outbox = opts.outbox;
+    this.#sink = opts.sink;
+    this.#send = opts.send;
+    this.#publish = opts.publish;
+    for (const d of opts.definitions) this.#definitions.set(d.name, d);
+  }
+
+  /** The cluster's handler: messages for actors on shards this node owns. */
+  readonly handle = (msg: ActorMessage, shard: number, epoch: number): Promise<unknown> =>
+    this.#mailbox(`${epoch}:${msg.actorId}`, () => this.#process(msg.actorId, msg.event, shard, epoch));
+
+  /** Stops every in-memory actor of a shard (handed over or lost); their state is already in Postgres. */
+  dropShard(shard: number): void {
+    for (const [id, e] of this.#entries) if (e.shard === shard) this.#drop(id);
+  }
+
+  /** Drops actors unused for `idleMs`; the next message rehydrates them from their snapshot. */
+  passivateIdle(idleMs: number): number {
+    const cutoff = performance.now() - idleMs;
+    let n = 0;
+    for (const [id, e] of this.#entries) {
+      if (e.lastUsed < cutoff && !this.#tails.has(`${e.epoch}:${id}`)) {
+        this.#drop(id);
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Ids of the actors of a definition (by name) held in memory here. */
+  loaded(name: string): string[] {
+    return [...this.#entries.values()].filter((e) => e.def.name === name).map((e) => `${name}:${e.entityId}`);
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  stopAll(): void {
+    for (const id of [...this.#entries.keys()]) this.#drop(id);
+  }
+
+  #drop(actorId: string): void {
+    const e = this.#entries.get(actorId);
+    if (!e) return;
+    this.#entries.delete(actorId);
+    e.actor.stop();
+  }
+
+  /** Events waiting or running in every mailbox of this node. */
+  mailboxDepth(): number {
+    let n = 0;
+    for (const d of this.#depth.values()) n += d;
+    return n;
+  }
+
+  /**
+   * One event at a time per actor and epoch. Keyed by epoch too: work left over from an epoch this
+   * node lost (say, a commit stuck when the process was frozen) can never hold up the actor once the
+   * shard is acquired again, and it cannot commit anyway.
+   */
+  #mailbox<T>(actorId: string, fn: () => Promise<T>): Promise<T> {
+    const depth = this.#depth.get(actorId) ?? 0;
+    if (depth >= MAILBOX_LIMIT) {
+      this.counts.busy++;
+      return Promise.reject(new AppError('room_busy', { message: `${MAILBOX_LIMIT} events are already waiting for this actor; retry shortly.`, details: { actorId: actorId.slice(actorId.indexOf(':') + 1) } }));
+    }
+    this.#depth.set(actorId, depth + 1);
+    this.counts.events++;
+    const done = () => {
+      const d = (this.#depth.get(actorId) ?? 1) - 1;
+      if (d > 0) this.#depth.set(actorId, d);
+      else this.#depth.delete(actorId);
+    };
+    const prev = this.#tails.get(actorId) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    run.then(done, done);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#tails.set(actorId, tail);
+    void tail.then(() => {
+      if (this.#tails.get(actorId) === tail) this.#tails.delete(actorId);
+    });
+    return run;
+  }
+
+  #definitionOf(actorId: string): { def: ActorDefinition; entityId: string } {
+    const i = actorId.indexOf(':');
+    const def = i > 0 ? this.#definitions.get(actorId.slice(0, i)) : undefined;
+    if (!def) throw new AppError('not_found', { message: `No actor definition for ${actorId}.` });
+    return { def, entityId: actorId.slice(i + 1) };
+  }
+
+  async #process(actorId: string, raw: Record<string, unknown>, shard: number, epoch: number): Promise<unknown> {
+    const { def, entityId } = this.#definitionOf(actorId);
+    const parsed = def.events.safeParse({ ...raw, at: this.#clock.now() });
+    if (!parsed.success) throw validationError(parsed.error, 'body');
+    let entry = this.#entries.get(actorId);
+    if (entry && entry.epoch !== epoch) {
+      this.#drop(actorId);
+      entry = undefined;
+    }
+    entry ??= await this.#load(actorId, def, entityId, shard, epoch);
+    entry.lastUsed = performance.now();
+    return this.#apply(actorId, entry, parsed.data as Record<string, unknown>);
+  }
+
+  async #load(actorId: string, def: ActorDefinition, entityId: string, shard: number, epoch: number): Promise<Entry> {
+    const [row] = await this.#sql<{ machineVersion: number; snapshot: unknown }[]>`
+      select machine_version, snapshot from actor_snapshots where actor_id = ${actorId}`;
+    let actor: AnyActor;
+    let fresh = false;
+    if (row && row.machineVersion === def.version) {
+      actor = createActor(def.machine, { snapshot: row.snapshot as never, input: undefined as never });
+    } else {
+      if (row) this.#log.warn({ actorId, stored: row.machineVersion, current: def.version }, 'snapshot of an older machine version: rebuilt from its row');
+      const input = await def.input(this.#sql, entityId);
+      if (!input) throw new AppError('not_found', { message: `No ${def.name} ${entityId}.` });
+      actor = createActor(def.machine, { input });
+      fresh = true;
+    }
+    actor.start();
+    const entry: Entry = { actor, def, entityId, shard, epoch, lastUsed: performance.now() };
+    this.#entries.set(actorId, entry);
+    if (fresh && def.init) await this.#apply(actorId, entry, def.init(this.#clock.now()));
+    return entry;
+  }
+
+  async #apply(actorId: string, entry: Entry, event: Record<string, unknown>): Promise<unknown> {
+    const { actor, def, entityId, shard, epoch } = entry;
+    const effects: Effect[] = [];
+    const before = actor.getSnapshot().context as Record<string, unknown>;
+    const sub = actor.on('*', (e: Effect) => effects.push(e));
+    try {
+      actor.send(event as never);
+    } finally {
+      sub.unsubscribe();
+    }
+    const snap = actor.getSnapshot();
+    if (snap.status === 'error') {
+      this.#drop(actorId);
+      throw new AppError('internal_error', { cause: snap.error });
+    }
+    const context = snap.context as Record<string, unknown>;
+    const at = event.at as number;
+    try {
+      await transaction(this.#sql, async (tx) => {
+        await assertEpoch(tx, shard, epoch);
+        // the column `kind` holds the definition's name (renaming it would break nodes of the previous release mid-upgrade)
+        await tx`insert into actor_snapshots (actor_id, kind, shard, machine_version, snapshot, updated_at)
+          values (${actorId}, ${def.name}, ${shard}, ${def.version}, ${tx.json(actor.getPersistedSnapshot() as never)}, ${iso(at)})
+          on conflict (actor_id) do update set snapshot = excluded.snapshot, machine_version = excluded.machine_version,
+            shard = excluded.shard, updated_at = excluded.updated_at`;
+        if (event.type === 'TIMER') await tx`delete from actor_timers where actor_id = ${actorId} and name = ${event.name as string}`;
+        for (const e of effects) {
+          if (e.type === 'outbox') await this.#outbox.emit(tx, def.orgOf(context), e.eventType as EventType, e.data as Record<string, unknown>, at, { background: e.background === true });
+          else if (e.type === 'timer.set') {
+            await tx`insert into actor_timers (actor_id, name, shard, due_at) values (${actorId}, ${e.name as string}, ${shard}, ${iso(e.dueAt as number)})
+              on conflict (actor_id, name) do update set due_at = excluded.due_at, shard = excluded.shard`;
+          } else if (e.type === 'timer.cancel') await tx`delete from actor_timers where actor_id = ${actorId} and name = ${e.name as string}`;
+          else if (def.effect && e.type !== 'send' && e.type !== 'disconnect' && e.type !== 'reply') await def.effect(tx, entityId, context, e, at, this.#env);
+        }
+        await def.project?.(tx, entityId, context, at);
+      });
+    } catch (err) {
+      this.#drop(actorId);
+      if (err instanceof AppError || !retryableDbError(err)) throw err;
+      // The session was lost under the commit (say, the server ended a transaction that stalled while
+      // this process was frozen) or the database asked for a retry: the actor is reloaded from what
+      // the database holds, and the caller may retry, as with any actor_unavailable.
+      throw new ActorUnavailableError({ message: `The change was not confirmed by the database (${(err as Error).message}); retry.`, cause: err });
+    }
+    const room = effects.filter((e): e is RoomEffect & Effect => e.type === 'send' || e.type === 'disconnect');
+    if (room.length) this.#sink.deliver(actorId, room);
+    for (const n of def.notices?.(entityId, before, context) ?? []) {
+      this.#publish(n.channel, n.message).catch((err) => this.#log.warn({ err, from: actorId, channel: n.channel }, 'notice not published'));
+    }
+    for (const f of def.followUps?.(entityId, before, context) ?? []) {
+      this.#send(f.actorId, f.event).catch((err) => this.#log.warn({ err, from: actorId, to: f.actorId }, 'follow-up not delivered'));
+    }
+    return (effects.find((e) => e.type === 'reply')?.body as unknown) ?? { ok: true };
+  }
+}
