@@ -1,15 +1,14 @@
-import type { AnyStateMachine } from 'xstate';
-import type { z } from 'zod';
+import { isDeepStrictEqual } from 'node:util';
 import { MEETING_MACHINE_VERSION, meetingMachine, occupancy } from '../../actors/meeting/meeting.machine.ts';
 import { meetingEvent } from '../../actors/meeting/meeting.schemas.ts';
-import type { AttendanceStayEffect, MeetingContext, PollSavedEffect, QuestionSavedEffect } from '../../actors/meeting/meeting.types.ts';
+import type { MeetingContext, MeetingEffect, MeetingInput } from '../../actors/meeting/meeting.types.ts';
 import { Polls } from '../services/polls.ts';
 import { Questions } from '../services/questions.ts';
 import { Attendance, attendanceRules, type AttendanceRules } from '../services/attendance.ts';
 import { WAITING_ROOM_MACHINE_VERSION, waitingRoomMachine } from '../../actors/waiting-room/waiting-room.machine.ts';
 import { waitingRoomEvent } from '../../actors/waiting-room/waiting-room.schemas.ts';
 import type { Db } from '../platform/db/index.ts';
-import type { ActorDefinition } from '../platform/runtime/actor-runtime.ts';
+import { defineActor, type ActorDefinition } from '../platform/runtime/actor-runtime.ts';
 import { PLANS, type PlanName } from '../core/plans.ts';
 import type { MeetingRow } from '../services/meetings.ts';
 import { meetingFacts, settingsOf, toMeetingRecord } from '../services/meetings.ts';
@@ -17,7 +16,9 @@ import { iso } from '../core/clock.ts';
 import { waitingRoomActor } from '../platform/runtime/actor-ids.ts';
 import { WEBHOOK_ENDPOINT_MACHINE_VERSION, webhookEndpointMachine } from '../../actors/webhook-endpoint/webhook-endpoint.machine.ts';
 import { webhookEndpointEvent } from '../../actors/webhook-endpoint/webhook-endpoint.schemas.ts';
-import type { WebhookEndpointContext, WebhookEndpointInput } from '../../actors/webhook-endpoint/webhook-endpoint.types.ts';
+import type { WebhookEndpointContext, WebhookEndpointEffect, WebhookEndpointInput } from '../../actors/webhook-endpoint/webhook-endpoint.types.ts';
+import type { WaitingRoomContext, WaitingRoomEffect, WaitingRoomInput } from '../../actors/waiting-room/waiting-room.types.ts';
+import type { MaintenanceContext, MaintenanceEffect, MaintenanceInput } from '../../actors/maintenance/maintenance.types.ts';
 import { notifyEndpointDisabled } from '../services/notifications/notify.ts';
 import { MAINTENANCE_MACHINE_VERSION, maintenanceMachine } from '../../actors/maintenance/maintenance.machine.ts';
 import { maintenanceEvent } from '../../actors/maintenance/maintenance.schemas.ts';
@@ -38,7 +39,7 @@ async function meetingRow(db: Db, meetingId: string): Promise<MeetingActorRow | 
   return row ?? null;
 }
 
-export const meetingDefinition: ActorDefinition = {
+export const meetingDefinition = defineActor<MeetingContext, MeetingEffect, MeetingInput>({
   name: 'meeting',
   version: MEETING_MACHINE_VERSION,
   machine: meetingMachine,
@@ -61,10 +62,9 @@ export const meetingDefinition: ActorDefinition = {
       planMaxParticipants: PLANS[m.plan].maxParticipants,
     };
   },
-  orgOf: (c) => (c as unknown as MeetingContext).meeting.orgId,
+  orgOf: (c) => c.meeting.orgId,
   init: (at) => ({ type: 'INIT', at }),
-  async project(tx, meetingId, context, at) {
-    const c = context as unknown as MeetingContext;
+  async project(tx, meetingId, c, at) {
     const ts = (v: number | null) => (v === null ? null : iso(v));
     const { locked, full } = admission(c);
     await tx`update meetings set status = ${c.status}, started_at = ${ts(c.startedAt)}, ended_at = ${ts(c.endedAt)},
@@ -81,34 +81,27 @@ export const meetingDefinition: ActorDefinition = {
     }
   },
   async effect(tx, meetingId, context, effect, at, env) {
-    const orgId = (context as unknown as MeetingContext).meeting.orgId;
-    if (effect.type === 'attendance') {
-      await Attendance.recordStay(tx, orgId, meetingId, effect as unknown as AttendanceStayEffect, at);
-    } else if (effect.type === 'attendance.finalize') {
-      await Attendance.finalize(tx, env.outbox, meetingId, at);
-    } else if (effect.type === 'poll') {
-      await Polls.record(tx, orgId, meetingId, (effect as unknown as PollSavedEffect).poll);
-    } else if (effect.type === 'question') {
-      await Questions.record(tx, orgId, meetingId, (effect as unknown as QuestionSavedEffect).question);
-    }
+    const orgId = context.meeting.orgId;
+    if (effect.type === 'attendance') await Attendance.recordStay(tx, orgId, meetingId, effect, at);
+    else if (effect.type === 'attendance.finalize') await Attendance.finalize(tx, env.outbox, meetingId, at);
+    else if (effect.type === 'poll') await Polls.record(tx, orgId, meetingId, effect.poll);
+    else if (effect.type === 'question') await Questions.record(tx, orgId, meetingId, effect.question);
   },
   followUps(meetingId, before, after) {
-    const was = (before as unknown as MeetingContext).status;
-    const now = (after as unknown as MeetingContext).status;
+    const was = before.status;
+    const now = after.status;
     const closed = (s: string) => s === 'ENDED' || s === 'CANCELLED';
     return closed(now) && !closed(was) ? [{ actorId: waitingRoomActor(meetingId), event: { type: 'MEETING_ENDED' } }] : [];
   },
   // Every node drops its cached row of a meeting whose status or admission moved (a minted link must see
   // ENDED at once, an exchange a lock).
-  notices(meetingId, before, after) {
-    const b = before as unknown as MeetingContext;
-    const a = after as unknown as MeetingContext;
-    const changed = b.status !== a.status || JSON.stringify(admission(b)) !== JSON.stringify(admission(a));
+  notices(meetingId, b, a) {
+    const changed = b.status !== a.status || !isDeepStrictEqual(admission(b), admission(a));
     return changed ? [{ channel: 'meetings', message: { meetingIds: [meetingId], orgId: a.meeting.orgId } }] : [];
   },
-};
+});
 
-export const waitingRoomDefinition: ActorDefinition = {
+export const waitingRoomDefinition = defineActor<WaitingRoomContext, WaitingRoomEffect, WaitingRoomInput>({
   name: 'waiting-room',
   version: WAITING_ROOM_MACHINE_VERSION,
   machine: waitingRoomMachine,
@@ -118,17 +111,17 @@ export const waitingRoomDefinition: ActorDefinition = {
     if (!m) return null;
     return { meetingId: m.id, orgId: m.orgId, externalMeetingId: m.externalId, kind: m.kind };
   },
-  orgOf: (c) => (c as { meeting: { orgId: string } }).meeting.orgId,
-};
+  orgOf: (c) => c.meeting.orgId,
+});
 
 const ms = (v: Date | string | null) => (v === null ? null : new Date(v).getTime());
 
-export const webhookDefinition: ActorDefinition = {
+export const webhookDefinition = defineActor<WebhookEndpointContext, WebhookEndpointEffect, WebhookEndpointInput>({
   name: 'webhook',
   version: WEBHOOK_ENDPOINT_MACHINE_VERSION,
   machine: webhookEndpointMachine,
   events: webhookEndpointEvent,
-  async input(db, endpointId): Promise<WebhookEndpointInput | null> {
+  async input(db, endpointId) {
     const [row] = await db<{ orgId: string; url: string; status: 'ACTIVE' | 'DISABLED'; disabledReason: WebhookEndpointInput['disabledReason']; disabledAt: Date | null; failingSince: Date | null; previousSecretExpiresAt: Date | null }[]>`
       select org_id, url, status, disabled_reason, disabled_at, failing_since, previous_secret_expires_at from webhook_endpoints where id = ${endpointId}`;
     if (!row) return null;
@@ -143,10 +136,9 @@ export const webhookDefinition: ActorDefinition = {
       rotationExpiresAt: ms(row.previousSecretExpiresAt),
     };
   },
-  orgOf: (c) => (c as unknown as WebhookEndpointContext).orgId,
+  orgOf: (c) => c.orgId,
   init: (at) => ({ type: 'INIT', at }),
-  async project(tx, endpointId, context, at) {
-    const c = context as unknown as WebhookEndpointContext;
+  async project(tx, endpointId, c, at) {
     if (c.status === 'DELETED') {
       await tx`delete from webhook_endpoints where id = ${endpointId}`;
       return;
@@ -162,16 +154,15 @@ export const webhookDefinition: ActorDefinition = {
         where endpoint_id = ${endpointId} and status = 'PENDING'`;
     }
   },
-  async effect(tx, endpointId, context, effect, at, env) {
-    const c = context as unknown as WebhookEndpointContext;
+  async effect(tx, endpointId, c, effect, at, env) {
     if (effect.type === 'notify.disabled') {
       const [row] = await tx<{ url: string }[]>`select url from webhook_endpoints where id = ${endpointId}`;
       await notifyEndpointDisabled(tx, {
         orgId: c.orgId,
         endpointId,
         url: row?.url ?? c.url,
-        reason: effect.reason as 'FAILING' | 'GONE',
-        failingSince: (effect.failingSince as number | null) ?? null,
+        reason: effect.reason,
+        failingSince: effect.failingSince,
         at,
         ...(env.baseUrl() ? { baseUrl: env.baseUrl() } : {}),
       });
@@ -180,10 +171,10 @@ export const webhookDefinition: ActorDefinition = {
         where id = ${endpointId} and previous_secret_expires_at <= ${iso(at)}`;
     }
   },
-};
+});
 
 /** Cluster housekeeping: one actor per job (`maintenance:retention`), run by whichever node owns it. */
-export const maintenanceDefinition: ActorDefinition = {
+export const maintenanceDefinition = defineActor<MaintenanceContext, MaintenanceEffect, MaintenanceInput>({
   name: 'maintenance',
   version: MAINTENANCE_MACHINE_VERSION,
   machine: maintenanceMachine,
@@ -195,7 +186,7 @@ export const maintenanceDefinition: ActorDefinition = {
   async effect(tx, _name, _context, effect, at) {
     if (effect.type === 'purge') await purgeExpired(tx, at);
   },
-};
+});
 
 export const ACTOR_DEFINITIONS: ActorDefinition[] = [meetingDefinition, waitingRoomDefinition, webhookDefinition, maintenanceDefinition];
 export const RETENTION_ACTOR = 'maintenance:retention';

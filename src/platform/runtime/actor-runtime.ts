@@ -16,26 +16,44 @@ export type RoomEffect = SendEffect | DisconnectEffect;
 
 /** What a definition's own effects may need to know about this node. */
 /** What the host needs to know about one sort of actor: its machine, events, input, projection, effects. */
-export interface ActorDefinition {
+/** The effects every actor shares, carried out by the runtime itself; anything else is a definition's own. */
+type SharedEffectType = 'outbox' | 'timer.set' | 'timer.cancel' | 'send' | 'disconnect' | 'reply';
+
+/**
+ * How the runtime hosts one kind of actor, typed by its context (`Context`: what its snapshot holds), the
+ * effects its machine emits (`Effect`; the runtime carries out the shared ones and hands the rest to
+ * `effect`), and its input. Written with `defineActor`, which checks these types and erases them for the
+ * runtime's table of definitions.
+ */
+export interface ActorDefinition<Context = Record<string, unknown>, Effect extends { type: string } = { type: string }, Input = Record<string, unknown>> {
   /** The actor ids' prefix: `<name>:<entityId>`. */
   name: string;
   version: number;
   machine: AnyStateMachine;
   events: z.ZodType;
   /** Input for a fresh actor from the database, or null when the entity does not exist. */
-  input(db: Db, entityId: string): Promise<Record<string, unknown> | null>;
+  input(db: Db, entityId: string): Promise<Input | null>;
   /** The organization whose outbox receives this actor's events. */
-  orgOf(context: Record<string, unknown>): string;
+  orgOf(context: Context): string;
   /** Sent to a fresh actor before anything else. */
   init?: (at: number) => Record<string, unknown>;
   /** Writes the actor's state back to its domain row, in the snapshot's transaction. */
-  project?(tx: Db, entityId: string, context: Record<string, unknown>, at: number): Promise<void>;
+  project?(tx: Db, entityId: string, context: Context, at: number): Promise<void>;
   /** Carries out a definition's own effects (anything but outbox, timers, sends, disconnects and the reply) in the transition's transaction. */
-  effect?(tx: Db, entityId: string, context: Record<string, unknown>, effect: { type: string; [k: string]: unknown }, at: number, env: EffectEnv): Promise<void>;
+  effect?(tx: Db, entityId: string, context: Context, effect: Exclude<Effect, { type: SharedEffectType }>, at: number, env: EffectEnv): Promise<void>;
   /** Events for other actors once a transition has committed (e.g. the waiting room hears the meeting ended). */
-  followUps?(entityId: string, before: Record<string, unknown>, after: Record<string, unknown>): { actorId: string; event: Record<string, unknown> }[];
+  followUps?(entityId: string, before: Context, after: Context): { actorId: string; event: Record<string, unknown> }[];
   /** Bus messages to every node once a transition has committed (e.g. drop cached copies of a row the projection changed). */
-  notices?(entityId: string, before: Record<string, unknown>, after: Record<string, unknown>): { channel: string; message: Record<string, unknown> }[];
+  notices?(entityId: string, before: Context, after: Context): { channel: string; message: Record<string, unknown> }[];
+}
+
+/**
+ * An actor definition, checked against its machine's context, effects and input. The runtime keeps every
+ * kind in one table and hands each definition only what its own machine produced (the snapshot's context,
+ * the effects it emitted), so the types it checks here hold there; the one cast is that table's.
+ */
+export function defineActor<Context, Effect extends { type: string }, Input>(def: ActorDefinition<Context, Effect, Input>): ActorDefinition {
+  return def as unknown as ActorDefinition;
 }
 
 export interface EffectEnv {
