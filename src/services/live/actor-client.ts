@@ -8,37 +8,12 @@ export type Args<TEvent extends { type: string }, T extends TEvent['type']> = Om
 
 /** `ALLOW_UNMUTE` -> `allowUnmute`: the method name of an event type. */
 type Camel<S extends string> = S extends `${infer H}_${infer T}` ? `${Lowercase<H>}${Capitalize<Camel<T>>}` : Lowercase<S>;
-const camel = (s: string) => s.toLowerCase().replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 
 /** An event with no fields of its own takes no argument. */
-type ArgList<TEvent extends { type: string }, T extends TEvent['type']> = keyof Args<TEvent, T> extends never ? [args?: Args<TEvent, T>] : [args: Args<TEvent, T>];
+export type ArgList<TEvent extends { type: string }, T extends TEvent['type']> = keyof Args<TEvent, T> extends never ? [args?: Args<TEvent, T>] : [args: Args<TEvent, T>];
 
-/**
- * One method per event type of the actor, made from its zod schema: `meeting.allowUnmute(meetingId, { participantId, by })`
- * asks and resolves with that event's reply; `send` delivers without waiting for the outcome.
- */
-export type TypedActorClient<TEvent extends { type: string }, TReplies extends Record<TEvent['type'], { ok: true }>> = {
-  [T in TEvent['type'] as Camel<T>]: (entityId: string, ...args: ArgList<TEvent, T>) => Promise<TReplies[T]>;
-} & {
-  send<T extends TEvent['type']>(entityId: string, type: T, ...args: ArgList<TEvent, T>): Promise<void>;
-};
-
-/** The typed client of one kind of actor, its methods generated from the event schema's discriminated union. */
-export function typedActorClient<TEvent extends { type: string }, TReplies extends Record<TEvent['type'], { ok: true }>>(
-  cluster: Cluster,
-  schema: z.ZodDiscriminatedUnion,
-  actorId: (entityId: string) => string,
-): TypedActorClient<TEvent, TReplies> {
-  const core = new ActorClient<TEvent, TReplies>(cluster, schema, actorId);
-  const client: Record<string, unknown> = {
-    send: (entityId: string, type: TEvent['type'], args = {}) => core.send(entityId, type, args as never),
-  };
-  for (const option of schema.options as unknown as { shape: { type: { value: TEvent['type'] } } }[]) {
-    const type = option.shape.type.value;
-    client[camel(type)] = (entityId: string, args = {}) => core.ask(entityId, type, args as never);
-  }
-  return client as TypedActorClient<TEvent, TReplies>;
-}
+/** `true` when the client has a method for every event type of the actor (named as Camel says), else the names missing. */
+export type CoversEvents<TClient, TEvent extends { type: string }> = Exclude<Camel<TEvent['type']>, keyof TClient> extends never ? true : Exclude<Camel<TEvent['type']>, keyof TClient>;
 
 /** Thrown for a refusal from an actor: the catalog code and message the machine gave, as an AppError. */
 export class RoomRefusal extends AppError {
@@ -51,11 +26,12 @@ function refusalError(r: Refusal): AppError {
 }
 
 /**
- * A typed client for one kind of actor: one call per event type, the event checked against the actor's
- * zod schema before it leaves (so a wrong call fails here, not in another process), the reply typed by
- * the machine's reply contract, and a refusal thrown as a RoomRefusal with the machine's code.
+ * A typed client for one kind of actor: `ask(entityId, 'ALLOW_UNMUTE', args)`, the event checked against
+ * the actor's zod schema before it leaves (so a wrong call fails here, not in another process), the reply
+ * typed by the machine's reply contract, and a refusal thrown as a RoomRefusal with the machine's code.
+ * Each actor's client (clients.ts) writes out one method per event on top of it.
  */
-class ActorClient<TEvent extends { type: string }, TReplies extends Record<TEvent['type'], { ok: true }>> {
+export class ActorClient<TEvent extends { type: string }, TReplies extends Record<TEvent['type'], { ok: true }>> {
   readonly #cluster: Cluster;
   readonly #schema: z.ZodType;
   readonly #actorId: (entityId: string) => string;
@@ -75,14 +51,14 @@ class ActorClient<TEvent extends { type: string }, TReplies extends Record<TEven
   }
 
   /** Asks and waits for the reply; a refusal is thrown. */
-  async ask<T extends TEvent['type']>(entityId: string, type: T, args: Args<TEvent, T>): Promise<TReplies[T]> {
-    const reply = await this.#cluster.ask<TReplies[T] | Refusal>(this.#actorId(entityId), this.#event(type, args));
+  async ask<T extends TEvent['type']>(entityId: string, type: T, ...[args]: ArgList<TEvent, T>): Promise<TReplies[T]> {
+    const reply = await this.#cluster.ask<TReplies[T] | Refusal>(this.#actorId(entityId), this.#event(type, (args ?? {}) as Args<TEvent, T>));
     if (reply.ok === false) throw refusalError(reply as Refusal);
     return reply as TReplies[T];
   }
 
   /** Delivers without waiting for the outcome (resolves once the owner took it). */
-  send<T extends TEvent['type']>(entityId: string, type: T, args: Args<TEvent, T>): Promise<void> {
-    return this.#cluster.send(this.#actorId(entityId), this.#event(type, args));
+  send<T extends TEvent['type']>(entityId: string, type: T, ...[args]: ArgList<TEvent, T>): Promise<void> {
+    return this.#cluster.send(this.#actorId(entityId), this.#event(type, (args ?? {}) as Args<TEvent, T>));
   }
 }
