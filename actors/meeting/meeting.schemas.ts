@@ -4,9 +4,6 @@ import { ROOM_ROLES } from '../../src/core/room-access.ts';
 import { DEVICES } from '../../src/core/room.ts';
 import { POLL_LIMITS, POLL_TYPES, QUESTION_LIMITS } from '../../src/core/classroom.ts';
 
-// Local copies keep this module free of the services' runtime imports; `satisfies` keeps them in step.
-export { ROOM_ROLES };
-
 export const id = z.string().min(1).max(255);
 /** Milliseconds since the epoch, stamped by the host from its injected clock. */
 export const at = z.number().int().nonnegative();

@@ -1,6 +1,8 @@
 /**
- * A token bucket per socket: `capacity` tokens, refilled at `perSecond`; a command takes its cost or is
- * refused. Time comes from the caller (performance.now() in the gateway), so tests can drive it.
+ * A token bucket: `capacity` tokens, refilled at `perSecond`; a command takes its cost or is refused. The
+ * gateway keeps them per meeting session, shared by the session's sockets, so opening another socket
+ * buys no more commands. Time comes from the caller (performance.now() in the gateway), so tests can
+ * drive it.
  */
 export class TokenBucket {
   readonly #capacity: number;

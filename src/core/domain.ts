@@ -1,6 +1,9 @@
 /**
- * The words of the domain that every layer speaks (HTTP schemas, services, actors, the room page),
- * each defined once here.
+ * Meetings' statuses and end reasons, users' roles and the erased name: words every layer speaks (HTTP
+ * schemas, services, actors, the room page), each defined here and in no other module, so the layers
+ * cannot disagree on a value. The live room's words have modules of their own: room.ts (devices,
+ * meeting kinds, waiting statuses), room-access.ts (room roles, media sources), classroom.ts (polls and
+ * questions).
  */
 
 export const MEETING_STATUSES = ['SCHEDULED', 'LIVE', 'ENDED', 'CANCELLED'] as const;

@@ -49,7 +49,7 @@ export interface App {
   rateLimits: RateLimits;
   /** Node registry, shards and the one way to reach an actor (`cluster.ask` / `cluster.send`). */
   cluster: Cluster;
-  /** The typed clients of the meeting and waiting-room actors (`rooms.meeting.ask(id, 'JOIN', ...)`). */
+  /** The typed clients of the meeting and waiting-room actors, one method per event (`rooms.meeting.end(meetingId, { byApi: true })`). */
   rooms: RoomClients;
   /** The room sockets open on this node. */
   connections: Connections;

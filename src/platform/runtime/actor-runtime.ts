@@ -14,8 +14,6 @@ import type { EventType, Outbox } from '../outbox.ts';
 
 export type RoomEffect = SendEffect | DisconnectEffect;
 
-/** What a definition's own effects may need to know about this node. */
-/** What the host needs to know about one sort of actor: its machine, events, input, projection, effects. */
 /** The effects every actor shares, carried out by the runtime itself; anything else is a definition's own. */
 type SharedEffectType = 'outbox' | 'timer.set' | 'timer.cancel' | 'send' | 'disconnect' | 'reply';
 
@@ -56,6 +54,7 @@ export function defineActor<Context, Effect extends { type: string }, Input>(def
   return def as unknown as ActorDefinition;
 }
 
+/** What a definition's own effects may need to know about this node. */
 export interface EffectEnv {
   /** The public base URL (for addresses written into emails), once the node listens. */
   baseUrl(): string | undefined;
