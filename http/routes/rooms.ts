@@ -1,7 +1,7 @@
 import { WAITING_STATUSES } from '../../src/core/room.ts';
 import { z } from 'zod';
 import { externalId, idParam } from '../schemas/common.ts';
-import { ROOM_ROLES } from '../../src/services/join-links.ts';
+import { ROOM_ROLES } from '../../src/core/room-access.ts';
 import { route } from '../route.ts';
 import type { MeetingRoute } from '../../src/services/sessions.ts';
 

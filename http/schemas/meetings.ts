@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ENDED_REASONS, MEETING_STATUSES } from '../../src/core/domain.ts';
-import { DEFAULT_EXPIRY_SECONDS, MAX_EXPIRY_SECONDS, ROOM_ROLES, type JoinLinkInput, type JoinLinkRecord } from '../../src/services/join-links.ts';
+import { ROOM_ROLES } from '../../src/core/room-access.ts';
+import { DEFAULT_EXPIRY_SECONDS, MAX_EXPIRY_SECONDS, type JoinLinkInput, type JoinLinkRecord } from '../../src/services/join-links.ts';
 import { MEETING_KINDS } from '../../src/core/room.ts';
 import { ACCESS_MODES, type MeetingCreate, type MeetingListQuery, type MeetingRecord, type MeetingUpdate } from '../../src/services/meetings.ts';
 import { externalId, httpsUrl, isoDate, pageQuery, schemaOf } from './common.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ROOM_ROLES } from '../../src/services/join-links.ts';
+import { ROOM_ROLES } from '../../src/core/room-access.ts';
 import { MEETING_KINDS, WAITING_STATUSES, type MeetingSession } from '../../src/core/room.ts';
 import { schemaOf } from './common.ts';
 

@@ -7,6 +7,8 @@
  * Pure and import-free at run time: actors and the browser bundle use it too.
  */
 
+import type { UserRole } from './domain.ts';
+
 export const ROOM_ROLES = ['HOST', 'COHOST', 'PARTICIPANT', 'VIEWER'] as const;
 export type RoomRole = (typeof ROOM_ROLES)[number];
 
@@ -16,9 +18,6 @@ export type MediaSource = (typeof MEDIA_SOURCES)[number];
 
 /** The sources that carry sound. */
 export const isAudio = (source: MediaSource): boolean => source === 'mic' || source === 'screen-audio';
-
-/** The organization role of the user behind a session (users.role). */
-export type OrgRole = 'TEACHER' | 'STUDENT' | 'ADMIN';
 
 /** The meeting settings the policy reads. */
 export interface AccessSettings {
@@ -80,7 +79,7 @@ export const RoomAccess = {
    * The room role a join link may carry: teachers and admins may hold any role; a student is HOST or
    * COHOST only when asked for explicitly by a caller allowed to raise them (an API key with meetings:write).
    */
-  linkRole(asked: RoomRole | undefined, orgRole: OrgRole, mayRaiseStudents: boolean): RoomRole | Refused {
+  linkRole(asked: RoomRole | undefined, orgRole: UserRole, mayRaiseStudents: boolean): RoomRole | Refused {
     const role = asked ?? 'PARTICIPANT';
     if (orgRole !== 'STUDENT' || !RoomAccess.isHost(role) || mayRaiseStudents) return role;
     return refused('role_not_allowed', 'A STUDENT may be HOST or COHOST only when a key with meetings:write asks for it explicitly.');

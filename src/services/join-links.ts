@@ -5,11 +5,11 @@ import { AppError } from '../core/errors.ts';
 import { hasScope, type Scope } from '../core/scopes.ts';
 import type { Meetings } from './meetings.ts';
 import { RoomAccess } from '../core/room-access.ts';
-import { ROOM_ROLES, type RoomRole, type Tokens } from './tokens.ts';
+import type { Tokens } from './tokens.ts';
+import type { RoomRole } from '../core/room-access.ts';
 import type { UserRole } from '../core/domain.ts';
 import type { Users } from './users.ts';
 
-export { ROOM_ROLES };
 export const DEFAULT_EXPIRY_SECONDS = 300;
 export const MAX_EXPIRY_SECONDS = 86_400;
 

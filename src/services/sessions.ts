@@ -9,7 +9,8 @@ import { RoomAccess } from '../core/room-access.ts';
 import type { LiveLoad, MeetingRow, Meetings } from './meetings.ts';
 import type { MeetingKind, MeetingSession, WaitingStatus } from '../core/room.ts';
 import type { RoomClients } from './live/clients.ts';
-import type { AccessClaims, JoinClaims, RoomRole, Tokens } from './tokens.ts';
+import type { AccessClaims, JoinClaims, Tokens } from './tokens.ts';
+import type { RoomRole } from '../core/room-access.ts';
 import type { UserRow, Users } from './users.ts';
 
 export const ACCESS_TTL_MS = 60 * 60_000;

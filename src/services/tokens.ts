@@ -3,7 +3,6 @@ import { ulidFromBytes, ulidToBytes } from '../platform/ids.ts';
 
 import { ROOM_ROLES, type RoomRole } from '../core/room-access.ts';
 
-export { ROOM_ROLES, type RoomRole };
 
 /** What a join token carries; sealed, so it is opaque, unforgeable and needs no storage to mint. */
 export interface JoinClaims {
