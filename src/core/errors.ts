@@ -2,6 +2,10 @@ import type { z } from 'zod';
 /**
  * The one error catalog. Every failure the service reports, over HTTP or the media gateway,
  * is one of these codes, rendered as `{ error: { code, message, details }, requestId }`.
+ * `retryable` follows the spec's client guidance, one rule for every code: the same request may be sent
+ * again as it is on a 5xx, a 429 (after Retry-After), a 408 (none here) and 409 `idempotency_in_progress`,
+ * and on nothing else, so a refusal that waits for something to change (a host's admission, a free
+ * place) is not retryable.
  */
 export const errorCatalog = {
   // request shape
@@ -61,12 +65,12 @@ export const errorCatalog = {
   role_not_allowed: { status: 403, message: 'The requested room role exceeds what the user\'s organization role allows.' },
 
   // waiting room
-  waiting_not_admitted: { status: 409, message: 'Still waiting for a host to admit you.', retryable: true },
+  waiting_not_admitted: { status: 409, message: 'Still waiting for a host to admit you; ask again once the waiting-room status says ADMITTED.' },
   waiting_denied: { status: 403, message: 'A host declined the request to join.' },
   waiting_expired: { status: 410, message: 'The waiting-room entry expired or was left.' },
   participant_removed: { status: 403, message: 'A host removed this participant from the meeting.' },
   meeting_locked: { status: 403, message: 'A host locked the meeting: nobody new may join until it is unlocked.' },
-  meeting_full: { status: 409, message: 'The meeting has as many participants as it allows.', retryable: true },
+  meeting_full: { status: 409, message: 'The meeting has as many participants as it allows; try again once someone has left.' },
   plan_limit_reached: { status: 403, message: 'The organization has as many meetings live as its plan allows; end one first.' },
 
   // in the room (media gateway)
