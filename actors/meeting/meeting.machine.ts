@@ -1,4 +1,5 @@
-import { emit, enqueueActions, not, setup } from 'xstate';
+import { isDeepStrictEqual } from 'node:util';
+import { assertEvent, emit, enqueueActions, not, setup } from 'xstate';
 import { RoomAccess, type HostCommand } from '../../src/core/room-access.ts';
 import { iso, refusal, type ActorErrorCode, type DisconnectCode } from '../../src/core/actor-effects.ts';
 import { CLASSROOM_EVENTS, classroomState, classroomStep, closeOpenPolls, eraseFromClassroom, voterFor } from './meeting.classroom.ts';
@@ -39,13 +40,6 @@ export const MEETING_TIMERS = {
 } as const;
 const RECONNECT_PREFIX = 'reconnect:';
 
-type Ev<T extends MeetingEvent['type']> = Extract<MeetingEvent, { type: T }>;
-
-/** Narrows the event of an action bound to one event type; a mismatch is a bug in the machine. */
-function only<T extends MeetingEvent['type']>(event: MeetingEvent, ...types: T[]): Ev<T> {
-  if (!(types as string[]).includes(event.type)) throw new Error(`meeting machine: ${types.join('|')} action ran for ${event.type}`);
-  return event as Ev<T>;
-}
 
 /** The host command an event is, for RoomAccess. */
 const COMMANDS: Partial<Record<MeetingEvent['type'], HostCommand>> = {
@@ -184,7 +178,8 @@ export const meetingMachine = setup({
 
     /** LOCK: nobody new gets in while it holds (hosts and cohosts do); everyone hears it. */
     lock: enqueueActions(({ context, event, enqueue }) => {
-      const e = only(event, 'LOCK');
+      assertEvent(event, 'LOCK');
+      const e = event;
       if ((context.locked ?? false) !== e.locked) {
         enqueue.assign({ locked: e.locked });
         enqueue.emit({ type: 'send', to: { all: true }, message: { type: 'locked', locked: e.locked, by: e.by } });
@@ -194,7 +189,8 @@ export const meetingMachine = setup({
 
     /** Polls, quizzes and Q&A (meeting.classroom.ts): a refusal, or new polls and questions with their effects. */
     classroom: enqueueActions(({ context, event, enqueue }) => {
-      const out = classroomStep(context, only(event, ...CLASSROOM_EVENTS));
+      assertEvent(event, CLASSROOM_EVENTS);
+      const out = classroomStep(context, event);
       if ('refuse' in out) {
         enqueue.emit(refusal(out.refuse.code, out.refuse.message, out.refuse.details ?? {}));
         return;
@@ -215,7 +211,8 @@ export const meetingMachine = setup({
 
     /** INIT: arm every timer the current state needs (the host sends it after creating the actor from a row). */
     armTimers: enqueueActions(({ context, event, enqueue }) => {
-      const { at } = only(event, 'INIT');
+      assertEvent(event, 'INIT');
+      const { at } = event;
       if (context.status === 'SCHEDULED') enqueue.emit({ type: 'timer.set', name: MEETING_TIMERS.noShow, dueAt: noShowAt(context) });
       if (context.status !== 'LIVE') return;
       const startedAt = context.startedAt ?? at;
@@ -235,7 +232,8 @@ export const meetingMachine = setup({
 
     /** The first JOIN of a SCHEDULED meeting starts it. */
     startMeeting: enqueueActions(({ context, event, enqueue }) => {
-      const { at } = only(event, 'JOIN');
+      assertEvent(event, 'JOIN');
+      const { at } = event;
       const started = { status: 'LIVE' as const, startedAt: at, planCapAt: at + context.planMaxMinutes * 60_000 };
       enqueue.assign(started);
       enqueue.emit({ type: 'outbox', eventType: 'meeting.started', data: meetingData({ ...context, ...started }) });
@@ -244,7 +242,8 @@ export const meetingMachine = setup({
     }),
 
     addParticipant: enqueueActions(({ context, event, enqueue }) => {
-      const e = only(event, 'JOIN');
+      assertEvent(event, 'JOIN');
+      const e = event;
       const p: Participant = {
         participantId: e.participantId,
         sessionId: e.sessionId,
@@ -270,7 +269,8 @@ export const meetingMachine = setup({
 
     /** A JOIN that offers a media placement while the room has none places it there (the room going LIVE). */
     adoptMedia: enqueueActions(({ context, event, enqueue }) => {
-      const e = only(event, 'JOIN');
+      assertEvent(event, 'JOIN');
+      const e = event;
       if (context.media || !e.media) return;
       const media = { ...e.media, rev: 1 };
       enqueue.assign({ media });
@@ -279,7 +279,8 @@ export const meetingMachine = setup({
 
     /** PLACE_MEDIA with the current revision: the room's media moves (clients reconnect their transports). */
     placeMedia: enqueueActions(({ event, enqueue }) => {
-      const e = only(event, 'PLACE_MEDIA');
+      assertEvent(event, 'PLACE_MEDIA');
+      const e = event;
       const media = { ...e.to, rev: e.rev + 1 };
       enqueue.assign({ media });
       enqueue.emit({ type: 'send', to: { all: true }, message: { type: 'media', media } });
@@ -297,7 +298,8 @@ export const meetingMachine = setup({
      * session, which replaces the ones open before (one live socket per session and device). No webhook.
      */
     reattach: enqueueActions(({ context, event, enqueue }) => {
-      const e = only(event, 'JOIN');
+      assertEvent(event, 'JOIN');
+      const e = event;
       const p = context.participants[e.participantId];
       if (!p || p.connections.includes(e.connectionId)) return;
       if (p.disconnectedAt !== null) enqueue.emit({ type: 'timer.cancel', name: MEETING_TIMERS.reconnect(p.participantId) });
@@ -308,7 +310,8 @@ export const meetingMachine = setup({
     }),
 
     replyJoined: emit(({ context, event }) => {
-      const e = only(event, 'JOIN');
+      assertEvent(event, 'JOIN');
+      const e = event;
       return {
         type: 'reply' as const,
         body: {
@@ -326,7 +329,8 @@ export const meetingMachine = setup({
 
     /** A connection dropped; the last one starts the reconnect grace. */
     detach: enqueueActions(({ context, event, enqueue }) => {
-      const e = only(event, 'DISCONNECT');
+      assertEvent(event, 'DISCONNECT');
+      const e = event;
       const p = context.participants[e.participantId];
       if (!p || !p.connections.includes(e.connectionId)) return;
       const connections = p.connections.filter((c) => c !== e.connectionId);
@@ -344,7 +348,8 @@ export const meetingMachine = setup({
      * room (participant.left each), their connections are closed with `code`, and an emptied room starts its grace.
      */
     dropParticipants: enqueueActions(({ context, event, enqueue }, params: { code: DisconnectCode | null }) => {
-      const e = only(event, 'LEAVE', 'REMOVE', 'DEACTIVATE_USER', 'TIMER');
+      assertEvent(event, ['LEAVE', 'REMOVE', 'DEACTIVATE_USER', 'TIMER']);
+      const e = event;
       const all = Object.values(context.participants).sort(byJoin);
       const leaving =
         e.type === 'DEACTIVATE_USER' ? all.filter((p) => p.user.id === e.userId)
@@ -383,7 +388,8 @@ export const meetingMachine = setup({
 
     /** MUTE: the microphone is locked; the media rooms pauses it and refuses to resume it (RoomAccess.send). */
     mute: enqueueActions(({ context, event, enqueue }) => {
-      const e = only(event, 'MUTE');
+      assertEvent(event, 'MUTE');
+      const e = event;
       const p = context.participants[e.participantId]!;
       const next = withParticipant(context, { ...p, micLocked: true, askedToUnmute: false });
       enqueue.assign(next.assign);
@@ -394,7 +400,8 @@ export const meetingMachine = setup({
 
     /** MUTE_ALL: every participant but hosts and cohosts is locked, each told; one roster. */
     muteAll: enqueueActions(({ context, event, enqueue }) => {
-      const e = only(event, 'MUTE_ALL');
+      assertEvent(event, 'MUTE_ALL');
+      const e = event;
       const targets = Object.values(context.participants).filter((p) => !RoomAccess.isHost(p.roomRole) && !p.micLocked).sort(byJoin);
       if (targets.length) {
         const participants = { ...context.participants };
@@ -409,7 +416,8 @@ export const meetingMachine = setup({
 
     /** ALLOW_UNMUTE: the lock is lifted (in lecture mode the floor is given too); the participant unmutes themselves. */
     allowUnmute: enqueueActions(({ context, event, enqueue }) => {
-      const e = only(event, 'ALLOW_UNMUTE');
+      assertEvent(event, 'ALLOW_UNMUTE');
+      const e = event;
       const p = context.participants[e.participantId]!;
       const floor = p.floor || (context.settings.lectureMode && !RoomAccess.isHost(p.roomRole));
       const next = withParticipant(context, { ...p, micLocked: false, askedToUnmute: false, floor });
@@ -420,7 +428,8 @@ export const meetingMachine = setup({
     }),
 
     askUnmute: enqueueActions(({ context, event, enqueue }) => {
-      const p = context.participants[only(event, 'ASK_UNMUTE').participantId]!;
+      assertEvent(event, 'ASK_UNMUTE');
+      const p = context.participants[event.participantId]!;
       if (!p.askedToUnmute) {
         const next = withParticipant(context, { ...p, askedToUnmute: true });
         enqueue.assign(next.assign);
@@ -432,7 +441,8 @@ export const meetingMachine = setup({
 
     /** HAND: up keeps the first time it went up (the order hosts see); down clears it. */
     hand: enqueueActions(({ context, event, enqueue }) => {
-      const e = only(event, 'HAND');
+      assertEvent(event, 'HAND');
+      const e = event;
       const p = context.participants[e.participantId]!;
       const was = p.handRaisedAt ?? null;
       const now = e.raise ? (was ?? e.at) : null;
@@ -457,7 +467,8 @@ export const meetingMachine = setup({
     }),
 
     floor: enqueueActions(({ context, event, enqueue }) => {
-      const e = only(event, 'FLOOR');
+      assertEvent(event, 'FLOOR');
+      const e = event;
       const p = context.participants[e.participantId]!;
       const next = withParticipant(context, { ...p, floor: e.give, askedToUnmute: e.give ? false : p.askedToUnmute });
       enqueue.assign(next.assign);
@@ -515,7 +526,8 @@ export const meetingMachine = setup({
      * so its snapshot (the room's roster and questions show ERASED_NAME), in any state that may hold them.
      */
     erasePerson: enqueueActions(({ context, event, enqueue }) => {
-      const userId = only(event, 'TIMER').name.slice(ERASE_TIMER_PREFIX.length);
+      assertEvent(event, 'TIMER');
+      const userId = event.name.slice(ERASE_TIMER_PREFIX.length);
       const live = context.status === 'LIVE';
       const theirs = Object.values(context.participants).filter((p) => p.user.id === userId && (p.user.name !== ERASED_NAME || p.user.email !== null));
       if (theirs.length) {
@@ -541,7 +553,8 @@ export const meetingMachine = setup({
     }),
 
     cancelMeeting: enqueueActions(({ context, event, enqueue }) => {
-      const cancelled = { status: 'CANCELLED' as const, cancelledAt: only(event, 'CANCEL').at };
+      assertEvent(event, 'CANCEL');
+      const cancelled = { status: 'CANCELLED' as const, cancelledAt: event.at };
       enqueue.assign(cancelled);
       enqueue.emit({ type: 'outbox', eventType: 'meeting.cancelled', data: meetingData({ ...context, ...cancelled }) });
       enqueue.emit({ type: 'timer.cancel', name: MEETING_TIMERS.noShow });
@@ -551,7 +564,8 @@ export const meetingMachine = setup({
 
     /** UPDATE: the row changed; re-arm the deadlines that depend on it and tell the room about new settings. */
     applyUpdate: enqueueActions(({ context, event, enqueue }) => {
-      const e = only(event, 'UPDATE');
+      assertEvent(event, 'UPDATE');
+      const e = event;
       const meeting = {
         ...context.meeting,
         ...(e.title !== undefined ? { title: e.title } : {}),
@@ -568,7 +582,7 @@ export const meetingMachine = setup({
       enqueue.assign({ meeting, settings, planMaxMinutes, noShowFloor });
       const before = clientSettings(context);
       const after = clientSettings(next);
-      const settingsChanged = JSON.stringify(before) !== JSON.stringify(after);
+      const settingsChanged = !isDeepStrictEqual(before, after);
       if (settingsChanged) enqueue.assign({ rev: context.rev + 1 });
       if (context.status === 'SCHEDULED' && noShowAt(next) !== noShowAt(context)) {
         enqueue.emit({ type: 'timer.set', name: MEETING_TIMERS.noShow, dueAt: noShowAt(next) });

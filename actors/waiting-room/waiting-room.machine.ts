@@ -1,4 +1,4 @@
-import { emit, enqueueActions, not, setup } from 'xstate';
+import { assertEvent, emit, enqueueActions, not, setup } from 'xstate';
 import { iso, refusal, type ActorErrorCode } from '../../src/core/actor-effects.ts';
 import type {
   EntryView,
@@ -19,13 +19,6 @@ export const WAITING_EXPIRY_MS = 30 * 60_000;
 
 export const WAITING_TIMERS = { expire: (queueId: string) => `expire:${queueId}` } as const;
 const EXPIRE_PREFIX = 'expire:';
-
-type Ev<T extends WaitingRoomEvent['type']> = Extract<WaitingRoomEvent, { type: T }>;
-
-function only<T extends WaitingRoomEvent['type']>(event: WaitingRoomEvent, ...types: T[]): Ev<T> {
-  if (!(types as string[]).includes(event.type)) throw new Error(`waiting-room machine: ${types.join('|')} action ran for ${event.type}`);
-  return event as Ev<T>;
-}
 
 /** The entry an event is about: the queueId it names, or the one its expiry timer names. */
 function entryOf(c: WaitingRoomContext, e: WaitingRoomEvent): WaitingEntry | undefined {
@@ -108,7 +101,8 @@ export const waitingRoomMachine = setup({
     replyOk: emit({ type: 'reply', body: { ok: true } }),
 
     enqueue: enqueueActions(({ context, event, enqueue }) => {
-      const e = only(event, 'ENQUEUE');
+      assertEvent(event, 'ENQUEUE');
+      const e = event;
       const x: WaitingEntry = {
         queueId: e.queueId,
         sessionId: e.sessionId,
@@ -132,7 +126,8 @@ export const waitingRoomMachine = setup({
      * The entry's own connection hears the outcome, the hosts get the new list, and a request gets the entry back.
      */
     settle: enqueueActions(({ context, event, enqueue }, params: { status: Exclude<WaitingStatus, 'WAITING'> }) => {
-      const e = only(event, 'ADMIT', 'DENY', 'LEAVE', 'TIMER');
+      assertEvent(event, ['ADMIT', 'DENY', 'LEAVE', 'TIMER']);
+      const e = event;
       const before = entryOf(context, e);
       if (!before || before.status !== 'WAITING') return;
       const x: WaitingEntry = {
@@ -155,7 +150,8 @@ export const waitingRoomMachine = setup({
 
     /** The meeting is over: everyone still WAITING is EXPIRED and told why. */
     close: enqueueActions(({ context, event, enqueue }) => {
-      const { at } = only(event, 'MEETING_ENDED');
+      assertEvent(event, 'MEETING_ENDED');
+      const { at } = event;
       const entries = { ...context.entries };
       const waiting = Object.values(context.entries)
         .filter((x) => x.status === 'WAITING')

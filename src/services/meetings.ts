@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { meetingData } from '../../actors/meeting/meeting.views.ts';
 import type { MeetingEventData, MeetingFacts } from '../../actors/meeting/meeting.types.ts';
 import type { EndedReason, MeetingStatus } from '../core/domain.ts';
@@ -396,7 +397,7 @@ export class Meetings {
         next.hostUserId !== m.hostUserId ||
         next.scheduledStart.getTime() !== m.scheduledStart.getTime() ||
         next.durationMinutes !== m.durationMinutes ||
-        JSON.stringify(next.settings) !== JSON.stringify(settingsOf(m)) ||
+        !isDeepStrictEqual(next.settings, settingsOf(m)) ||
         next.accessMode !== m.accessMode;
       if (!changed) return m;
       await db`update meetings set title = ${next.title}, host_user_id = ${next.hostUserId},
