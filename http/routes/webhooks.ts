@@ -3,6 +3,7 @@ import { AppError, type ErrorCode } from '../../src/core/errors.ts';
 import { planHas, type PlanName } from '../../src/core/plans.ts';
 import { externalId } from '../schemas/common.ts';
 import { EVENT_TYPES } from '../../src/platform/outbox.ts';
+import type { ApiPrincipal } from '../../src/services/api-keys.ts';
 import { toDeliveryRecord, toWebhookRecord, WILDCARD } from '../../src/services/webhook-endpoints.ts';
 import {
   deliveryDetail,
@@ -17,58 +18,13 @@ import {
   webhookUpdate,
   webhookWithSecret,
 } from '../schemas/webhooks.ts';
-import type { App } from '../../src/services/app.ts';
-import type { Db } from '../../src/platform/db/index.ts';
-import type { Logger } from '../../src/platform/logger.ts';
-import { route, type Ctx, type Method, type Reply, type Route, type RouteSpec } from '../route.ts';
+import { route, type Ctx, type Reply, type Route, type RouteSpec } from '../route.ts';
 
-type Infer<T> = T extends z.ZodType ? z.output<T> : undefined;
-
-/** What an operation's handler gets, whichever surface it was called on. */
-interface OpCtx<P, Q, B> {
-  app: App;
-  db: Db;
-  log: Logger;
-  /** The caller's organization: the API key's, or the signed-in admin's (already checked against `:orgId`). */
-  orgId: string;
-  params: P;
-  query: Q;
-  body: B;
-}
-
-/** One webhook management operation, served on both surfaces from this one definition. */
-interface OpSpec {
-  method: Method;
-  /** The path after `.../webhooks`. */
-  sub: string;
-  /** `webhooks:write` on the API-key surface, else `webhooks:read`. */
-  write: boolean;
-  /**
-   * Spec rule 3: without the plan's `webhooks` feature, the API-key surface answers 402 only on these
-   * (create, update, rotate-secret, test, redeliver); the admin surface answers 402 on every operation.
-   */
-  keyGated: boolean;
-  summary: string;
-  description?: string;
-  params?: z.ZodObject;
-  query?: z.ZodObject;
-  body?: z.ZodType;
-  response: z.ZodType;
-  status?: number;
-  list?: boolean;
-  errors?: readonly ErrorCode[];
-  idempotency?: RouteSpec['idempotency'];
-}
-
-interface Op {
-  spec: OpSpec;
-  run: (ctx: OpCtx<any, any, any>) => Promise<Reply>;
-}
-
-function op<const S extends OpSpec>(spec: S, run: (ctx: OpCtx<Infer<S['params']>, Infer<S['query']>, Infer<S['body']>>) => Promise<Reply>): Op {
-  return { spec, run: run as Op['run'] };
-}
-
+/**
+ * Spec rule 3: without the plan's `webhooks` feature the admin surface answers 402 on every operation,
+ * the API-key surface only on create, update, rotate-secret, test and redeliver, so an organization that
+ * lost the feature can still read its endpoints and their logs, and delete them.
+ */
 function requireWebhooks(plan: PlanName): void {
   if (!planHas(plan, 'webhooks')) {
     throw new AppError('plan_feature_unavailable', {
@@ -78,26 +34,68 @@ function requireWebhooks(plan: PlanName): void {
   }
 }
 
-const endpointParams = z.object({ id: externalId.describe('The endpoint id (whe_...).') });
-const deliveryParams = z.object({ deliveryId: externalId.describe('The delivery id (whd_...).') });
+/** The caller as the public API sees it on either surface: the API key, or the signed-in admin (whose `:orgId` the pipeline has checked). */
+const callerOf = (ctx: { apiKey: ApiPrincipal | null; admin: { api: ApiPrincipal } | null }): ApiPrincipal => ctx.apiKey ?? ctx.admin!.api;
+
+const KEY_PREFIX = '/public/webhooks';
 const orgParam = { orgId: z.string().min(1).max(64) };
 
-/** The operation table: both surfaces are generated from it, so they cannot drift apart. */
-const ops: Op[] = [
-  op(
-    { method: 'get', sub: '', write: false, keyGated: false, summary: 'List webhook endpoints, newest first.', query: webhookListQuery, response: z.array(webhookRecord), list: true },
-    async ({ app, db, orgId, query }) => {
-      const page = await app.services.webhookEndpoints.list(db, orgId, query);
-      const now = app.clock.now();
+/**
+ * One webhook operation on both of the spec's surfaces, from one route definition: the API-key route as
+ * defined (`/public/webhooks...`, with its scope), and its twin for signed-in owners and admins
+ * (`/orgs/:orgId/webhooks...`), which runs the same handler with the same idempotency. The key route
+ * answers 402 exactly when its definition lists `plan_feature_unavailable`, so the OpenAPI document says
+ * of each route what it enforces; the twin always does (rule 3).
+ */
+function onBothSurfaces<const S extends RouteSpec & { auth: 'apiKey'; path: `${typeof KEY_PREFIX}${string}` }>(
+  spec: S,
+  handler: Route<S>['handler'],
+): { key: Route; admin: Route } {
+  const keyGated = spec.errors?.includes('plan_feature_unavailable') ?? false;
+  const key = route(spec, (ctx) => {
+    if (keyGated) requireWebhooks(ctx.apiKey!.plan);
+    return handler(ctx);
+  });
+  // The twin's params add :orgId to the definition's; the handler reads only the definition's.
+  const run = handler as unknown as (ctx: Ctx<unknown, unknown, unknown>) => Promise<Reply> | Reply;
+  const { scope: _keysOnly, ...shared } = spec;
+  const admin = route(
+    {
+      ...shared,
+      path: `/orgs/:orgId/webhooks${spec.path.slice(KEY_PREFIX.length)}`,
+      tag: 'Webhooks (admin)',
+      auth: 'admin',
+      params: (spec.params ?? z.object({})).extend(orgParam),
+      errors: [...new Set<ErrorCode>([...(spec.errors ?? []), 'plan_feature_unavailable'])],
+    } as RouteSpec,
+    (ctx: Ctx<unknown, unknown, unknown>) => {
+      requireWebhooks(ctx.admin!.plan);
+      return run(ctx);
+    },
+  );
+  return { key, admin };
+}
+
+const tag = 'Webhooks';
+const endpointParams = z.object({ id: externalId.describe('The endpoint id (whe_...).') });
+const deliveryParams = z.object({ deliveryId: externalId.describe('The delivery id (whd_...).') });
+
+const operations = [
+  onBothSurfaces(
+    { method: 'get', path: '/public/webhooks', tag, auth: 'apiKey', scope: 'webhooks:read', summary: 'List webhook endpoints, newest first.', query: webhookListQuery, response: z.array(webhookRecord), list: true },
+    async (ctx) => {
+      const page = await ctx.app.services.webhookEndpoints.list(ctx.db, callerOf(ctx).orgId, ctx.query);
+      const now = ctx.app.clock.now();
       return { data: page.items.map((e) => toWebhookRecord(e, now)), nextCursor: page.nextCursor };
     },
   ),
-  op(
+  onBothSurfaces(
     {
       method: 'post',
-      sub: '',
-      write: true,
-      keyGated: true,
+      path: '/public/webhooks',
+      tag,
+      auth: 'apiKey',
+      scope: 'webhooks:write',
       summary: 'Create a webhook endpoint.',
       description:
         'The URL must be a public https:// address: it is resolved, and refused (validation_failed on `url`) if any address is private, loopback, link-local, CGNAT or cloud metadata. `events` defaults to ["*"]. The endpoint is ACTIVE; its signing secret is in this response only. At most 20 endpoints per organization, disabled ones included.',
@@ -106,37 +104,39 @@ const ops: Op[] = [
       status: 201,
       errors: ['plan_feature_unavailable', 'limit_reached'],
     },
-    async ({ app, db, orgId, body }) => {
-      const { endpoint, secret } = await app.services.webhookEndpoints.create(db, orgId, body);
-      return { status: 201, data: { ...toWebhookRecord(endpoint, app.clock.now()), secret } };
+    async (ctx) => {
+      const { endpoint, secret } = await ctx.app.services.webhookEndpoints.create(ctx.db, callerOf(ctx).orgId, ctx.body);
+      return { status: 201, data: { ...toWebhookRecord(endpoint, ctx.app.clock.now()), secret } };
     },
   ),
-  op(
-    { method: 'get', sub: '/event-types', write: false, keyGated: false, summary: 'The event catalog: every type an endpoint may subscribe to.', response: eventCatalog },
+  onBothSurfaces(
+    { method: 'get', path: '/public/webhooks/event-types', tag, auth: 'apiKey', scope: 'webhooks:read', summary: 'The event catalog: every type an endpoint may subscribe to.', response: eventCatalog },
     async () => ({ data: { wildcard: WILDCARD, types: [...EVENT_TYPES] } }),
   ),
-  op(
+  onBothSurfaces(
     {
       method: 'get',
-      sub: '/deliveries/:deliveryId',
-      write: false,
-      keyGated: false,
+      path: '/public/webhooks/deliveries/:deliveryId',
+      tag,
+      auth: 'apiKey',
+      scope: 'webhooks:read',
       summary: 'One delivery attempt, with the event payload.',
       params: deliveryParams,
       response: deliveryDetail,
       errors: ['delivery_not_found'],
     },
-    async ({ app, db, orgId, params }) => {
-      const { attempt, payload } = await app.services.webhookEndpoints.delivery(db, orgId, params.deliveryId);
+    async (ctx) => {
+      const { attempt, payload } = await ctx.app.services.webhookEndpoints.delivery(ctx.db, callerOf(ctx).orgId, ctx.params.deliveryId);
       return { data: { ...toDeliveryRecord(attempt), payload } };
     },
   ),
-  op(
+  onBothSurfaces(
     {
       method: 'post',
-      sub: '/deliveries/:deliveryId/redeliver',
-      write: true,
-      keyGated: true,
+      path: '/public/webhooks/deliveries/:deliveryId/redeliver',
+      tag,
+      auth: 'apiKey',
+      scope: 'webhooks:write',
       summary: 'Send a delivery\'s event again.',
       description:
         'The same event (same id, same body) is signed with the endpoint\'s current secrets and sent once, now, with no retries, whatever the endpoint\'s status; the answer is the new delivery (trigger REDELIVERY). The endpoint\'s failure state is not affected.',
@@ -146,18 +146,19 @@ const ops: Op[] = [
       idempotency: 'after',
       errors: ['plan_feature_unavailable', 'delivery_not_found', 'webhook_not_found'],
     },
-    async ({ app, db, orgId, params }) => ({ status: 201, data: toDeliveryRecord(await app.services.webhookEndpoints.redeliver(db, orgId, params.deliveryId)) }),
+    async (ctx) => ({ status: 201, data: toDeliveryRecord(await ctx.app.services.webhookEndpoints.redeliver(ctx.db, callerOf(ctx).orgId, ctx.params.deliveryId)) }),
   ),
-  op(
-    { method: 'get', sub: '/:id', write: false, keyGated: false, summary: 'Read a webhook endpoint.', params: endpointParams, response: webhookRecord, errors: ['webhook_not_found'] },
-    async ({ app, db, orgId, params }) => ({ data: toWebhookRecord(await app.services.webhookEndpoints.get(db, orgId, params.id), app.clock.now()) }),
+  onBothSurfaces(
+    { method: 'get', path: '/public/webhooks/:id', tag, auth: 'apiKey', scope: 'webhooks:read', summary: 'Read a webhook endpoint.', params: endpointParams, response: webhookRecord, errors: ['webhook_not_found'] },
+    async (ctx) => ({ data: toWebhookRecord(await ctx.app.services.webhookEndpoints.get(ctx.db, callerOf(ctx).orgId, ctx.params.id), ctx.app.clock.now()) }),
   ),
-  op(
+  onBothSurfaces(
     {
       method: 'patch',
-      sub: '/:id',
-      write: true,
-      keyGated: true,
+      path: '/public/webhooks/:id',
+      tag,
+      auth: 'apiKey',
+      scope: 'webhooks:write',
       summary: 'Change url, description, events or status.',
       description:
         'A new url is checked as on create. `status: ACTIVE` re-enables a disabled endpoint (missed events can then be redelivered from the delivery log), `DISABLED` stops deliveries; asking for the status it already has changes nothing.',
@@ -166,31 +167,33 @@ const ops: Op[] = [
       response: webhookRecord,
       errors: ['plan_feature_unavailable', 'webhook_not_found', 'actor_unavailable'],
     },
-    async ({ app, db, orgId, params, body }) => ({ data: toWebhookRecord(await app.services.webhookEndpoints.update(db, orgId, params.id, body), app.clock.now()) }),
+    async (ctx) => ({ data: toWebhookRecord(await ctx.app.services.webhookEndpoints.update(ctx.db, callerOf(ctx).orgId, ctx.params.id, ctx.body), ctx.app.clock.now()) }),
   ),
-  op(
+  onBothSurfaces(
     {
       method: 'delete',
-      sub: '/:id',
-      write: true,
-      keyGated: false,
+      path: '/public/webhooks/:id',
+      tag,
+      auth: 'apiKey',
+      scope: 'webhooks:write',
       summary: 'Delete a webhook endpoint.',
       description: 'Its pending deliveries and its delivery log go with it.',
       params: endpointParams,
       response: z.object({ id: z.string(), deleted: z.literal(true) }),
       errors: ['webhook_not_found', 'actor_unavailable'],
     },
-    async ({ app, db, orgId, params }) => {
-      await app.services.webhookEndpoints.remove(db, orgId, params.id);
-      return { data: { id: params.id, deleted: true } };
+    async (ctx) => {
+      await ctx.app.services.webhookEndpoints.remove(ctx.db, callerOf(ctx).orgId, ctx.params.id);
+      return { data: { id: ctx.params.id, deleted: true } };
     },
   ),
-  op(
+  onBothSurfaces(
     {
       method: 'post',
-      sub: '/:id/rotate-secret',
-      write: true,
-      keyGated: true,
+      path: '/public/webhooks/:id/rotate-secret',
+      tag,
+      auth: 'apiKey',
+      scope: 'webhooks:write',
       summary: 'Replace the signing secret.',
       description:
         'Answers the endpoint with its new secret (shown only here). For 24 hours every delivery carries two signatures, `v1=<new>,v1=<old>`; then only the new one. Rotating again within the 24 hours keeps only the secret just replaced as the old one.',
@@ -198,17 +201,18 @@ const ops: Op[] = [
       response: webhookWithSecret,
       errors: ['plan_feature_unavailable', 'webhook_not_found'],
     },
-    async ({ app, db, orgId, params }) => {
-      const { endpoint, secret } = await app.services.webhookEndpoints.rotateSecret(db, orgId, params.id);
-      return { data: { ...toWebhookRecord(endpoint, app.clock.now()), secret } };
+    async (ctx) => {
+      const { endpoint, secret } = await ctx.app.services.webhookEndpoints.rotateSecret(ctx.db, callerOf(ctx).orgId, ctx.params.id);
+      return { data: { ...toWebhookRecord(endpoint, ctx.app.clock.now()), secret } };
     },
   ),
-  op(
+  onBothSurfaces(
     {
       method: 'post',
-      sub: '/:id/test',
-      write: true,
-      keyGated: true,
+      path: '/public/webhooks/:id/test',
+      tag,
+      auth: 'apiKey',
+      scope: 'webhooks:write',
       summary: 'Send a webhook.test event.',
       description:
         'Sent once, now, with no retries, even to a disabled endpoint; the answer is its delivery record (trigger TEST). Does not affect the endpoint\'s failure state. At most 10 per endpoint per minute.',
@@ -218,14 +222,15 @@ const ops: Op[] = [
       idempotency: 'after',
       errors: ['plan_feature_unavailable', 'webhook_not_found', 'rate_limited'],
     },
-    async ({ app, db, orgId, params }) => ({ status: 201, data: toDeliveryRecord(await app.services.webhookEndpoints.sendTest(db, orgId, params.id)) }),
+    async (ctx) => ({ status: 201, data: toDeliveryRecord(await ctx.app.services.webhookEndpoints.sendTest(ctx.db, callerOf(ctx).orgId, ctx.params.id)) }),
   ),
-  op(
+  onBothSurfaces(
     {
       method: 'get',
-      sub: '/:id/deliveries',
-      write: false,
-      keyGated: false,
+      path: '/public/webhooks/:id/deliveries',
+      tag,
+      auth: 'apiKey',
+      scope: 'webhooks:read',
       summary: 'An endpoint\'s delivery log, newest first.',
       description: 'One entry per attempt (and per event that found the endpoint disabled: SKIPPED), kept 30 days.',
       params: endpointParams,
@@ -234,72 +239,18 @@ const ops: Op[] = [
       list: true,
       errors: ['webhook_not_found'],
     },
-    async ({ app, db, orgId, params, query }) => {
-      const page = await app.services.webhookEndpoints.deliveries(db, orgId, params.id, query);
+    async (ctx) => {
+      const page = await ctx.app.services.webhookEndpoints.deliveries(ctx.db, callerOf(ctx).orgId, ctx.params.id, ctx.query);
       return { data: page.items.map(toDeliveryRecord), nextCursor: page.nextCursor };
     },
   ),
 ];
 
-/** The API-key surface, `/public/webhooks...`. */
-function keyRoute({ spec, run }: Op): Route {
-  const errors: ErrorCode[] = [...(spec.errors ?? [])].filter((c) => spec.keyGated || c !== 'plan_feature_unavailable');
-  return route(
-    {
-      method: spec.method,
-      path: `/public/webhooks${spec.sub}`,
-      tag: 'Webhooks',
-      auth: 'apiKey',
-      scope: spec.write ? 'webhooks:write' : 'webhooks:read',
-      summary: spec.summary,
-      ...(spec.description ? { description: spec.description } : {}),
-      ...(spec.params ? { params: spec.params } : {}),
-      ...(spec.query ? { query: spec.query } : {}),
-      ...(spec.body ? { body: spec.body } : {}),
-      response: spec.response,
-      ...(spec.status ? { status: spec.status } : {}),
-      ...(spec.list ? { list: true } : {}),
-      ...(spec.idempotency ? { idempotency: spec.idempotency } : {}),
-      errors,
-    } as RouteSpec,
-    (ctx: Ctx<unknown, unknown, unknown>) => {
-      if (spec.keyGated) requireWebhooks(ctx.apiKey!.plan);
-      return run({ app: ctx.app, db: ctx.db, log: ctx.log, orgId: ctx.apiKey!.orgId, params: ctx.params, query: ctx.query, body: ctx.body });
-    },
-  );
-}
-
-/** The signed-in admin surface, `/orgs/:orgId/webhooks...`: every operation needs the plan feature. */
-function adminRoute({ spec, run }: Op): Route {
-  const errors: ErrorCode[] = [...new Set<ErrorCode>([...(spec.errors ?? []), 'plan_feature_unavailable'])];
-  return route(
-    {
-      method: spec.method,
-      path: `/orgs/:orgId/webhooks${spec.sub}`,
-      tag: 'Webhooks (admin)',
-      auth: 'admin',
-      summary: spec.summary,
-      ...(spec.description ? { description: spec.description } : {}),
-      params: (spec.params ?? z.object({})).extend(orgParam),
-      ...(spec.query ? { query: spec.query } : {}),
-      ...(spec.body ? { body: spec.body } : {}),
-      response: spec.response,
-      ...(spec.status ? { status: spec.status } : {}),
-      ...(spec.list ? { list: true } : {}),
-      errors,
-    } as RouteSpec,
-    (ctx: Ctx<unknown, unknown, unknown>) => {
-      requireWebhooks(ctx.admin!.plan);
-      return run({ app: ctx.app, db: ctx.db, log: ctx.log, orgId: ctx.admin!.orgId, params: ctx.params, query: ctx.query, body: ctx.body });
-    },
-  );
-}
-
 const eventsRoute = route(
   {
     method: 'get',
     path: '/public/events',
-    tag: 'Webhooks',
+    tag,
     auth: 'apiKey',
     scope: 'webhooks:read',
     summary: 'The organization\'s events of the last 30 days, oldest first.',
@@ -317,4 +268,4 @@ const eventsRoute = route(
   },
 );
 
-export const webhookRoutes: Route[] = [...ops.map(keyRoute), eventsRoute, ...ops.map(adminRoute)];
+export const webhookRoutes: Route[] = [...operations.map((o) => o.key), eventsRoute, ...operations.map((o) => o.admin)];

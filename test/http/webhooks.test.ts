@@ -5,6 +5,7 @@ import t from 'tap';
 import { iso, ManualClock } from '../../src/core/clock.ts';
 import { newId } from '../../src/platform/ids.ts';
 import { EVENT_TYPES } from '../../src/platform/outbox.ts';
+import { webhookRoutes } from '../../http/routes/webhooks.ts';
 import { deliveryDetail, deliveryRecord, eventEnvelope, webhookRecord, webhookWithSecret } from '../../http/schemas/webhooks.ts';
 import { insertAttempt } from '../../src/services/webhooks/envelope.ts';
 import { verifySvcSignature } from '../../src/services/webhooks/verify.ts';
@@ -670,3 +671,25 @@ t.test('every webhook route is in the OpenAPI document with its scope', async (t
   t.ok(doc.paths['/api/v1/public/events'].get);
 });
 
+
+t.test('each admin-surface webhook route is its API-key route on /orgs/:orgId, idempotency included', async (t) => {
+  const keyRoutes = webhookRoutes.filter((r) => r.spec.path.startsWith('/public/webhooks'));
+  const adminRoutes = webhookRoutes.filter((r) => r.spec.path.startsWith('/orgs/'));
+  t.equal(keyRoutes.length, 11, 'every operation of the spec\'s table');
+  t.equal(adminRoutes.length, keyRoutes.length, 'one twin each');
+  const GATED_ON_KEYS = ['post /public/webhooks', 'patch /public/webhooks/:id', 'post /public/webhooks/:id/rotate-secret', 'post /public/webhooks/:id/test', 'post /public/webhooks/deliveries/:deliveryId/redeliver'];
+  for (const k of keyRoutes) {
+    const name = `${k.spec.method} ${k.spec.path}`;
+    const twin = adminRoutes.find((a) => a.spec.method === k.spec.method && a.spec.path === k.spec.path.replace('/public/webhooks', '/orgs/:orgId/webhooks'));
+    if (!t.ok(twin, `${name} has its admin twin`)) continue;
+    const { path: _p, auth: _a, tag: _t, scope, params: kp, errors: ke, ...keyRest } = k.spec;
+    const { path: _q, auth, tag: _u, scope: adminScope, params: ap, errors: ae, ...adminRest } = twin!.spec;
+    t.same(adminRest, keyRest, `${name}: the same summary, schemas, status and idempotency (${k.spec.idempotency ?? 'transaction'})`);
+    t.equal(auth, 'admin');
+    t.ok(scope, 'a scope on the key surface');
+    t.equal(adminScope, undefined, 'none on the admin surface: owners and admins may do everything');
+    t.same(Object.keys(ap!.shape), [...Object.keys(kp?.shape ?? {}), 'orgId']);
+    t.same(new Set(ae), new Set([...(ke ?? []), 'plan_feature_unavailable']), `${name}: the twin answers 402 too`);
+    t.equal((ke ?? []).includes('plan_feature_unavailable'), GATED_ON_KEYS.includes(name), `${name}: 402 on the key surface as rule 3 says`);
+  }
+});
