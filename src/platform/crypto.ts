@@ -1,11 +1,9 @@
-import * as nodeCrypto from 'node:crypto';
-import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomFillSync, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hash, hkdfSync, randomBytes, randomFillSync, timingSafeEqual } from 'node:crypto';
 
-/** One-shot `crypto.hash` (Node 20.12+) is several times cheaper than a Hash object for short inputs. */
-const oneShot = (nodeCrypto as { hash?: (alg: string, data: string | Buffer, enc: string) => string | Buffer }).hash;
-
-export const sha256 = (v: string | Buffer): Buffer => (oneShot ? (oneShot('sha256', v, 'buffer') as Buffer) : createHash('sha256').update(v).digest());
-export const sha256Hex = (v: string | Buffer): string => (oneShot ? (oneShot('sha256', v, 'hex') as string) : createHash('sha256').update(v).digest('hex'));
+// One-shot `crypto.hash` is several times cheaper than a Hash object for short inputs (Node 20.12+, which
+// package.json's engines require).
+export const sha256 = (v: string | Buffer): Buffer => hash('sha256', v, 'buffer');
+export const sha256Hex = (v: string | Buffer): string => hash('sha256', v, 'hex');
 
 /**
  * CSPRNG bytes drawn from a 4 KiB pool that `randomFillSync` refills when it runs low: one call into
@@ -39,7 +37,7 @@ export function fillRandom(target: Buffer, offset: number, n: number): void {
 
 /** `bytes` random bytes as a string (hex or base64url), for identifiers, not for secrets. */
 export function randomString(bytes: number, encoding: 'hex' | 'base64url'): string {
-  if (bytes > POOL_SIZE) return nodeCrypto.randomBytes(bytes).toString(encoding);
+  if (bytes > POOL_SIZE) return randomBytes(bytes).toString(encoding);
   const at = takePool(bytes);
   return pool.toString(encoding, at, at + bytes);
 }
