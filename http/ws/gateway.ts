@@ -6,7 +6,8 @@ import type { ConnectionIdentity, RoomConnection } from '../../src/platform/clus
 import { AppError } from '../../src/core/errors.ts';
 import { toAppError } from '../../src/platform/to-app-error.ts';
 import type { RoomRole } from '../../src/core/room-access.ts';
-import { CLOSE_CODES, clientMessage, SIGNALING_TYPES, type ClientMessage, type CloseReason } from '../../src/core/room-protocol.ts';
+import { CLOSE_CODES, SIGNALING_TYPES, type ClientMessage, type CloseReason } from '../../src/core/room-protocol.ts';
+import { clientMessage } from '../../src/core/room-protocol.schemas.ts';
 import { TokenBucket } from './bucket.ts';
 
 /**
