@@ -1,4 +1,4 @@
-import { EMBED_SOURCE, EMBED_VERSION, FRAME_ID, FRAME_PARAM, isEmbedCommand, PARENT_PARAM, type EmbedCommand, type EmbedEventMessage, type EmbedEventName, type EmbedEvents } from '../shared/embed-protocol.ts';
+import { EMBED_SOURCE, EMBED_VERSION, FRAME_ID, FRAME_PARAM, isEmbedCommand, PARENT_PARAM, type EmbedCommand, type EmbedEvent, type EmbedEventMessage } from '../shared/embed-protocol.ts';
 
 /**
  * The room page's side of the embedding SDK (web/shared/embed-protocol.ts). The page posts events only
@@ -10,7 +10,7 @@ import { EMBED_SOURCE, EMBED_VERSION, FRAME_ID, FRAME_PARAM, isEmbedCommand, PAR
  */
 export interface EmbedBridge {
   readonly parentOrigin: string;
-  emit<E extends EmbedEventName>(event: E, data: EmbedEvents[E]): void;
+  emit(e: EmbedEvent): void;
   onCommand(handler: (command: EmbedCommand) => void): void;
 }
 
@@ -34,7 +34,7 @@ export function embedBridge(): EmbedBridge | null {
 
   const bridge: EmbedBridge = {
     parentOrigin,
-    emit(event, data) {
+    emit({ event, data }) {
       const message: EmbedEventMessage = { svc: EMBED_SOURCE, v: EMBED_VERSION, frameId, kind: 'event', event, data };
       window.parent.postMessage(message, parentOrigin);
     },
@@ -45,6 +45,6 @@ export function embedBridge(): EmbedBridge | null {
       });
     },
   };
-  bridge.emit('ready', {});
+  bridge.emit({ event: 'ready', data: {} });
   return bridge;
 }

@@ -1,7 +1,7 @@
 import { render } from 'preact';
 import { RoomController } from './controller.ts';
 import { embedBridge } from './embed-bridge.ts';
-import { App } from './ui.tsx';
+import { App } from './ui/app.tsx';
 import './room.css';
 
 /**
@@ -18,7 +18,7 @@ const controller = new RoomController({
   token,
   embedded,
   android: /Android/i.test(navigator.userAgent),
-  emit: (event, data) => bridge?.emit(event, data),
+  emit: (e) => bridge?.emit(e),
 });
 bridge?.onCommand((command) => controller.onEmbedCommand(command));
 (window as unknown as { aula: RoomController }).aula = controller;

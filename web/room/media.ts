@@ -1,24 +1,24 @@
 import { Device } from 'mediasoup-client';
 import type { Consumer } from 'mediasoup-client/lib/Consumer.js';
 import type { Producer } from 'mediasoup-client/lib/Producer.js';
-import type { Transport } from 'mediasoup-client/lib/Transport.js';
-import type { RtpEncodingParameters } from 'mediasoup-client/lib/RtpParameters.js';
-import { CommandError, type RoomSocket, type ServerMessage } from './socket.ts';
+import type { RtpCapabilities, RtpEncodingParameters, RtpParameters } from 'mediasoup-client/lib/RtpParameters.js';
+import type { DtlsParameters, IceCandidate, IceParameters, Transport } from 'mediasoup-client/lib/Transport.js';
+import type { MediaSource } from '../../src/core/room-access.ts';
+import type { MediaEvent, ProducerPauseReason } from '../../src/core/room-protocol.ts';
+import { CommandError, type Heard, type RoomSocket } from './socket.ts';
 
 /**
  * The participant's media through the room's SFU, with mediasoup-client (docs/room-protocol.md,
  * "Media"): join the router, one sending and one receiving transport, every producer of the room
  * consumed (paused until the track is attached, then resumed), and this participant's microphone,
- * camera and screen sent as producers. When the room's media moves (`media` with a higher rev) the
- * controller calls `restart()`, which starts again and sends the same tracks.
+ * camera and screen sent as producers. When the room's media moves (`media` with a higher rev) a new
+ * client starts again and sends the same tracks (media-control.ts).
  */
-
-export type Source = 'mic' | 'camera' | 'screen' | 'screen-audio';
 
 export interface RemoteTrack {
   consumerId: string;
   participantId: string;
-  source: Source;
+  source: MediaSource;
   kind: 'audio' | 'video';
   track: MediaStreamTrack;
   /** The sender paused it (muted their microphone, turned the camera off). */
@@ -34,9 +34,9 @@ const SIMULCAST: RtpEncodingParameters[] = [
 
 export class MediaClient {
   readonly remote = new Map<string, RemoteTrack>();
-  readonly producers = new Map<Source, Producer>();
+  readonly producers = new Map<MediaSource, Producer>();
   /** Sources the server holds paused, with its reason (`muted-by-host`, `floor`, `entry`). */
-  readonly heldByServer = new Map<Source, string>();
+  readonly heldByServer = new Map<MediaSource, ProducerPauseReason>();
   #device: Device | null = null;
   #send: Transport | null = null;
   #recv: Transport | null = null;
@@ -55,7 +55,8 @@ export class MediaClient {
     const { routerRtpCapabilities } = await this.socket.ask({ type: 'media-join' });
     this.#check();
     this.#device = new Device();
-    await this.#device.load({ routerRtpCapabilities });
+    // mediasoup's objects cross the protocol as outlines (MediasoupObject): mediasoup-client reads them
+    await this.#device.load({ routerRtpCapabilities: routerRtpCapabilities as RtpCapabilities });
     this.#check();
     if (this.canSend) this.#send = await this.#transport('send');
     this.#check();
@@ -70,16 +71,16 @@ export class MediaClient {
 
   async #transport(direction: 'send' | 'recv'): Promise<Transport> {
     const t = await this.socket.ask({ type: 'transport-create', direction });
-    const options = { id: t.transportId, iceParameters: t.iceParameters, iceCandidates: t.iceCandidates, dtlsParameters: t.dtlsParameters };
+    const options = { id: t.transportId, iceParameters: t.iceParameters as IceParameters, iceCandidates: t.iceCandidates as IceCandidate[], dtlsParameters: t.dtlsParameters as DtlsParameters };
     const transport = direction === 'send' ? this.#device!.createSendTransport(options) : this.#device!.createRecvTransport(options);
     transport.on('connect', ({ dtlsParameters }, ok, fail) => {
       this.socket.ask({ type: 'transport-connect', transportId: transport.id, dtlsParameters }).then(() => ok(), fail);
     });
     transport.on('produce', ({ kind, rtpParameters, appData }, ok, fail) => {
       this.socket
-        .ask({ type: 'produce', transportId: transport.id, kind, rtpParameters, source: appData.source })
+        .ask({ type: 'produce', transportId: transport.id, kind, rtpParameters, source: appData.source as MediaSource })
         .then((a) => {
-          if (a.paused) this.heldByServer.set(appData.source as Source, 'entry');
+          if (a.paused) this.heldByServer.set(appData.source as MediaSource, 'entry');
           ok({ id: a.producerId });
         }, fail);
     });
@@ -88,7 +89,7 @@ export class MediaClient {
         // the path broke (a network change): new ICE credentials, and the browser tries again
         this.socket
           .ask({ type: 'transport-restart-ice', transportId: transport.id })
-          .then((a) => transport.restartIce({ iceParameters: a.iceParameters }))
+          .then((a) => transport.restartIce({ iceParameters: a.iceParameters as IceParameters }))
           .catch(() => {});
       }
     });
@@ -96,7 +97,7 @@ export class MediaClient {
   }
 
   /** Sends a track as `source`, replacing what was sent for it. A refusal (`produce_not_allowed`) rejects. */
-  async send(source: Source, track: MediaStreamTrack): Promise<void> {
+  async send(source: MediaSource, track: MediaStreamTrack): Promise<void> {
     if (!this.#send) throw new CommandError('produce_not_allowed', 'This role cannot send.');
     const existing = this.producers.get(source);
     if (existing && !existing.closed) {
@@ -117,7 +118,7 @@ export class MediaClient {
   }
 
   /** Pauses (`on: false`) or resumes a source; the server may refuse a resume (`muted_by_host`, `floor_required`). */
-  async setOn(source: Source, on: boolean): Promise<void> {
+  async setOn(source: MediaSource, on: boolean): Promise<void> {
     const producer = this.producers.get(source);
     if (!producer || producer.closed) return;
     if (on) {
@@ -131,13 +132,13 @@ export class MediaClient {
     this.changed();
   }
 
-  isOn(source: Source): boolean {
+  isOn(source: MediaSource): boolean {
     const p = this.producers.get(source);
     return !!p && !p.closed && !p.paused;
   }
 
   /** Stops sending a source (screen share ended, camera turned off for good). */
-  async stop(source: Source): Promise<void> {
+  async stop(source: MediaSource): Promise<void> {
     const producer = this.producers.get(source);
     if (!producer) return;
     this.producers.delete(source);
@@ -147,7 +148,7 @@ export class MediaClient {
   }
 
   /** Media messages from the room socket; the rest are the controller's. */
-  handle(m: ServerMessage): boolean {
+  handle(m: Heard): boolean {
     switch (m.type) {
       case 'consumer-new':
         this.#queue = this.#queue.then(() => this.#consume(m)).catch((e) => console.warn(`aula: consuming ${m.source} of ${m.participantId} failed:`, e));
@@ -192,11 +193,11 @@ export class MediaClient {
     return false;
   }
 
-  async #consume(m: ServerMessage): Promise<void> {
+  async #consume(m: Extract<MediaEvent, { type: 'consumer-new' }>): Promise<void> {
     if (!this.#recv || this.#closed) return;
-    const consumer: Consumer = await this.#recv.consume({ id: m.consumerId, producerId: m.producerId, kind: m.kind, rtpParameters: m.rtpParameters });
+    const consumer: Consumer = await this.#recv.consume({ id: m.consumerId, producerId: m.producerId, kind: m.kind, rtpParameters: m.rtpParameters as RtpParameters });
     this.#consumers.set(consumer.id, consumer);
-    this.remote.set(consumer.id, { consumerId: consumer.id, participantId: m.participantId, source: m.source, kind: m.kind, track: consumer.track, paused: !!m.producerPaused });
+    this.remote.set(consumer.id, { consumerId: consumer.id, participantId: m.participantId, source: m.source, kind: m.kind, track: consumer.track, paused: m.producerPaused });
     consumer.on('transportclose', () => {
       this.remote.delete(consumer.id);
       this.#consumers.delete(consumer.id);
@@ -206,8 +207,8 @@ export class MediaClient {
   }
 
   /** The tracks being sent, to send again after a restart. */
-  sending(): [Source, MediaStreamTrack, boolean][] {
-    const out: [Source, MediaStreamTrack, boolean][] = [];
+  sending(): [MediaSource, MediaStreamTrack, boolean][] {
+    const out: [MediaSource, MediaStreamTrack, boolean][] = [];
     for (const [source, p] of this.producers) if (!p.closed && p.track) out.push([source, p.track, !p.paused]);
     return out;
   }

@@ -1,16 +1,13 @@
+import { closeReason, type Ack, type AckResult, type CloseReason, type Command, type ServerMessage } from '../../src/core/room-protocol.ts';
+
 /**
  * The room WebSocket (docs/room-protocol.md): commands with acks, server messages to listeners, and the
- * close code the server gave. One instance per connection; the room controller makes a new one to
- * reconnect.
+ * reason of the close the server gave. One instance per connection; the room controller makes a new one
+ * to reconnect.
  */
 
-export interface Ack {
-  type: 'ack';
-  id: string | null;
-  ok: boolean;
-  error?: { code: string; message: string; details?: Record<string, unknown> };
-  [field: string]: unknown;
-}
+/** What a socket hears besides the acks of its own commands. */
+export type Heard = Exclude<ServerMessage, Ack>;
 
 export class CommandError extends Error {
   constructor(
@@ -21,26 +18,13 @@ export class CommandError extends Error {
   }
 }
 
-/** Close codes that end the visit; any other close is a dropped connection to reconnect. */
-export const FINAL_CLOSES: Record<number, 'left' | 'removed' | 'meeting_ended' | 'user_deactivated' | 'refused' | 'replaced' | 'unauthorized' | 'abuse'> = {
-  4000: 'left',
-  4001: 'removed',
-  4002: 'meeting_ended',
-  4003: 'user_deactivated',
-  4004: 'refused',
-  4005: 'replaced',
-  4401: 'unauthorized',
-  1008: 'abuse',
-};
-
-export type ServerMessage = { type: string; [field: string]: any };
-
 export class RoomSocket {
   readonly #ws: WebSocket;
   readonly #pending = new Map<string, { resolve(a: Ack): void; reject(e: Error): void }>();
   #next = 0;
-  onMessage: (m: ServerMessage) => void = () => {};
-  onClose: (code: number) => void = () => {};
+  onMessage: (m: Heard) => void = () => {};
+  /** `reason` null: the connection dropped (or the server gave no code of the protocol's). */
+  onClose: (reason: CloseReason | null) => void = () => {};
   readonly opened: Promise<void>;
 
   constructor(url: string, token: string) {
@@ -56,14 +40,15 @@ export class RoomSocket {
     this.#ws.addEventListener('message', (e) => {
       let m: ServerMessage;
       try {
-        m = JSON.parse(String(e.data));
+        m = JSON.parse(String(e.data)) as ServerMessage;
       } catch {
         return;
       }
-      if (m.type === 'ack' && typeof m.id === 'string') {
+      if (m.type === 'ack') {
+        if (m.id === null) return;
         const p = this.#pending.get(m.id);
         this.#pending.delete(m.id);
-        p?.resolve(m as Ack);
+        p?.resolve(m);
         return;
       }
       this.onMessage(m);
@@ -71,7 +56,7 @@ export class RoomSocket {
     this.#ws.addEventListener('close', (e) => {
       for (const p of this.#pending.values()) p.reject(new CommandError('connection_closed', 'The connection closed.'));
       this.#pending.clear();
-      this.onClose(e.code);
+      this.onClose(closeReason(e.code));
     });
   }
 
@@ -80,15 +65,16 @@ export class RoomSocket {
   }
 
   /** Sends a command and resolves with its ack's fields; a refusal rejects with a CommandError carrying the code. */
-  async ask<T = Record<string, any>>(message: Record<string, unknown>): Promise<T> {
+  async ask<M extends Command>(message: M): Promise<AckResult<M['type']>> {
     await this.opened;
     const id = `c${++this.#next}`;
     const ack = await new Promise<Ack>((resolve, reject) => {
       this.#pending.set(id, { resolve, reject });
       this.#ws.send(JSON.stringify({ ...message, id }));
     });
-    if (!ack.ok) throw new CommandError(ack.error?.code ?? 'error', ack.error?.message ?? 'Refused.');
-    return ack as unknown as T;
+    if (!ack.ok) throw new CommandError(ack.error.code, ack.error.message);
+    // the ack's fields are the command's result (AckResults, the server's answer to this type)
+    return ack as unknown as AckResult<M['type']>;
   }
 
   close(): void {

@@ -60,6 +60,8 @@ export interface EmbedEvents {
   error: { code: string; message: string };
 }
 export type EmbedEventName = keyof EmbedEvents;
+/** One event with its argument, as the page posts it. */
+export type EmbedEvent = { [E in EmbedEventName]: { event: E; data: EmbedEvents[E] } }[EmbedEventName];
 export const EMBED_EVENTS = [
   'ready',
   'waiting',

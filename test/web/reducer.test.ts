@@ -1,0 +1,263 @@
+import t from 'tap';
+import type { ClassroomState, PollView, QuestionView, RosterEntry } from '../../src/core/room.ts';
+import type { RoomRole } from '../../src/core/room-access.ts';
+import type { Session } from '../../web/room/api.ts';
+import { embedEvents } from '../../web/room/embed-events.ts';
+import { access, initialState, reduce, type Action, type State } from '../../web/room/reducer.ts';
+
+// The room page's reducer, in Node: what the room socket says (and what the page's own commands were
+// answered) in, the page's state out; and the SDK events each message means. No browser, no socket.
+
+const session = (role: RoomRole = 'PARTICIPANT'): Session => ({
+  accessToken: 'at',
+  tokenType: 'Bearer',
+  expiresAt: '2030-01-01T00:00:00Z',
+  mediaToken: 'mt',
+  mediaUrl: 'ws://127.0.0.1/api/v1/meetings/m/media',
+  role,
+  waitingRoom: null,
+  meeting: { id: 'mtg_1', kind: 'MEETING', slug: 'm', title: 'Physics', status: 'LIVE', orgId: 'org_1', settings: { muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false, recordAutomatically: false } },
+  user: { id: 'usr_1', externalId: 's1', displayName: 'Sam' },
+  redirectUrl: null,
+});
+
+const person = (id: string, over: Partial<RosterEntry> = {}): RosterEntry => ({
+  participantId: id,
+  userId: `usr_${id}`,
+  name: id,
+  roomRole: 'PARTICIPANT',
+  joinedAt: '2030-01-01T10:00:00Z',
+  micLocked: false,
+  floor: false,
+  askedToUnmute: false,
+  enteredMuted: false,
+  handRaisedAt: null,
+  connected: true,
+  ...over,
+});
+
+const poll = (id: string, over: Partial<PollView> = {}): PollView => ({
+  pollId: id,
+  question: 'Ready?',
+  type: 'YES_NO',
+  anonymous: false,
+  quiz: false,
+  options: ['Yes', 'No'],
+  status: 'OPEN',
+  shared: false,
+  createdAt: '2030-01-01T10:05:00Z',
+  closedAt: null,
+  correct: null,
+  ...over,
+});
+
+const question = (id: string, over: Partial<QuestionView> = {}): QuestionView => ({
+  questionId: id,
+  text: 'Homework?',
+  anonymous: false,
+  askedBy: null,
+  askedAt: '2030-01-01T10:06:00Z',
+  upvotes: 0,
+  status: 'OPEN',
+  answer: null,
+  answeredLive: false,
+  answeredAt: null,
+  ...over,
+});
+
+const noClassroom: ClassroomState = { polls: [], pollResults: [], answeredPolls: [], questions: [], upvotedQuestions: [], ownQuestions: [] };
+const settings = { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false };
+
+/** Deeply frozen, so a reducer that changed what it was given would throw. */
+function frozen<T>(v: T): T {
+  if (v && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) frozen(x);
+  }
+  return v;
+}
+
+/** The state after these actions from `from`, each reduced from a frozen state. */
+function run(from: State, ...actions: Action[]): State {
+  return actions.reduce((s, a) => reduce(frozen(s), a), from);
+}
+
+/** In the room as `me` (a participant unless said), with these people. */
+function inRoom(role: RoomRole = 'PARTICIPANT', roster = [person('me'), person('ann')], over: Partial<State> = {}): State {
+  const s = run({ ...initialState, session: session(role), phase: 'connecting' }, {
+    type: 'joined',
+    participantId: 'me',
+    roster: roster.map((p) => (p.participantId === 'me' ? { ...p, roomRole: role } : p)),
+    settings,
+    locked: false,
+    classroom: noClassroom,
+    media: { rev: 1, available: true },
+  });
+  return { ...s, ...over };
+}
+
+t.test('joined: into the room with its roster, settings, lock, media revision and classroom; what this page answered stays', async (t) => {
+  const before: State = { ...initialState, session: session(), phase: 'connecting', mediaRev: 3, answers: { p1: { choices: [1], text: null }, gone: { choices: [0], text: null } }, ownQuestions: ['q0'] };
+  const s = run(before, {
+    type: 'joined',
+    participantId: 'me',
+    roster: [person('me')],
+    settings: { ...settings, lectureMode: true },
+    locked: true,
+    classroom: { polls: [poll('p1'), poll('p2', { status: 'CLOSED' })], pollResults: [{ pollId: 'p2', answered: 1, votes: [1, 0], texts: [], correct: [] }], answeredPolls: ['p1', 'p3'], questions: [question('q1')], upvotedQuestions: ['q1'], ownQuestions: ['q2'] },
+    media: { rev: 2, available: true },
+  });
+  t.equal(s.phase, 'room');
+  t.equal(s.participantId, 'me');
+  t.same(s.roster.map((p) => p.participantId), ['me']);
+  t.equal(s.settings.lectureMode, true);
+  t.equal(s.roomLocked, true);
+  t.equal(s.mediaAvailable, true);
+  t.equal(s.mediaRev, 3, 'a revision heard before is not forgotten');
+  t.same(s.answers, { p1: { choices: [1], text: null }, p3: { choices: [], text: null } }, 'answered polls, with what this page chose when it knows');
+  t.same(Object.keys(s.pollResults), ['p2']);
+  t.same(s.upvoted, ['q1']);
+  t.same(s.ownQuestions, ['q0', 'q2']);
+});
+
+t.test('roster: the new list; SDK events for joins (not one\'s own), hands and leaves', async (t) => {
+  const before = inRoom('PARTICIPANT', [person('me'), person('ann'), person('bob')]);
+  const m: Action = { type: 'roster', rev: 2, participants: [person('me'), person('ann', { handRaisedAt: '2030-01-01T10:10:00Z' }), person('cy')] };
+  const after = run(before, m);
+  t.same(after.roster.map((p) => p.participantId), ['me', 'ann', 'cy']);
+  t.same(embedEvents(before, m, after), [
+    { event: 'hand-raised', data: { participant: { id: 'ann', name: 'ann', role: 'PARTICIPANT' } } },
+    { event: 'participant-joined', data: { participant: { id: 'cy', name: 'cy', role: 'PARTICIPANT' } } },
+    { event: 'participant-left', data: { participant: { id: 'bob', name: 'bob', role: 'PARTICIPANT' } } },
+  ]);
+  const lowered = run(after, { type: 'roster', rev: 3, participants: [person('me'), person('ann'), person('cy')] });
+  t.same(embedEvents(after, { type: 'roster', rev: 3, participants: lowered.roster }, lowered), [{ event: 'hand-lowered', data: { participant: { id: 'ann', name: 'ann', role: 'PARTICIPANT' } } }]);
+});
+
+t.test('joined is told to the SDK once: a reconnect joins again without it', async (t) => {
+  const m: Action = { type: 'joined', participantId: 'me', roster: [person('me')], settings, locked: false, classroom: noClassroom, media: { rev: 1, available: true } };
+  const before = { ...initialState, session: session() };
+  const first = run(before, m);
+  t.same(embedEvents(before, m, first), [{ event: 'joined', data: { participant: { id: 'me', name: 'me', role: 'PARTICIPANT' }, meeting: { id: 'mtg_1', title: 'Physics' } } }]);
+  t.same(embedEvents(first, m, run(first, m)), []);
+});
+
+t.test('settings: a student sharing a screen loses the button when sharing is turned off; a host keeps it', async (t) => {
+  const allowed = { ...settings, allowStudentScreenShare: true };
+  const student = run(inRoom('PARTICIPANT'), { type: 'settings', rev: 2, settings: allowed });
+  t.equal(access(student).shareScreen, true);
+  const sharing = { ...student, screenOn: true };
+  const off = run(sharing, { type: 'settings', rev: 3, settings });
+  t.equal(off.screenOn, false);
+  t.equal(access(off).shareScreen, false);
+  const host = run({ ...inRoom('HOST'), screenOn: true }, { type: 'settings', rev: 3, settings });
+  t.equal(host.screenOn, true);
+});
+
+t.test('media: a newer placement that has media raises the revision; anything else changes nothing', async (t) => {
+  const s = inRoom();
+  t.equal(reduce(s, { type: 'media', rev: 1, available: true }), s, 'the same revision');
+  t.equal(reduce(s, { type: 'media', rev: 5, available: false }), s, 'no media to join');
+  const moved = run(s, { type: 'media', rev: 2, available: true });
+  t.equal(moved.mediaRev, 2);
+  t.equal(moved.mediaAvailable, true);
+});
+
+t.test('a host mutes, allows unmuting, gives and takes the floor', async (t) => {
+  const asked = run({ ...inRoom(), micOn: true }, { type: 'unmute-asked' });
+  t.equal(asked.askedToUnmute, true);
+  const muted = run(asked, { type: 'muted', by: 'usr_t' });
+  t.match(muted, { micOn: false, unmuteAllowed: false, askedToUnmute: false, notice: 'A host muted your microphone.' });
+  t.match(run(muted, { type: 'unmute-allowed', by: 'usr_t' }), { unmuteAllowed: true, notice: 'A host allows you to unmute.' });
+  t.match(run(muted, { type: 'floor', give: true, by: 'usr_t' }), { unmuteAllowed: true, notice: 'You have the floor: you may speak.' });
+  t.match(run(muted, { type: 'floor', give: false, by: 'usr_t' }), { unmuteAllowed: false, notice: 'The floor was taken back.' });
+  t.match(run(inRoom('HOST'), { type: 'unmute-requested', participantId: 'ann', name: 'Ann' }), { notice: 'Ann asks to unmute.' });
+});
+
+t.test('locked: said once per change, and told to the SDK', async (t) => {
+  const s = inRoom();
+  const m: Action = { type: 'locked', locked: true, by: 'usr_t' };
+  const locked = run(s, m);
+  t.match(locked, { roomLocked: true, notice: 'A host locked the meeting: nobody new can join.' });
+  t.same(embedEvents(s, m, locked), [{ event: 'room-locked', data: {} }]);
+  t.equal(reduce(locked, m), locked, 'locked again: nothing new');
+  t.same(embedEvents(locked, m, locked), []);
+  const unlocked = run(locked, { type: 'locked', locked: false, by: 'usr_t' });
+  t.equal(unlocked.notice, 'A host unlocked the meeting.');
+});
+
+t.test('polls: a new one is announced to participants (not hosts), then replaced as it changes; results by poll', async (t) => {
+  const open = poll('p1', { quiz: true, question: 'Which organelle makes ATP?' });
+  const student = inRoom();
+  const opened = run(student, { type: 'poll', poll: open });
+  t.equal(opened.notice, 'A quiz opened: Which organelle makes ATP?');
+  t.same(embedEvents(student, { type: 'poll', poll: open }, opened), [{ event: 'poll-opened', data: { poll: { id: 'p1', question: 'Which organelle makes ATP?', type: 'YES_NO', quiz: true } } }]);
+  t.equal(run(inRoom('COHOST'), { type: 'poll', poll: open }).notice, null, 'a host opened it: no notice');
+
+  const closed = { ...open, status: 'CLOSED' as const, correct: [0] };
+  const after = run(opened, { type: 'poll', poll: closed });
+  t.same(after.polls, [closed], 'replaced, not added');
+  t.same(embedEvents(opened, { type: 'poll', poll: closed }, after), [{ event: 'poll-closed', data: { poll: { id: 'p1', question: 'Which organelle makes ATP?', type: 'YES_NO', quiz: true } } }]);
+  t.same(embedEvents(after, { type: 'poll', poll: { ...closed, shared: true } }, after), [], 'shared later: no event');
+
+  const results = { pollId: 'p1', answered: 2, votes: [2, 0], texts: [], correct: [0] };
+  t.same(run(after, { type: 'poll-results', results }).pollResults, { p1: results });
+  t.match(run(opened, { type: 'poll-answered', pollId: 'p1', answer: { choices: [0], text: null } }), { answers: { p1: { choices: [0], text: null } }, notice: 'Your answer was sent.' });
+});
+
+t.test('questions: asked, upvoted, answered (the asker is told), dismissed', async (t) => {
+  const s = inRoom();
+  const asked = run(s, { type: 'question-asked', question: question('q1') }, { type: 'question', question: question('q1') });
+  t.same(asked.questions.map((q) => q.questionId), ['q1'], 'the broadcast of one\'s own question does not add it twice');
+  t.same(asked.ownQuestions, ['q1']);
+  const votes = run(asked, { type: 'question', question: question('q2') }, { type: 'question-upvoted', questionId: 'q2' }, { type: 'question-upvotes', questionId: 'q2', upvotes: 4 });
+  t.same(votes.upvoted, ['q2']);
+  t.equal(votes.questions.find((q) => q.questionId === 'q2')?.upvotes, 4);
+
+  const answered = question('q1', { status: 'ANSWERED', answer: 'Chapter 4.', answeredAt: '2030-01-01T10:09:00Z' });
+  const after = run(votes, { type: 'question', question: answered });
+  t.equal(after.notice, 'A host answered your question.');
+  t.same(embedEvents(votes, { type: 'question', question: answered }, after), [{ event: 'question-answered', data: { question: { id: 'q1', text: 'Homework?', answer: 'Chapter 4.', answeredLive: false, yours: true } } }]);
+  const live = run(votes, { type: 'question', question: question('q2', { status: 'ANSWERED', answeredLive: true }) });
+  t.equal(live.notice, null, 'another\'s question answered: no notice');
+  t.same(run(after, { type: 'question-dismissed', questionId: 'q2' }).questions.map((q) => q.questionId), ['q1']);
+});
+
+t.test('who sends what, who speaks, how good each connection is, and who waits', async (t) => {
+  const s = run(
+    inRoom('HOST'),
+    { type: 'media-state', participants: [{ participantId: 'ann', sources: { mic: 'on', camera: 'off' } }] },
+    { type: 'media-state', participants: [{ participantId: 'me', sources: { mic: 'off' } }] },
+    { type: 'active-speaker', participantId: 'ann' },
+    { type: 'network-quality', participants: [{ participantId: 'ann', quality: 3 }, { participantId: 'me', quality: 5 }] },
+    { type: 'waiting-room', entries: [{ queueId: 'wq_1', userId: 'usr_x', name: 'Xavi', role: 'STUDENT', requestedAt: '2030-01-01T10:01:00Z' }] },
+  );
+  t.same(s.sources, { ann: { mic: 'on', camera: 'off' }, me: { mic: 'off' } }, 'each participant\'s latest');
+  t.equal(s.activeSpeaker, 'ann');
+  t.same(s.quality, { ann: 3, me: 5 });
+  t.same(s.waitingList.map((e) => e.name), ['Xavi']);
+});
+
+t.test('error: the room refused the join; the page says why and the SDK hears it', async (t) => {
+  const s: State = { ...initialState, session: session(), phase: 'connecting' };
+  const m: Action = { type: 'error', error: { code: 'meeting_locked', message: 'A host locked the meeting.' } };
+  const after = run(s, m);
+  t.equal(after.phase, 'error');
+  t.match(after.outcome, { code: 'meeting_locked', title: 'This meeting is locked' });
+  t.same(embedEvents(s, m, after), [{ event: 'error', data: { code: 'meeting_locked', message: after.outcome!.text } }]);
+});
+
+t.test('media events are the media objects\' (media.ts): the state does not change', async (t) => {
+  const s = inRoom();
+  t.equal(reduce(s, { type: 'consumer-closed', consumerId: 'c1' }), s);
+  t.equal(reduce(s, { type: 'producer-paused', producerId: 'pr1', source: 'mic', reason: 'muted-by-host' }), s);
+});
+
+t.test('access: what the role may do, as RoomAccess decides it', async (t) => {
+  const may = (role: RoomRole, allowStudentScreenShare = false) => access({ session: session(role), settings: { ...settings, allowStudentScreenShare } });
+  t.match(may('HOST'), { host: true, send: true, shareScreen: true });
+  t.match(may('COHOST'), { host: true, send: true, shareScreen: true });
+  t.match(may('PARTICIPANT'), { host: false, send: true, shareScreen: false });
+  t.match(may('PARTICIPANT', true), { shareScreen: true });
+  t.match(may('VIEWER', true), { host: false, send: false, shareScreen: false });
+});

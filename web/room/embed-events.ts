@@ -1,0 +1,56 @@
+import type { PollView, RosterEntry } from '../../src/core/room.ts';
+import type { EmbedEvent, EmbedParticipant, EmbedPoll } from '../shared/embed-protocol.ts';
+import { me, type Action, type State } from './reducer.ts';
+
+/**
+ * The SDK events (docs/sdk.md) a message means, read from the state before and after it: pure, like the
+ * reducer, so what the customer's page hears is tested without a browser. The controller posts them.
+ */
+
+const participant = (p: RosterEntry): EmbedParticipant => ({ id: p.participantId, name: p.name, role: p.roomRole });
+const poll = (p: PollView): EmbedPoll => ({ id: p.pollId, question: p.question, type: p.type, quiz: p.quiz });
+
+/** A new roster: joins (others'), hands raised and lowered, leaves. */
+function rosterEvents(before: State, after: State): EmbedEvent[] {
+  const out: EmbedEvent[] = [];
+  const was = new Map(before.roster.map((p) => [p.participantId, p]));
+  const is = new Set(after.roster.map((p) => p.participantId));
+  for (const p of after.roster) {
+    const w = was.get(p.participantId);
+    if (!w && p.participantId !== after.participantId) out.push({ event: 'participant-joined', data: { participant: participant(p) } });
+    if (!!w?.handRaisedAt !== !!p.handRaisedAt && (w || p.handRaisedAt)) out.push({ event: p.handRaisedAt ? 'hand-raised' : 'hand-lowered', data: { participant: participant(p) } });
+  }
+  for (const p of before.roster) if (!is.has(p.participantId)) out.push({ event: 'participant-left', data: { participant: participant(p) } });
+  return out;
+}
+
+export function embedEvents(before: State, m: Action, after: State): EmbedEvent[] {
+  switch (m.type) {
+    case 'joined': {
+      const self = me(after);
+      const meeting = after.session?.meeting;
+      // a reconnect joins again: the customer's page heard `joined` once
+      return before.participantId === null && self && meeting ? [{ event: 'joined', data: { participant: participant(self), meeting: { id: meeting.id, title: meeting.title } } }] : [];
+    }
+    case 'roster':
+      return rosterEvents(before, after);
+    case 'locked':
+      return before.roomLocked === after.roomLocked ? [] : [{ event: after.roomLocked ? 'room-locked' : 'room-unlocked', data: {} }];
+    case 'poll': {
+      const was = before.polls.find((x) => x.pollId === m.poll.pollId);
+      if (!was && m.poll.status === 'OPEN') return [{ event: 'poll-opened', data: { poll: poll(m.poll) } }];
+      if (was?.status === 'OPEN' && m.poll.status === 'CLOSED') return [{ event: 'poll-closed', data: { poll: poll(m.poll) } }];
+      return [];
+    }
+    case 'question': {
+      const q = m.question;
+      const was = before.questions.find((x) => x.questionId === q.questionId);
+      if (was?.status !== 'OPEN' || q.status !== 'ANSWERED') return [];
+      return [{ event: 'question-answered', data: { question: { id: q.questionId, text: q.text, answer: q.answer, answeredLive: q.answeredLive, yours: before.ownQuestions.includes(q.questionId) } } }];
+    }
+    case 'error':
+      return [{ event: 'error', data: { code: m.error.code, message: after.outcome?.text ?? m.error.message } }];
+    default:
+      return [];
+  }
+}

@@ -1,0 +1,246 @@
+import type { ClassroomState, ClientSettings, PollResults, PollView, QuestionView, RosterEntry } from '../../src/core/room.ts';
+import { RoomAccess, type MediaSource, type RoomRole } from '../../src/core/room-access.ts';
+import type { WaitingListEntry } from '../../src/core/room-protocol.ts';
+import { describe, type Session } from './api.ts';
+import type { Heard } from './socket.ts';
+
+/**
+ * The page's state and the pure reducer of what the room socket says (and of what the page's own
+ * commands were answered): `reduce(state, message)` returns the next state and does nothing else.
+ * The controller (controller.ts) holds the side effects: sockets, devices, media, timers, the SDK.
+ */
+
+export type Phase = 'loading' | 'app-choice' | 'prejoin' | 'waiting' | 'connecting' | 'room' | 'reconnecting' | 'over' | 'error';
+
+/**
+ * The organization's app, offered on a phone of its platform before the exchange (the 'app-choice'
+ * phase): app-offer.ts.
+ */
+export interface AppOffer {
+  platform: 'android' | 'ios';
+  step: 'verified' | 'legacy' | 'missing';
+  /** What "Open in the app" opens (at `missing`: the first link again). */
+  href: string;
+}
+
+/** An answer this person gave: option indexes, or the text of a FREE_TEXT poll. */
+export interface PollAnswer {
+  choices: number[];
+  text: string | null;
+}
+
+export interface State {
+  phase: Phase;
+  /** Why the visit is over, or what went wrong: a code and the words for it. */
+  outcome: { code: string; title: string; text: string } | null;
+  session: Session | null;
+  participantId: string | null;
+  roster: RosterEntry[];
+  settings: ClientSettings;
+  waitingList: WaitingListEntry[];
+  activeSpeaker: string | null;
+  /** 0 (lost) to 5 (excellent), per participant */
+  quality: Record<string, number>;
+  /** what each participant sends, from media-state */
+  sources: Record<string, Partial<Record<MediaSource, 'on' | 'off'>>>;
+  /** short messages for the user (and screen readers) */
+  notice: string | null;
+  /** media the server said is available for the room */
+  mediaAvailable: boolean;
+  /** the newest placement of the room's media this page heard of: a higher one restarts media */
+  mediaRev: number;
+  /** the user chose these on the pre-join screen (and toggles them in the room) */
+  micOn: boolean;
+  camOn: boolean;
+  screenOn: boolean;
+  /** a host allowed unmuting after a mute */
+  unmuteAllowed: boolean;
+  /** the user asked to unmute and is waiting for a host */
+  askedToUnmute: boolean;
+  /** a host locked the room: nobody new may join */
+  roomLocked: boolean;
+  /** the organization's app, offered in the 'app-choice' phase */
+  appOffer: AppOffer | null;
+  /** polls and Q&A as this person sees them (hosts: every poll's results; others: shared ones) */
+  polls: PollView[];
+  pollResults: Record<string, PollResults>;
+  /** polls this person answered, with what they chose */
+  answers: Record<string, PollAnswer>;
+  questions: QuestionView[];
+  upvoted: string[];
+  ownQuestions: string[];
+  redirectAt: number | null;
+}
+
+export const initialState: State = {
+  phase: 'loading',
+  outcome: null,
+  session: null,
+  participantId: null,
+  roster: [],
+  settings: { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false },
+  waitingList: [],
+  activeSpeaker: null,
+  quality: {},
+  sources: {},
+  notice: null,
+  mediaAvailable: false,
+  mediaRev: 0,
+  micOn: true,
+  camOn: true,
+  screenOn: false,
+  unmuteAllowed: false,
+  askedToUnmute: false,
+  roomLocked: false,
+  appOffer: null,
+  polls: [],
+  pollResults: {},
+  answers: {},
+  questions: [],
+  upvoted: [],
+  ownQuestions: [],
+  redirectAt: null,
+};
+
+/** What the page's own commands were answered, as the reducer takes it (the rest of their answers are server messages' shapes). */
+export type PageAction =
+  | { type: 'unmute-asked' }
+  | { type: 'poll-answered'; pollId: string; answer: PollAnswer }
+  | { type: 'question-asked'; question: QuestionView }
+  | { type: 'question-upvoted'; questionId: string };
+
+export type Action = Heard | PageAction;
+
+/** What this person's role may do in the room, as RoomAccess decides it (the server decides the same again). */
+export interface Access {
+  role: RoomRole;
+  /** Hosts and cohosts: the host controls (waiting list, mute all, lock, polls, answering questions, ending). */
+  host: boolean;
+  /** Sends audio and video at all (a VIEWER does not). */
+  send: boolean;
+  shareScreen: boolean;
+}
+
+export function access(s: Pick<State, 'session' | 'settings'>): Access {
+  const role = s.session?.role ?? 'PARTICIPANT';
+  return {
+    role,
+    host: RoomAccess.isHost(role),
+    send: RoomAccess.sends(role) === null,
+    shareScreen: RoomAccess.produce('screen', role, s.settings) === null,
+  };
+}
+
+/** This person's roster entry. */
+export const me = (s: Pick<State, 'roster' | 'participantId'>): RosterEntry | undefined => s.roster.find((p) => p.participantId === s.participantId);
+
+/** The settings of the room, as the session's meeting gives them before the room socket does. */
+export function sessionSettings(s: Session, was: ClientSettings): ClientSettings {
+  const { muteOnEntry, lectureMode, allowStudentScreenShare } = s.meeting.settings;
+  return { ...was, muteOnEntry, lectureMode, allowStudentScreenShare };
+}
+
+const upsert = <T>(list: T[], item: T, same: (x: T) => boolean): T[] => (list.some(same) ? list.map((x) => (same(x) ? item : x)) : [...list, item]);
+
+/** The room's polls and questions as a (re)join gives them; what this page remembers of its own answers stays. */
+function classroom(s: State, k: ClassroomState): State {
+  const answers: State['answers'] = {};
+  for (const id of k.answeredPolls) answers[id] = s.answers[id] ?? { choices: [], text: null };
+  for (const p of k.polls) if (p.status === 'CLOSED' && s.answers[p.pollId]) answers[p.pollId] = s.answers[p.pollId]!;
+  return {
+    ...s,
+    polls: k.polls,
+    pollResults: Object.fromEntries(k.pollResults.map((r) => [r.pollId, r])),
+    answers,
+    questions: k.questions,
+    upvoted: k.upvotedQuestions,
+    ownQuestions: [...new Set([...s.ownQuestions, ...k.ownQuestions])],
+  };
+}
+
+export function reduce(s: State, m: Action): State {
+  switch (m.type) {
+    case 'joined':
+      return {
+        ...classroom(s, m.classroom),
+        phase: 'room',
+        participantId: m.participantId,
+        roster: m.roster,
+        settings: m.settings,
+        mediaAvailable: m.media.available,
+        mediaRev: Math.max(s.mediaRev, m.media.rev),
+        roomLocked: m.locked === true,
+      };
+    case 'roster':
+      return { ...s, roster: m.participants };
+    case 'settings': {
+      const next = { ...s, settings: m.settings };
+      // the server closes the screen producer itself (reason `policy`); the button goes with it
+      return next.screenOn && !access(next).shareScreen ? { ...next, screenOn: false } : next;
+    }
+    case 'media':
+      return m.available && m.rev > s.mediaRev ? { ...s, mediaRev: m.rev, mediaAvailable: true } : s;
+    case 'muted':
+      return { ...s, micOn: false, unmuteAllowed: false, askedToUnmute: false, notice: 'A host muted your microphone.' };
+    case 'unmute-allowed':
+      return { ...s, unmuteAllowed: true, askedToUnmute: false, notice: 'A host allows you to unmute.' };
+    case 'floor':
+      return { ...s, unmuteAllowed: m.give, notice: m.give ? 'You have the floor: you may speak.' : 'The floor was taken back.' };
+    case 'locked':
+      if (m.locked === s.roomLocked) return s;
+      return { ...s, roomLocked: m.locked, notice: m.locked ? 'A host locked the meeting: nobody new can join.' : 'A host unlocked the meeting.' };
+    case 'poll': {
+      const p = m.poll;
+      const isNew = !s.polls.some((x) => x.pollId === p.pollId);
+      const next = { ...s, polls: upsert(s.polls, p, (x) => x.pollId === p.pollId) };
+      return isNew && p.status === 'OPEN' && !access(s).host ? { ...next, notice: `${p.quiz ? 'A quiz' : 'A poll'} opened: ${p.question}` } : next;
+    }
+    case 'poll-results':
+      return { ...s, pollResults: { ...s.pollResults, [m.results.pollId]: m.results } };
+    case 'question': {
+      const q = m.question;
+      const was = s.questions.find((x) => x.questionId === q.questionId);
+      const next = { ...s, questions: upsert(s.questions, q, (x) => x.questionId === q.questionId) };
+      if (was?.status !== 'OPEN' || q.status !== 'ANSWERED' || !s.ownQuestions.includes(q.questionId)) return next;
+      return { ...next, notice: q.answeredLive ? 'A host is answering your question live.' : 'A host answered your question.' };
+    }
+    case 'question-upvotes':
+      return { ...s, questions: s.questions.map((q) => (q.questionId === m.questionId ? { ...q, upvotes: m.upvotes } : q)) };
+    case 'question-dismissed':
+      return { ...s, questions: s.questions.filter((q) => q.questionId !== m.questionId) };
+    case 'unmute-requested':
+      return { ...s, notice: `${m.name} asks to unmute.` };
+    case 'waiting-room':
+      return { ...s, waitingList: m.entries };
+    case 'media-state': {
+      const sources = { ...s.sources };
+      for (const p of m.participants) sources[p.participantId] = p.sources;
+      return { ...s, sources };
+    }
+    case 'active-speaker':
+      return { ...s, activeSpeaker: m.participantId };
+    case 'network-quality': {
+      const quality = { ...s.quality };
+      for (const p of m.participants) quality[p.participantId] = p.quality;
+      return { ...s, quality };
+    }
+    case 'error': {
+      const [title, text] = describe(m.error.code);
+      return { ...s, phase: 'error', outcome: { code: m.error.code, title, text } };
+    }
+    case 'unmute-asked':
+      return { ...s, askedToUnmute: true, notice: 'The hosts were asked to let you unmute.' };
+    case 'poll-answered':
+      return { ...s, answers: { ...s.answers, [m.pollId]: m.answer }, notice: 'Your answer was sent.' };
+    case 'question-asked': {
+      const q = m.question;
+      const questions = s.questions.some((x) => x.questionId === q.questionId) ? s.questions : [...s.questions, q];
+      return { ...s, ownQuestions: [...s.ownQuestions, q.questionId], questions };
+    }
+    case 'question-upvoted':
+      return { ...s, upvoted: [...s.upvoted, m.questionId] };
+    default:
+      // media events for the media objects (media.ts), and the waiting room's messages (waiting.ts)
+      return s;
+  }
+}

@@ -1,0 +1,61 @@
+/** The small pieces every view uses: the card of the pages before and after the room, icons, buttons, avatars. */
+
+export function Card({ title, text, busy, children }: { title: string; text?: string; busy?: boolean; children?: any }) {
+  return (
+    <main class="center">
+      <section class="card" aria-busy={busy ? 'true' : undefined}>
+        {busy && <div class="spinner" aria-hidden="true" />}
+        <h1 id="title">{title}</h1>
+        {text && (
+          <p id="status" class="muted">
+            {text}
+          </p>
+        )}
+        {children}
+      </section>
+    </main>
+  );
+}
+
+const ICONS: Record<string, string> = {
+  mic: 'M12 14a3 3 0 0 0 3-3V5a3 3 0 0 0-6 0v6a3 3 0 0 0 3 3zm5-3a5 5 0 0 1-10 0H5a7 7 0 0 0 6 6.9V21h2v-3.1a7 7 0 0 0 6-6.9h-2z',
+  cam: 'M17 10.5V7a1 1 0 0 0-1-1H4a1 1 0 0 0-1 1v10a1 1 0 0 0 1 1h12a1 1 0 0 0 1-1v-3.5l4 4v-11l-4 4z',
+  screen: 'M20 18a2 2 0 0 0 2-2V6a2 2 0 0 0-2-2H4a2 2 0 0 0-2 2v10a2 2 0 0 0 2 2H0v2h24v-2h-4zM4 6h16v10H4V6z',
+  hand: 'M13 24c-3.3 0-6-2.7-6-6V7.5a1.5 1.5 0 0 1 3 0V12h1V3.5a1.5 1.5 0 0 1 3 0V12h1V5a1.5 1.5 0 0 1 3 0v8h1V8a1.5 1.5 0 0 1 3 0v10c0 3.3-2.7 6-6 6h-3z',
+  people: 'M16 11a3 3 0 1 0 0-6 3 3 0 0 0 0 6zm-8 0a3 3 0 1 0 0-6 3 3 0 0 0 0 6zm0 2c-2.3 0-7 1.2-7 3.5V19h14v-2.5C15 14.2 10.3 13 8 13zm8 0h-1c1.2.9 2 2 2 3.5V19h6v-2.5c0-2.3-4.7-3.5-7-3.5z',
+  poll: 'M4 20h4V10H4v10zm6 0h4V4h-4v16zm6 0h4v-7h-4v7z',
+  qa: 'M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H8l-4 4V6a2 2 0 0 1 2-2zm7 9v2h2v-2h-2zm1-7a3 3 0 0 0-3 3h2a1 1 0 1 1 1 1 1 1 0 0 0-1 1v1h2v-.3A3 3 0 0 0 12 6z',
+  leave: 'M10 17l1.4-1.4L8.8 13H20v-2H8.8l2.6-2.6L10 7l-5 5 5 5zM4 5h8V3H4a2 2 0 0 0-2 2v14a2 2 0 0 0 2 2h8v-2H4V5z',
+};
+
+export function Icon({ name, off }: { name: string; off?: boolean }) {
+  return (
+    <svg viewBox="0 0 24 24" width="22" height="22" aria-hidden="true">
+      <path d={ICONS[name]} fill="currentColor" />
+      {off && <path d="M3 3l18 18" stroke="currentColor" stroke-width="2.2" stroke-linecap="round" />}
+    </svg>
+  );
+}
+
+export function Toggle({ label, on, onClick, icon, disabled }: { label: string; on: boolean; onClick: () => void; icon: string; disabled?: boolean }) {
+  return (
+    <button class={`ctl ${on ? 'on' : icon === 'mic' || icon === 'cam' ? 'off' : ''}`} aria-pressed={on} aria-label={label} title={label} onClick={onClick} disabled={disabled}>
+      <Icon name={icon} off={!on && (icon === 'mic' || icon === 'cam')} />
+      <span class="ctl-label">{label}</span>
+    </button>
+  );
+}
+
+export function Avatar({ name }: { name: string }) {
+  const initials = name
+    .split(/\s+/)
+    .filter(Boolean)
+    .slice(0, 2)
+    .map((w) => w[0]!.toUpperCase())
+    .join('');
+  return (
+    <div class="avatar" aria-hidden="true">
+      {initials || '?'}
+    </div>
+  );
+}
