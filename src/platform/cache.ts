@@ -1,43 +1,37 @@
+import { LRUCache } from 'lru-cache';
 import type { Clock } from '../core/clock.ts';
 
-/** A small TTL cache (oldest entry evicted when full) for hot-path reads that the bus invalidates on change. */
-export class TtlCache<V> {
-  readonly #map = new Map<string, { v: V; at: number }>();
-  readonly #ttlMs: number;
-  readonly #max: number;
-  readonly #clock: Clock;
+/**
+ * The caches of hot-path reads (API keys, admins, users, meetings, organizations) that the bus
+ * invalidates on change: lru-cache with a TTL, timed by the node's clock (so tests that move the clock
+ * move the caches' time too), the least recently used entry evicted when full.
+ */
+export class TtlCache<V extends {}> {
+  readonly #lru: LRUCache<string, V>;
 
   constructor(clock: Clock, ttlMs: number, max = 50_000) {
-    this.#clock = clock;
-    this.#ttlMs = ttlMs;
-    this.#max = max;
+    // ttlResolution 0: every read asks the clock (a cached "now" would outlive a test's clock move)
+    this.#lru = new LRUCache<string, V>({ max, ttl: ttlMs, ttlResolution: 0, perf: { now: () => clock.now() } });
   }
 
   get(key: string): V | undefined {
-    const e = this.#map.get(key);
-    if (!e) return undefined;
-    if (this.#clock.now() - e.at > this.#ttlMs) {
-      this.#map.delete(key);
-      return undefined;
-    }
-    return e.v;
+    return this.#lru.get(key);
   }
 
   set(key: string, v: V): void {
-    if (this.#map.size >= this.#max) this.#map.delete(this.#map.keys().next().value!);
-    this.#map.set(key, { v, at: this.#clock.now() });
+    this.#lru.set(key, v);
   }
 
   delete(key: string): void {
-    this.#map.delete(key);
+    this.#lru.delete(key);
   }
 
   /** Drops every entry whose value matches (a scan: for rare invalidations by something other than the key). */
   deleteWhere(pred: (v: V) => boolean): void {
-    for (const [k, e] of this.#map) if (pred(e.v)) this.#map.delete(k);
+    for (const [k, v] of this.#lru.entries()) if (pred(v)) this.#lru.delete(k);
   }
 
   clear(): void {
-    this.#map.clear();
+    this.#lru.clear();
   }
 }
