@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ENDED_REASONS, MEETING_STATUSES, USER_ROLES } from '../../src/core/domain.ts';
 import { ROOM_ROLES } from '../../src/core/room-access.ts';
-import { DEVICES } from '../../src/core/room.ts';
+import { DEVICES, MEETING_KINDS } from '../../src/core/room.ts';
 import { POLL_LIMITS, POLL_TYPES, QUESTION_LIMITS } from '../../src/core/classroom.ts';
 
 export const id = z.string().min(1).max(255);
@@ -33,12 +33,17 @@ export const roomSettings = z.object({
 });
 
 /** What the host builds from the meeting row to create the actor. */
-export const meetingInput = z.object({
+/**
+ * What the meeting actor knows of its meeting: the identity part of its context and of meeting.* events
+ * (services/meetings.ts `meetingFacts` builds it from the row). Defined once, here.
+ */
+export const meetingFacts = z.object({
   meetingId: id,
   orgId: id,
   externalMeetingId: id.nullable(),
-  kind: z.enum(['MEETING', 'CLASS']),
+  kind: z.enum(MEETING_KINDS),
   title: z.string(),
+  /** MEETING, or CLASSROOM for a class session (the spec's meeting.* payloads name it so). */
   type: z.string(),
   slug: z.string(),
   hostUserId: id,
@@ -48,6 +53,9 @@ export const meetingInput = z.object({
   batchId: id.nullable(),
   scheduledStart: isoTime,
   scheduledEnd: isoTime,
+});
+
+export const meetingInput = meetingFacts.extend({
   settings: roomSettings,
   planMaxMinutes: z.number().int().positive(),
   status: z.enum(MEETING_STATUSES),

@@ -2,9 +2,9 @@ import type { z } from 'zod';
 import type { DisconnectEffect, OutboxEffect, Refusal, ReplyEffect, SendEffect, TimerCancelEffect, TimerSetEffect } from '../../src/core/actor-effects.ts';
 import type { EndedReason, MeetingStatus } from '../../src/core/domain.ts';
 import type { PollStatus, PollType, QuestionStatus } from '../../src/core/classroom.ts';
-import type { ClassroomState, ClientSettings, Device, MediaCandidate, MediaPlacement, PollResults, PollView, QuestionView, RoomMessage, RosterEntry } from '../../src/core/room.ts';
+import type { ClassroomState, ClientSettings, Device, MeetingKind, MediaCandidate, MediaPlacement, PollResults, PollView, QuestionView, RoomMessage, RosterEntry } from '../../src/core/room.ts';
 import type { RoomRole } from '../../src/core/room-access.ts';
-import type { meetingEvent, meetingInput, roomSettings, roomUser } from './meeting.schemas.ts';
+import type { meetingEvent, meetingFacts, meetingInput, roomSettings, roomUser } from './meeting.schemas.ts';
 
 export type MeetingInput = z.infer<typeof meetingInput>;
 export type MeetingEvent = z.infer<typeof meetingEvent>;
@@ -40,22 +40,7 @@ export interface Participant {
 
 /** JSON only: this is what `getPersistedSnapshot()` stores. Times are ms since the epoch. */
 export interface MeetingContext {
-  meeting: {
-    meetingId: string;
-    orgId: string;
-    externalMeetingId: string | null;
-    kind: 'MEETING' | 'CLASS';
-    title: string;
-    type: string;
-    slug: string;
-    hostUserId: string;
-    classId: string | null;
-    externalClassId: string | null;
-    courseId: string | null;
-    batchId: string | null;
-    scheduledStart: string;
-    scheduledEnd: string;
-  };
+  meeting: MeetingFacts;
   settings: RoomSettings;
   planMaxMinutes: number;
   /** The no-show deadline counts from the later of the scheduled end and this (ms). */
@@ -166,7 +151,7 @@ export interface Question {
 }
 
 /** What the meeting actor knows of its meeting: the identity part of its context and of meeting.* events. */
-export type MeetingFacts = MeetingContext['meeting'];
+export type MeetingFacts = z.infer<typeof meetingFacts>;
 
 /** data of meeting.created/updated/started/ended/cancelled: built by `meetingData` (meeting.views.ts) alone. */
 export type MeetingEventData = Omit<MeetingFacts, 'orgId'> & {
@@ -182,7 +167,7 @@ export type MeetingEventData = Omit<MeetingFacts, 'orgId'> & {
 export interface ParticipantEventData {
   meetingId: string;
   externalMeetingId: string | null;
-  kind: 'MEETING' | 'CLASS';
+  kind: MeetingKind;
   participantId: string;
   user: RoomUser;
   device: Device;
@@ -200,7 +185,7 @@ export interface PollClosedData {
   pollId: string;
   meetingId: string;
   externalMeetingId: string | null;
-  kind: 'MEETING' | 'CLASS';
+  kind: MeetingKind;
   question: string;
   type: PollType;
   anonymous: boolean;
@@ -222,7 +207,7 @@ export interface QuestionAnsweredData {
   questionId: string;
   meetingId: string;
   externalMeetingId: string | null;
-  kind: 'MEETING' | 'CLASS';
+  kind: MeetingKind;
   text: string;
   anonymous: boolean;
   /** User id; null for an anonymous question. */

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { OutboxEffect, Refusal, ReplyEffect, SendEffect, TimerCancelEffect, TimerSetEffect } from '../../src/core/actor-effects.ts';
 import type { RoomUser } from '../meeting/meeting.types.ts';
-import type { WaitingStatus } from '../../src/core/room.ts';
+import type { MeetingKind, WaitingStatus } from '../../src/core/room.ts';
 import type { waitingRoomEvent, waitingRoomInput } from './waiting-room.schemas.ts';
 
 export type WaitingRoomInput = z.infer<typeof waitingRoomInput>;
@@ -33,7 +33,7 @@ export interface WaitingRoomContext {
 export interface WaitingEventData {
   meetingId: string;
   externalMeetingId: string | null;
-  kind: 'MEETING' | 'CLASS';
+  kind: MeetingKind;
   queueId: string;
   user: RoomUser;
   requestedAt: string;

@@ -186,7 +186,7 @@ export function meetingEventData(m: MeetingRow): MeetingEventData {
   });
 }
 
-const defaults = (kind: 'MEETING' | 'CLASS', s: Partial<MeetingSettings> = {}): MeetingSettings => ({
+const defaults = (kind: MeetingKind, s: Partial<MeetingSettings> = {}): MeetingSettings => ({
   waitingRoom: s.waitingRoom ?? false,
   muteOnEntry: s.muteOnEntry ?? false,
   recordAutomatically: s.recordAutomatically ?? false,
