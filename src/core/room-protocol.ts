@@ -102,7 +102,7 @@ export const SIGNALING_REQUEST_TYPES = [
 export const SIGNALING_TYPES: ReadonlySet<string> = /* @__PURE__ */ new Set(SIGNALING_REQUEST_TYPES);
 /** The list names every signaling request too (`satisfies` keeps anything else out of it). */
 type Holds<T extends true> = T;
-export type AllSignalingListed = Holds<Exclude<SignalingRequest['type'], (typeof SIGNALING_REQUEST_TYPES)[number]> extends never ? true : false>;
+type AllSignalingListed = Holds<Exclude<SignalingRequest['type'], (typeof SIGNALING_REQUEST_TYPES)[number]> extends never ? true : false>;
 
 export type ClientMessage = RoomCommand | SignalingRequest;
 export type ClientMessageType = ClientMessage['type'];
