@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import type { OutboxEffect, Refusal, ReplyEffect, SendEffect, TimerCancelEffect, TimerSetEffect } from '../../src/core/actor-effects.ts';
 import type { RoomUser } from '../meeting/meeting.types.ts';
 import type { MeetingKind, WaitingStatus } from '../../src/core/room.ts';
+import type { WaitingListEntry, WaitingListMessage, WaitingMessage } from '../../src/core/room-protocol.ts';
 import type { waitingRoomEvent, waitingRoomInput } from './waiting-room.schemas.ts';
 
 export type WaitingRoomInput = z.infer<typeof waitingRoomInput>;
@@ -41,21 +42,9 @@ export interface WaitingEventData {
   admittedBy: string | null;
 }
 
-export interface WaitingListEntry {
-  queueId: string;
-  userId: string | null;
-  name: string;
-  role: RoomUser['role'];
-  requestedAt: string;
-}
-
-export type WaitingRoomMessage =
-  /** to the hosts: everyone still WAITING, oldest first */
-  | { type: 'waiting-room'; entries: WaitingListEntry[] }
-  /** to the entry: the outcome */
-  | { type: 'admitted'; queueId: string }
-  | { type: 'denied'; queueId: string }
-  | { type: 'expired'; queueId: string; reason: 'timeout' | 'meeting_ended' };
+// what the waiting room tells sockets is the room protocol's (src/core/room-protocol.ts): the hosts' list, and the entry's outcome
+export type { WaitingListEntry };
+export type WaitingRoomMessage = WaitingListMessage | Exclude<WaitingMessage, { type: 'waiting' }>;
 
 export interface EntryView {
   ok: true;
