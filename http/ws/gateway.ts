@@ -6,7 +6,7 @@ import type { ConnectionIdentity, RoomConnection } from '../../src/platform/clus
 import { AppError } from '../../src/core/errors.ts';
 import { toAppError } from '../../src/platform/to-app-error.ts';
 import type { RoomRole } from '../../src/core/room-access.ts';
-import { CLOSE_CODES, SIGNALING_TYPES, type ClientMessage, type CloseReason } from '../../src/core/room-protocol.ts';
+import { CLOSE_CODES, PROTOCOL_LIMITS, SIGNALING_TYPES, type ClientMessage, type CloseReason } from '../../src/core/room-protocol.ts';
 import { clientMessage } from '../../src/core/room-protocol.schemas.ts';
 import { TokenBucket } from './bucket.ts';
 
@@ -207,7 +207,7 @@ export class MediaGateway {
   register(server: uws.TemplatedApp): void {
     server.ws<SocketData>('/api/v1/meetings/:slug/media', {
       compression: uws.DISABLED,
-      maxPayloadLength: 64 * 1024,
+      maxPayloadLength: PROTOCOL_LIMITS.frameBytes,
       idleTimeout: 60,
       sendPingsAutomatically: true,
       upgrade: (res, req, context) => this.#upgrade(res, req, context),
@@ -305,7 +305,7 @@ export class MediaGateway {
     } catch {
       return c.send(JSON.stringify({ type: 'ack', id: null, ok: false, error: { code: 'invalid_json', message: 'Frames are JSON.' } }));
     }
-    const id = typeof (raw as { id?: unknown })?.id === 'string' ? ((raw as { id: string }).id.slice(0, 64)) : null;
+    const id = typeof (raw as { id?: unknown })?.id === 'string' ? ((raw as { id: string }).id.slice(0, PROTOCOL_LIMITS.idChars)) : null;
     const type = (raw as { type?: unknown })?.type;
     const now = performance.now();
     const budget = data.budget;
