@@ -7,6 +7,7 @@ import type { ApiPrincipal } from '../src/services/api-keys.ts';
 import type { AdminPrincipal } from '../src/services/admins.ts';
 import type { SessionPrincipal } from '../src/services/sessions.ts';
 import type { App } from '../src/services/app.ts';
+import type { IdempotencyMode } from '../src/services/idempotency.ts';
 
 export type Method = 'get' | 'post' | 'patch' | 'delete';
 
@@ -43,8 +44,11 @@ export interface RouteSpec {
   raw?: readonly string[];
   /** Other media types the JSON route also answers in, chosen by the request's Accept header (the handler's `raw` reply). */
   alternates?: readonly string[];
-  /** How an Idempotency-Key is honoured: in the handler's transaction (default), or after a handler that asks actors. */
-  idempotency?: 'transaction' | 'after';
+  /**
+   * How an Idempotency-Key is honoured (IdempotencyMode): in the handler's transaction (default), after a
+   * handler that asks actors, or in steps claimed before work outside the database (Idempotency.step).
+   */
+  idempotency?: IdempotencyMode;
   /**
    * `session` routes: a session revoked by its person's own account deletion is let through (`answer`:
    * DELETE /users/me answers a repeat the same) or refused like any revoked session (`refuse`, the

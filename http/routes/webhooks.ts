@@ -4,7 +4,8 @@ import { planHas, type PlanName } from '../../src/core/plans.ts';
 import { externalId } from '../schemas/common.ts';
 import { EVENT_TYPES } from '../../src/platform/outbox.ts';
 import type { ApiPrincipal } from '../../src/services/api-keys.ts';
-import { toDeliveryRecord, toWebhookRecord, WILDCARD } from '../../src/services/webhook-endpoints.ts';
+import type { App } from '../../src/services/app.ts';
+import { toDeliveryRecord, toWebhookRecord, WILDCARD, type AttemptRow, type CommitStep } from '../../src/services/webhook-endpoints.ts';
 import {
   deliveryDetail,
   deliveryListQuery,
@@ -76,6 +77,18 @@ function onBothSurfaces<const S extends RouteSpec & { auth: 'apiKey'; path: `${t
   return { key, admin };
 }
 
+/** The answer of a test or a redelivery: its delivery record as the log has it. */
+const deliveryAnswer = (attempt: AttemptRow): Reply => ({ status: 201, data: toDeliveryRecord(attempt) });
+
+/**
+ * A test's or a redelivery's steps (claim, then outcome), each committed with the answer it leaves:
+ * a retry after a crash gets the answer of the last one, and the event is never sent twice.
+ */
+const answeredSteps =
+  (app: App): CommitStep =>
+  (work) =>
+    app.services.idempotency.step(work, deliveryAnswer);
+
 const tag = 'Webhooks';
 const endpointParams = z.object({ id: externalId.describe('The endpoint id (whe_...).') });
 const deliveryParams = z.object({ deliveryId: externalId.describe('The delivery id (whd_...).') });
@@ -143,10 +156,10 @@ const operations = [
       params: deliveryParams,
       response: deliveryRecord,
       status: 201,
-      idempotency: 'after',
+      idempotency: 'claim',
       errors: ['plan_feature_unavailable', 'delivery_not_found', 'webhook_not_found'],
     },
-    async (ctx) => ({ status: 201, data: toDeliveryRecord(await ctx.app.services.webhookEndpoints.redeliver(ctx.db, callerOf(ctx).orgId, ctx.params.deliveryId)) }),
+    async (ctx) => deliveryAnswer(await ctx.app.services.webhookEndpoints.redeliver(ctx.db, callerOf(ctx).orgId, ctx.params.deliveryId, answeredSteps(ctx.app))),
   ),
   onBothSurfaces(
     { method: 'get', path: '/public/webhooks/:id', tag, auth: 'apiKey', scope: 'webhooks:read', summary: 'Read a webhook endpoint.', params: endpointParams, response: webhookRecord, errors: ['webhook_not_found'] },
@@ -219,10 +232,10 @@ const operations = [
       params: endpointParams,
       response: deliveryRecord,
       status: 201,
-      idempotency: 'after',
+      idempotency: 'claim',
       errors: ['plan_feature_unavailable', 'webhook_not_found', 'rate_limited'],
     },
-    async (ctx) => ({ status: 201, data: toDeliveryRecord(await ctx.app.services.webhookEndpoints.sendTest(ctx.db, callerOf(ctx).orgId, ctx.params.id)) }),
+    async (ctx) => deliveryAnswer(await ctx.app.services.webhookEndpoints.sendTest(ctx.db, callerOf(ctx).orgId, ctx.params.id, answeredSteps(ctx.app))),
   ),
   onBothSurfaces(
     {

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Clock } from '../core/clock.ts';
 import { iso } from '../core/clock.ts';
 import type { Sealer } from '../platform/crypto.ts';
@@ -7,7 +8,10 @@ import { transaction } from '../platform/db/tx.ts';
 import { AppError, type ErrorCode } from '../core/errors.ts';
 import { toAppError } from '../platform/to-app-error.ts';
 
-/** Replays are kept 24 hours; a request that died mid-flight frees its key after 60 seconds. */
+/**
+ * Replays are kept 24 hours. A request that died mid-flight holds its key 60 seconds: then the key is
+ * free again, or, once a step of a `claim` request had committed, answers that step's answer.
+ */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
 export const IDEMPOTENCY_LOCK_MS = 60_000;
 const KEY = /^[\x20-\x7e]{1,255}$/;
@@ -25,14 +29,39 @@ interface Stored<R> {
 }
 
 /**
- * Idempotency-Key on POST: the first request reserves the key, runs in a transaction that also stores
- * its response, and later requests with the same key and body get that response replayed. Stored
- * responses are encrypted, since they can hold join tokens.
+ * How a route's work and its stored answer commit (RouteSpec.idempotency):
+ * - `transaction`: the handler runs in the transaction that stores its answer; they commit together.
+ * - `after`: for commands to actors, which commit their change in their own transaction; the answer is
+ *   stored once the handler returns. A retry that finds no answer (the first died in between) runs the
+ *   handler again after the key's lock, so this is only for commands that repeat as reads: cancel, end,
+ *   admit and deny answer the state the first left, with no second change or event.
+ * - `claim`: for work outside the database (a test event, a redelivery), in steps (`step`): each step's
+ *   writes commit with the answer the request gives if it goes no further, the first step before the
+ *   outside work starts. A retry after a crash gets the last step's answer and never runs the handler
+ *   again, so the outside work happens at most once.
+ */
+export type IdempotencyMode = 'transaction' | 'after' | 'claim';
+
+/** The key a request holds while its handler runs (a `claim` request's is found by `step` through AsyncLocalStorage). */
+interface Claim {
+  scope: string;
+  key: string;
+  /** When this request reserved the key: a request whose key was taken over meanwhile must not write to it. */
+  reservedAt: string;
+  stepped: boolean;
+}
+
+/**
+ * Idempotency-Key on POST: the first request reserves the key, runs, and stores its answer (how the work
+ * and the answer commit: IdempotencyMode); later requests with the same key and body get that answer
+ * replayed. Stored answers are encrypted, since they can hold join tokens.
  */
 export class Idempotency {
   readonly #sql: Sql;
   readonly #clock: Clock;
   readonly #sealer: Sealer;
+  // Found by `step` without a parameter, so the HTTP pipeline hands handlers nothing new.
+  readonly #claims = new AsyncLocalStorage<Claim>();
 
   constructor(sql: Sql, clock: Clock, sealer: Sealer) {
     this.#sql = sql;
@@ -40,48 +69,59 @@ export class Idempotency {
     this.#sealer = sealer;
   }
 
-  /**
-   * `transaction`: the handler runs in the transaction that stores its response. `after`: for handlers
-   * that ask actors (which commit on their own connections), the response is stored once the handler
-   * returns; those operations are idempotent by nature (cancel, end), so a crash in between only
-   * repeats a no-op.
-   */
+  /** Runs `handler` once per key and body (see IdempotencyMode), or answers what the first run stored. */
   async run<R extends Replayable>(
     req: { scope: string; key: string; method: string; path: string; body: unknown },
     handler: (db: Db) => Promise<R> | R,
-    mode: 'transaction' | 'after' = 'transaction',
+    mode: IdempotencyMode = 'transaction',
   ): Promise<R> {
     if (!KEY.test(req.key)) throw new AppError('idempotency_key_invalid');
     const hash = sha256(`${req.method} ${req.path}\n${JSON.stringify(req.body)}`);
     const now = this.#clock.now();
 
+    // A request that died holding the key frees it after its lock, unless a step of it committed (an
+    // answer is stored): what that step did outside the database may have happened, so it is never run again.
     const [mine] = await this.#sql`insert into idempotency_keys (scope, key, request_hash, state, created_at, locked_until, expires_at)
       values (${req.scope}, ${req.key}, ${hash}, 'IN_PROGRESS', ${iso(now)}, ${iso(now + IDEMPOTENCY_LOCK_MS)}, ${iso(now + IDEMPOTENCY_TTL_MS)})
       on conflict (scope, key) do update set request_hash = excluded.request_hash, state = 'IN_PROGRESS',
         created_at = excluded.created_at, locked_until = excluded.locked_until, expires_at = excluded.expires_at,
         response_status = null, response_body = null
       where idempotency_keys.expires_at <= ${iso(now)}
-        or (idempotency_keys.state = 'IN_PROGRESS' and idempotency_keys.locked_until <= ${iso(now)})
+        or (idempotency_keys.state = 'IN_PROGRESS' and idempotency_keys.locked_until <= ${iso(now)} and idempotency_keys.response_body is null)
       returning key`;
     if (!mine) return this.#existing<R>(req.scope, req.key, hash);
 
+    const claim: Claim = { scope: req.scope, key: req.key, reservedAt: iso(now), stepped: false };
     try {
+      if (mode === 'claim') {
+        const reply = await this.#claims.run(claim, () => handler(this.#sql));
+        await this.#finish(this.#sql, claim, { status: reply.status ?? 200, reply });
+        return reply;
+      }
       if (mode === 'after') {
         const reply = await handler(this.#sql);
-        await this.#finish(this.#sql, req.scope, req.key, { status: reply.status ?? 200, reply });
+        await this.#finish(this.#sql, claim, { status: reply.status ?? 200, reply });
         return reply;
       }
       return await transaction(this.#sql, async (tx) => {
         const reply = await handler(tx);
-        await this.#finish(tx, req.scope, req.key, { status: reply.status ?? 200, reply });
+        await this.#finish(tx, claim, { status: reply.status ?? 200, reply });
         return reply;
       });
     } catch (err) {
       const e = toAppError(err);
       if (e.status >= 500 || e.code === 'validation_failed' || e.code === 'rate_limited') {
-        await this.#sql`delete from idempotency_keys where scope = ${req.scope} and key = ${req.key} and state = 'IN_PROGRESS'`;
+        if (claim.stepped) {
+          // Not freed: what a committed step did outside the database may have happened. A retry gets
+          // that step's answer, now rather than after the lock, since this handler has ended (if even
+          // this write fails, after the lock).
+          await this.#sql`update idempotency_keys set locked_until = ${iso(this.#clock.now())}
+            where scope = ${req.scope} and key = ${req.key} and state = 'IN_PROGRESS' and created_at = ${claim.reservedAt}`.catch(() => {});
+        } else {
+          await this.#sql`delete from idempotency_keys where scope = ${req.scope} and key = ${req.key} and state = 'IN_PROGRESS' and created_at = ${claim.reservedAt}`;
+        }
       } else {
-        await this.#finish<R>(this.#sql, req.scope, req.key, {
+        await this.#finish<R>(this.#sql, claim, {
           status: e.status,
           error: { code: e.code, message: e.message, details: e.details },
         });
@@ -90,17 +130,45 @@ export class Idempotency {
     }
   }
 
-  async #finish<R>(db: Db, scope: string, key: string, stored: Stored<R>): Promise<void> {
+  /**
+   * One step of a `claim` request: `work` commits in a transaction that also stores `answer(result)` as
+   * the answer to the request's key, should the request go no further (the process dies, or a later step
+   * fails with a 5xx). Outside a `claim` request (no Idempotency-Key, or another mode) `work` just commits.
+   */
+  async step<T>(work: (tx: Db) => Promise<T>, answer: (result: T) => Replayable): Promise<T> {
+    const claim = this.#claims.getStore();
+    return transaction(this.#sql, async (tx) => {
+      const result = await work(tx);
+      if (claim) {
+        const reply = answer(result);
+        const status = reply.status ?? 200;
+        const [held] = await tx`update idempotency_keys set response_status = ${status},
+            response_body = ${this.#sealer.sealJson({ status, reply } satisfies Stored<Replayable>)},
+            locked_until = ${iso(this.#clock.now() + IDEMPOTENCY_LOCK_MS)}
+          where scope = ${claim.scope} and key = ${claim.key} and state = 'IN_PROGRESS' and created_at = ${claim.reservedAt}
+          returning key`;
+        // Taken over after this request held it past its lock: another run owns the key, this one stops.
+        if (!held) throw new AppError('idempotency_in_progress', { message: 'This request held its Idempotency-Key too long; another request with the key is running.' });
+        claim.stepped = true;
+      }
+      return result;
+    });
+  }
+
+  /** Stores the answer, unless another request took the key over after this one held it past its lock. */
+  async #finish<R>(db: Db, claim: Claim, stored: Stored<R>): Promise<void> {
     await db`update idempotency_keys set state = 'DONE', response_status = ${stored.status},
-      response_body = ${this.#sealer.sealJson(stored)} where scope = ${scope} and key = ${key}`;
+      response_body = ${this.#sealer.sealJson(stored)} where scope = ${claim.scope} and key = ${claim.key} and created_at = ${claim.reservedAt}`;
   }
 
   async #existing<R extends Replayable>(scope: string, key: string, hash: Buffer): Promise<R> {
-    const [row] = await this.#sql<{ requestHash: Buffer; state: string; responseBody: Buffer | null }[]>`
-      select request_hash, state, response_body from idempotency_keys where scope = ${scope} and key = ${key}`;
+    const [row] = await this.#sql<{ requestHash: Buffer; state: string; responseBody: Buffer | null; lockedUntil: Date }[]>`
+      select request_hash, state, response_body, locked_until from idempotency_keys where scope = ${scope} and key = ${key}`;
     if (!row) throw new AppError('idempotency_in_progress');
     if (!row.requestHash.equals(hash)) throw new AppError('idempotency_key_reused');
-    if (row.state === 'IN_PROGRESS' || !row.responseBody) throw new AppError('idempotency_in_progress');
+    if (!row.responseBody) throw new AppError('idempotency_in_progress');
+    // A `claim` request's last step answer: while its request may still run, it is not the answer yet.
+    if (row.state === 'IN_PROGRESS' && row.lockedUntil.getTime() > this.#clock.now()) throw new AppError('idempotency_in_progress');
     const stored = this.#sealer.openJson<Stored<R>>(row.responseBody);
     if (!stored) throw new AppError('internal_error', { message: 'A stored idempotent response could not be read.' });
     if (stored.error) {

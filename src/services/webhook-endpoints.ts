@@ -7,7 +7,7 @@ import { afterCommit, inTx } from '../platform/db/tx.ts';
 import { AppError, errorCatalog, type ErrorCode } from '../core/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { Logger } from '../platform/logger.ts';
-import { eventBody, insertAttempt, liveSecrets, sendAttempt, webhookActor, type EventRow } from './webhooks/envelope.ts';
+import { attemptRow, eventBody, liveSecrets, sendAttempt, webhookActor, type EventRow } from './webhooks/envelope.ts';
 import { newSecret } from './webhooks/signing.ts';
 import { checkTargetUrl } from './webhooks/targets.ts';
 import { decodeCursor, encodeCursor, ts, type PageQuery } from './common.ts';
@@ -23,6 +23,14 @@ export const TEST_EVENTS_PER_MINUTE = 10;
 export const EVENT_FEED_WINDOW_MS = 30 * 24 * 60 * 60_000;
 export const WILDCARD = '*';
 export const TEST_EVENT_MESSAGE = 'This is a test event from Aula: your endpoint is reachable and can verify our signatures.';
+/**
+ * What the log row of a test or a redelivery says from before its send until its outcome is recorded,
+ * and for good if the process dies in between: it is never sent again, so this is its last word.
+ */
+export const UNRECORDED = {
+  kind: 'interrupted',
+  message: 'The outcome of this attempt was not recorded (the server stopped before it could): the event was sent at most once, possibly not at all, and is not sent again.',
+} as const;
 
 export const ENDPOINT_STATUSES = ['ACTIVE', 'DISABLED'] as const;
 export const DISABLED_REASONS = ['MANUAL', 'FAILING', 'GONE'] as const;
@@ -172,6 +180,13 @@ export const toDeliveryRecord = (a: AttemptRow): DeliveryRecord => ({
   createdAt: a.createdAt.toISOString(),
 });
 
+/**
+ * How a test or a redelivery commits its two steps, the claim (its log row, written before the send) and
+ * the outcome, each in a transaction of its own. The HTTP layer passes one that also keeps the request's
+ * idempotent answer with each step (Idempotency.step), so a retry after a crash answers the last one.
+ */
+export type CommitStep = (work: (tx: Db) => Promise<AttemptRow>) => Promise<AttemptRow>;
+
 /** The envelope exactly as it is sent: the bytes `eventBody` makes, parsed. */
 const envelopeOf = (e: EventRow): EventEnvelope => JSON.parse(eventBody(e)) as EventEnvelope;
 
@@ -307,10 +322,10 @@ export class WebhookEndpoints {
   }
 
   /**
-   * Sends a `webhook.test` event once, now, with no retries, whatever the endpoint's status, and
+   * Sends a `webhook.test` event at most once, now, with no retries, whatever the endpoint's status, and
    * records it in the delivery log (trigger TEST). The endpoint's failure state is not touched.
    */
-  async sendTest(db: Db, orgId: string, id: string): Promise<AttemptRow> {
+  async sendTest(db: Db, orgId: string, id: string, commit: CommitStep = (work) => inTx(db, work)): Promise<AttemptRow> {
     const e = await this.get(db, orgId, id);
     const limit = await this.#rateLimits.consume('webhook-test', e.id, TEST_EVENTS_PER_MINUTE);
     if (!limit.allowed) {
@@ -321,11 +336,14 @@ export class WebhookEndpoints {
       });
     }
     const at = this.#clock.now();
-    // Written as already dispatched, so it is never fanned out to the organization's other endpoints.
     const event: EventRow = { id: newId('evt', at), orgId, type: 'webhook.test', data: { message: TEST_EVENT_MESSAGE, endpointId: e.id }, createdAt: new Date(at) };
-    await db`insert into outbox (id, org_id, type, data, created_at, dispatched_at)
-      values (${event.id}, ${orgId}, ${event.type}, ${db.json(event.data as never)}, ${iso(at)}, ${iso(at)})`;
-    return this.#sendOnce(db, e, event, 'TEST');
+    const claimed = await commit(async (tx) => {
+      // Written as already dispatched, so it is never fanned out to the organization's other endpoints.
+      await tx`insert into outbox (id, org_id, type, data, created_at, dispatched_at)
+        values (${event.id}, ${orgId}, ${event.type}, ${tx.json(event.data as never)}, ${iso(at)}, ${iso(at)})`;
+      return this.#claim(tx, e, event, 'TEST', at);
+    });
+    return this.#sendClaimed(e, event, claimed, commit);
   }
 
   /** The log of one endpoint, newest first. */
@@ -347,15 +365,16 @@ export class WebhookEndpoints {
     return { attempt, payload: event ? envelopeOf(event) : null };
   }
 
-  /** Sends the delivery's event again, same id, once, now; recorded as a new delivery (trigger REDELIVERY). */
-  async redeliver(db: Db, orgId: string, deliveryId: string): Promise<AttemptRow> {
+  /** Sends the delivery's event again, same id, at most once, now; recorded as a new delivery (trigger REDELIVERY). */
+  async redeliver(db: Db, orgId: string, deliveryId: string, commit: CommitStep = (work) => inTx(db, work)): Promise<AttemptRow> {
     const attempt = await this.#attempt(db, orgId, deliveryId);
     const event = await this.#event(db, orgId, attempt.eventId);
     if (!event) {
       throw new AppError('delivery_not_found', { message: 'The event of this delivery is no longer kept, so it cannot be sent again.', details: { id: deliveryId, eventId: attempt.eventId } });
     }
     const e = await this.get(db, orgId, attempt.endpointId);
-    return this.#sendOnce(db, e, event, 'REDELIVERY');
+    const claimed = await commit((tx) => this.#claim(tx, e, event, 'REDELIVERY', this.#clock.now()));
+    return this.#sendClaimed(e, event, claimed, commit);
   }
 
   /** The organization's events of the last 30 days, oldest first, as delivered (test events excluded). */
@@ -370,22 +389,32 @@ export class WebhookEndpoints {
     return { items: items.map(envelopeOf), nextCursor: rows.length > q.limit ? items.at(-1)!.id : null };
   }
 
-  async #sendOnce(db: Db, e: EndpointRow, event: EventRow, trigger: 'TEST' | 'REDELIVERY'): Promise<AttemptRow> {
-    const at = this.#clock.now();
-    const result = await sendAttempt({ url: e.url, event, secrets: liveSecrets(e, this.#sealer, at), clock: this.#clock, allowPrivate: this.#allowPrivate });
-    const deliveryId = await insertAttempt(db, {
-      endpointId: e.id,
-      orgId: e.orgId,
-      messageId: null,
-      eventId: event.id,
-      eventType: event.type,
-      attempt: 1,
-      trigger,
-      at,
-      result,
+  /** The attempt's log row before its send: it says UNRECORDED until `#sendClaimed` records the outcome. */
+  async #claim(tx: Db, e: EndpointRow, event: EventRow, trigger: 'TEST' | 'REDELIVERY', at: number): Promise<AttemptRow> {
+    const row = {
+      // a SKIPPED record's outcome columns are all empty, as they are until the send's outcome is known
+      ...attemptRow({ endpointId: e.id, orgId: e.orgId, messageId: null, eventId: event.id, eventType: event.type, attempt: 1, trigger, at, result: 'SKIPPED' }),
+      status: 'FAILED',
+      errorKind: UNRECORDED.kind,
+      errorMessage: UNRECORDED.message,
+    };
+    const [claimed] = await tx<AttemptRow[]>`insert into webhook_attempts ${tx(row as never)} returning *`;
+    return claimed!;
+  }
+
+  /** The one send of a claimed attempt, and its outcome in the attempt's log row. */
+  async #sendClaimed(e: EndpointRow, event: EventRow, claimed: AttemptRow, commit: CommitStep): Promise<AttemptRow> {
+    const result = await sendAttempt({ url: e.url, event, secrets: liveSecrets(e, this.#sealer, this.#clock.now()), clock: this.#clock, allowPrivate: this.#allowPrivate });
+    const outcome = attemptRow({ endpointId: e.id, orgId: e.orgId, messageId: null, eventId: event.id, eventType: event.type, attempt: 1, trigger: claimed.trigger, at: claimed.createdAt.getTime(), result });
+    return commit(async (tx) => {
+      const [row] = await tx<AttemptRow[]>`update webhook_attempts set status = ${outcome.status as string}, status_code = ${outcome.statusCode as number | null},
+          duration_ms = ${outcome.durationMs as number | null}, response_body = ${outcome.responseBody as string | null},
+          error_kind = ${outcome.errorKind as string | null}, error_message = ${outcome.errorMessage as string | null}
+        where id = ${claimed.id} returning *`;
+      // deleted with its endpoint while the send ran
+      if (!row) throw new AppError('webhook_not_found', { details: { id: e.id } });
+      return row;
     });
-    const [row] = await db<AttemptRow[]>`select * from webhook_attempts where id = ${deliveryId}`;
-    return row!;
   }
 
   async #attempt(db: Db, orgId: string, deliveryId: string): Promise<AttemptRow> {

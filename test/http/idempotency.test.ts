@@ -2,6 +2,7 @@ import t from 'tap';
 import { ManualClock } from '../../src/core/clock.ts';
 import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { assertError } from '../helpers/assert.ts';
+import { goLive } from '../helpers/ws.ts';
 import { PURGE_EVERY_MS } from '../../actors/maintenance/maintenance.machine.ts';
 
 const clock = new ManualClock(Date.parse('2026-04-01T12:00:00Z'));
@@ -87,4 +88,44 @@ t.test('a replayed join link is the same token, stored only encrypted', async (t
   t.equal(rows.length, 1);
   t.notOk(rows[0]!.responseBody.includes(Buffer.from(a.body.data.token)), 'the token is not stored in the clear');
   t.notOk(rows[0]!.responseBody.includes(Buffer.from('join')), 'nothing of the response is readable');
+});
+
+t.test('cancel, end, admit and deny: after a crash between the actor\'s commit and the stored answer, a retry answers what the first did, with no second change', async (t) => {
+  // What such a crash leaves: the actor committed the change, the key is reserved with no answer; then
+  // the 60 seconds of its lock pass.
+  const crashed = async (idem: string) =>
+    sql`update idempotency_keys set state = 'IN_PROGRESS', response_status = null, response_body = null,
+      locked_until = ${new Date(clock.now() - 1000)} where key = ${idem}`;
+  const events = async (type: string, field: string, value: string) =>
+    (await sql<{ n: number }[]>`select count(*)::int as n from outbox where type = ${type} and data->>${field} = ${value}`)[0]!.n;
+  const student = (await post('/public/users', { externalId: 'waiting-student', fullName: 'Wren', role: 'STUDENT' }, 'student')).body.data;
+  const waiting = (await post('/public/meetings', { ...body('Crash admissions'), settings: { waitingRoom: true } }, 'm-crash-room')).body.data;
+  const queued = async () => {
+    const link = (await post(`/public/meetings/${waiting.id}/join-links`, { userId: student.id }, `link-${Math.random()}`)).body.data;
+    return (await api(node, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: `d-${Math.random()}` } })).body.data.waitingRoom.queueId as string;
+  };
+  const live = (await post('/public/meetings', body('Crash end'), 'm-crash-live')).body.data;
+  await goLive(t, node, key, live.id, 'host');
+  const cancelled = (await post('/public/meetings', body('Crash cancel'), 'm-crash-cancel')).body.data;
+  const admitQueue = await queued();
+  const denyQueue = await queued();
+
+  const cases = [
+    { name: 'cancel', path: `/public/meetings/${cancelled.id}/cancel`, event: () => events('meeting.cancelled', 'meetingId', cancelled.id) },
+    { name: 'end', path: `/public/meetings/${live.id}/end`, event: () => events('meeting.ended', 'meetingId', live.id) },
+    { name: 'admit', path: `/public/meetings/${waiting.id}/waiting-room/${admitQueue}/admit`, event: () => events('participant.admitted', 'meetingId', waiting.id) },
+    { name: 'deny', path: `/public/meetings/${waiting.id}/waiting-room/${denyQueue}/deny`, event: async () => 0 },
+  ];
+  for (const c of cases) {
+    const first = await post(c.path, undefined, `crash-${c.name}`);
+    t.equal(first.status, 200, `${c.name}: ${JSON.stringify(first.body)}`);
+    const before = await c.event();
+    await crashed(`crash-${c.name}`);
+    const retry = await post(c.path, undefined, `crash-${c.name}`);
+    t.equal(retry.status, 200);
+    t.same(retry.body.data, first.body.data, `${c.name}: the retry answers what the first did`);
+    t.equal(await c.event(), before, `${c.name}: no second event`);
+    const replay = await post(c.path, undefined, `crash-${c.name}`);
+    t.equal(replay.headers.get('idempotent-replayed'), 'true', `${c.name}: and is stored this time`);
+  }
 });

@@ -10,6 +10,7 @@ import { deliveryDetail, deliveryRecord, eventEnvelope, webhookRecord, webhookWi
 import { insertAttempt } from '../../src/services/webhooks/envelope.ts';
 import { verifySvcSignature } from '../../src/services/webhooks/verify.ts';
 import { assertError } from '../helpers/assert.ts';
+import { Receiver } from '../helpers/receiver.ts';
 import { api, createTenant, startTestNode, type ApiResponse, type Tenant } from '../helpers/node.ts';
 
 // Starts at the real time: rate-limit windows run on the real clock, and receivers check timestamps.
@@ -386,6 +387,44 @@ t.test('Idempotency-Key on test replays the delivery record without sending agai
   t.same(again.body.data, first.body.data);
   t.equal(again.headers.get('idempotent-replayed'), 'true');
   t.equal(receivedAt(e.url).length, 1);
+});
+
+t.test('Idempotency-Key on test: a retry while the event is being sent is 409, the log shows the claimed attempt, then the outcome is replayed', async (t) => {
+  const receiver = await Receiver.start(t);
+  receiver.answer = () => ({ hang: true });
+  const e = await createEndpoint(pro, { url: receiver.url() });
+  const headers = { 'idempotency-key': `in-flight-${e.id}` };
+  const first = api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key, headers });
+  await receiver.waitFor(1);
+  assertError(t, await api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key, headers }), 409, 'idempotency_in_progress');
+  // claimed before the send: the row is there, and says what it will say for good if the node dies now
+  const log = await api(node, 'GET', `/public/webhooks/${e.id}/deliveries`, { key: pro.key });
+  t.match(log.body.data, [{ trigger: 'TEST', status: 'FAILED', statusCode: null, error: { kind: 'interrupted' } }]);
+  receiver.release(200);
+  const done = await first;
+  t.equal(done.status, 201);
+  t.match(done.body.data, { id: log.body.data[0].id, status: 'SUCCEEDED', statusCode: 200, error: null });
+  const again = await api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key, headers });
+  t.equal(again.headers.get('idempotent-replayed'), 'true');
+  t.same(again.body, done.body, 'the outcome, as the first request answered it');
+  t.same((await api(node, 'GET', `/public/webhooks/${e.id}/deliveries`, { key: pro.key })).body.data, [done.body.data], 'and as the log has it');
+  t.equal(receiver.received.length, 1, 'sent once');
+});
+
+t.test('an endpoint deleted while its test event is sent: the request answers 404, and so does a retry, with nothing sent again', async (t) => {
+  const receiver = await Receiver.start(t);
+  receiver.answer = () => ({ hang: true });
+  const e = await createEndpoint(pro, { url: receiver.url() });
+  const headers = { 'idempotency-key': `deleted-${e.id}` };
+  const first = api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key, headers });
+  await receiver.waitFor(1);
+  t.equal((await api(node, 'DELETE', `/public/webhooks/${e.id}`, { key: pro.key })).status, 200);
+  receiver.release(200);
+  assertError(t, await first, 404, 'webhook_not_found');
+  const again = await api(node, 'POST', `/public/webhooks/${e.id}/test`, { key: pro.key, headers });
+  assertError(t, again, 404, 'webhook_not_found');
+  t.equal(again.headers.get('idempotent-replayed'), 'true', 'the stored answer: the test is not run again');
+  t.equal(receiver.received.length, 1);
 });
 
 t.test('rotate-secret: both signatures (new first) for 24 hours, then only the new one', async (t) => {
