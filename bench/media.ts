@@ -18,23 +18,16 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createSocket, type Socket } from 'node:dgram';
 import { mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import * as mediasoup from 'mediasoup';
-import type { Consumer } from 'mediasoup/node/lib/Consumer.js';
-import type { RtpCapabilities, RtpParameters } from 'mediasoup/node/lib/RtpParameters.js';
-import type { Worker as MsWorker } from 'mediasoup/node/lib/Worker.js';
-import { pino } from 'pino';
-import type { RosterEntry } from '../actors/meeting/meeting.types.ts';
-import { CAMERA_ENCODINGS, ROUTER_CODECS } from '../media/codecs.ts';
-import { RoomMedia, type MediaEmit } from '../media/room.ts';
-import { WorkerPool } from '../media/workers.ts';
+import { CAMERA_ENCODINGS } from '../media/codecs.ts';
 import { benchArgs } from './lib/args.ts';
 import { snapshot, usage, type CpuSnapshot } from './lib/cpu.ts';
+import { aulaSystem, bareSystem, producerParameters, type Kind, type MediaSystem, type SystemName } from './lib/media-systems.ts';
 import { median } from './lib/report.ts';
-import { AUDIO_LEVEL_EXT_ID, AUDIO_LEVEL_URI, chromeVp8Descriptor, OPUS_PT, OPUS_TS_STEP, opusPacket, RTP_HEADER, sharedClock, sumDrops, udpDrops, VP8_PT, VP8_TS_STEP, writeRtpHeader } from './lib/rtp.ts';
+import { OPUS_TS_STEP, sharedClock, sumDrops, udpDrops, VP8_TS_STEP } from './lib/rtp.ts';
+import { Feed } from './lib/rtp-feed.ts';
 import { histPercentile, RtpSink, type SinkCounts } from './lib/rtp-sink.ts';
 import { mediaChart } from './lib/media-chart.ts';
 import { captureVp8Simulcast, replaySchedule, type Capture, type Slot } from './lib/vp8-capture.ts';
@@ -89,8 +82,6 @@ const { opt, int } = benchArgs(
   'media',
 );
 
-type Kind = 'audio' | 'video';
-type SystemName = 'bare' | 'aula';
 const KINDS: Kind[] = ['audio', 'video'];
 const parts = opt.parts.split(',').map((p) => p.trim()) as Kind[];
 for (const p of parts) {
@@ -120,8 +111,6 @@ if (producerCount.audio + producerCount.video > 30) {
   process.exit(2);
 }
 
-const LOOPBACK = '127.0.0.1';
-const SRTP_SUITE = 'AES_CM_128_HMAC_SHA1_80' as const;
 /** The load side's core and the workers' core, when pinning. */
 const pin = !opt['no-pin'] && availableParallelism() >= 2 && hasTaskset();
 const WORKER_CORE = 0;
@@ -176,391 +165,6 @@ function runningWorker(pid: number): { sha256: string | null; exe: string | null
 
 function pinTo(pid: number, core: number): void {
   if (pin) execFileSync('taskset', ['-a', '-p', '-c', String(core), String(pid)], { stdio: 'ignore' });
-}
-
-// ---- what producers and consumers declare -------------------------------------------------------------
-
-function producerParameters(kind: Kind, ssrcs: number[], cname: string): RtpParameters {
-  if (kind === 'audio') {
-    return {
-      codecs: [{ mimeType: 'audio/opus', payloadType: OPUS_PT, clockRate: 48000, channels: 2, parameters: { useinbandfec: 1 }, rtcpFeedback: [] }],
-      headerExtensions: [{ uri: AUDIO_LEVEL_URI, id: AUDIO_LEVEL_EXT_ID }],
-      encodings: [{ ssrc: ssrcs[0]! }],
-      rtcp: { cname, reducedSize: true },
-    };
-  }
-  return {
-    codecs: [
-      {
-        mimeType: 'video/VP8',
-        payloadType: VP8_PT,
-        clockRate: 90000,
-        rtcpFeedback: [{ type: 'nack' }, { type: 'nack', parameter: 'pli' }, { type: 'ccm', parameter: 'fir' }],
-      },
-    ],
-    headerExtensions: [],
-    encodings: ssrcs.map((ssrc, i) => ({ ssrc, scalabilityMode: 'L1T1', maxBitrate: CAMERA_ENCODINGS[i]!.maxBitrate })),
-    rtcp: { cname, reducedSize: true },
-  };
-}
-
-/**
- * What the consumers declare: the router's capabilities without transport-cc and REMB. Nothing here
- * answers with congestion feedback, and without feedback mediasoup's estimate would stay at the
- * initial outgoing bitrate and hold every simulcast consumer on a low layer; a recorder or a bench
- * declares no feedback, so mediasoup forwards the preferred layer.
- */
-function consumerCapabilities(router: RtpCapabilities): RtpCapabilities {
-  return {
-    codecs: (router.codecs ?? []).map((c) => ({ ...c, rtcpFeedback: (c.rtcpFeedback ?? []).filter((f) => f.type !== 'transport-cc' && f.type !== 'goog-remb') })),
-    headerExtensions: (router.headerExtensions ?? []).filter((h) => !h.uri.includes('transport-wide-cc')),
-  };
-}
-
-// ---- the two systems --------------------------------------------------------------------------------
-
-interface MadeConsumer {
-  id: string;
-  producerId: string;
-  ssrc: number;
-}
-
-interface MediaSystem {
-  readonly name: SystemName;
-  readonly workerPid: number;
-  died: boolean;
-  produce(i: number, kind: Kind, rtpParameters: RtpParameters): Promise<{ producerId: string; port: number }>;
-  /** One consumer participant: a receiving PlainTransport with SRTP to the sink, consuming every producer (created paused, then resumed). */
-  addReceiver(j: number, sinkPort: number): Promise<MadeConsumer[]>;
-  /** Video consumers by the spatial layer mediasoup says they forward now. */
-  layers(): { top: number; lower: number; none: number };
-  /** Worker-side ports of the producers' transports (for the kernel's drop counters). */
-  producerPorts: number[];
-  close(): Promise<void>;
-}
-
-async function bareSystem(): Promise<MediaSystem> {
-  const worker: MsWorker = await mediasoup.createWorker({ logLevel: 'warn' });
-  const router = await worker.createRouter({ mediaCodecs: ROUTER_CODECS });
-  const caps = consumerCapabilities(router.rtpCapabilities);
-  const producerIds: string[] = [];
-  const consumers: Consumer[] = [];
-  const sys: MediaSystem = {
-    name: 'bare',
-    workerPid: worker.pid,
-    died: false,
-    producerPorts: [],
-    async produce(_i, kind, rtpParameters) {
-      const t = await router.createPlainTransport({ listenIp: LOOPBACK, rtcpMux: true, comedia: true });
-      const p = await t.produce({ kind, rtpParameters });
-      producerIds.push(p.id);
-      sys.producerPorts.push(t.tuple.localPort);
-      return { producerId: p.id, port: t.tuple.localPort };
-    },
-    async addReceiver(_j, sinkPort) {
-      const t = await router.createPlainTransport({ listenIp: LOOPBACK, rtcpMux: true, comedia: false, enableSrtp: true, srtpCryptoSuite: SRTP_SUITE });
-      await t.connect({ ip: LOOPBACK, port: sinkPort, srtpParameters: t.srtpParameters! });
-      const made = await Promise.all(producerIds.map((producerId) => t.consume({ producerId, rtpCapabilities: caps, paused: true })));
-      await Promise.all(made.map((c) => c.resume()));
-      consumers.push(...made);
-      return made.map((c) => ({ id: c.id, producerId: c.producerId, ssrc: c.rtpParameters.encodings![0]!.ssrc! }));
-    },
-    layers() {
-      const out = { top: 0, lower: 0, none: 0 };
-      for (const c of consumers) {
-        const s = c.currentLayers?.spatialLayer;
-        if (s === undefined) out.none++;
-        else if (s === 2) out.top++;
-        else out.lower++;
-      }
-      return out;
-    },
-    async close() {
-      worker.close();
-    },
-  };
-  worker.on('died', () => (sys.died = true));
-  return sys;
-}
-
-let aulaPorts = 47000;
-
-async function aulaSystem(kind: Kind, producers: number, receivers: number): Promise<MediaSystem> {
-  const log = pino({ level: 'silent' });
-  // a fresh port range per system: the pool's WebRtcServer listens on the first free one
-  const portMin = aulaPorts;
-  aulaPorts += 100;
-  const pool = new WorkerPool({ size: 1, listenIp: LOOPBACK, announcedIp: LOOPBACK, portMin, portMax: portMin + 99, logLevel: 'warn', log });
-  await pool.start();
-  const worker = pool.at(0)!;
-  const waiting = new Map<string, MadeConsumer[]>();
-  const layerOf = new Map<string, number | null>();
-  const consumerIds: string[] = [];
-  let emitted = 0;
-  // What production does with a media event before the bus takes it: JSON. Here it is then dropped,
-  // except that the consumer ids are read from consumer-new (RoomMedia has no accessor for them).
-  const emit: MediaEmit = (to, message) => {
-    emitted += JSON.stringify(message).length;
-    if (message.type === 'consumer-new' && 'participantId' in to) {
-      const ssrc = (message.rtpParameters as { encodings?: { ssrc?: number }[] }).encodings?.[0]?.ssrc;
-      if (ssrc !== undefined) waiting.get(to.participantId)?.push({ id: message.consumerId, producerId: message.producerId, ssrc });
-    } else if (message.type === 'consumer-layers') layerOf.set(message.consumerId, message.spatialLayer);
-  };
-  const entry = (participantId: string, roomRole: RosterEntry['roomRole']): RosterEntry => ({
-    participantId,
-    userId: null,
-    name: participantId,
-    roomRole,
-    joinedAt: new Date(0).toISOString(),
-    micLocked: false,
-    floor: false,
-    askedToUnmute: false,
-    enteredMuted: false,
-    handRaisedAt: null,
-    connected: true,
-  });
-  const roster = [
-    ...Array.from({ length: producers }, (_, i) => entry(`prt_${kind}_p${i}`, 'HOST')),
-    ...Array.from({ length: receivers }, (_, j) => entry(`prt_${kind}_r${j}`, 'PARTICIPANT')),
-  ];
-  const room = await RoomMedia.open({
-    meetingId: `mtg_bench_${kind}`,
-    placementRev: 1,
-    pool,
-    worker,
-    capacity: 500, // AULA_MEDIA_CONSUMERS_PER_WORKER's default; with one worker every receiver stays on it anyway
-    maxIncomingBitrate: 3_000_000,
-    initialOutgoingBitrate: 1_000_000,
-    emit,
-    log,
-    state: { rev: 1, roster, settings: { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false } },
-  });
-  let caps: RtpCapabilities | null = null;
-  const sys: MediaSystem = {
-    name: 'aula',
-    workerPid: worker.worker.pid,
-    died: false,
-    producerPorts: [],
-    async produce(i, k, rtpParameters) {
-      const pid = `prt_${kind}_p${i}`;
-      room.join(pid, 'HOST', 0);
-      const t = await room.createPlainTransport(pid, 'send', { listenIp: LOOPBACK });
-      const { producerId } = await room.produce(pid, { transportId: t.transportId, kind: k, source: k === 'audio' ? 'mic' : 'camera', rtpParameters });
-      sys.producerPorts.push(t.port);
-      return { producerId, port: t.port };
-    },
-    async addReceiver(j, sinkPort) {
-      const pid = `prt_${kind}_r${j}`;
-      const { routerRtpCapabilities } = room.join(pid, 'PARTICIPANT', 0);
-      caps ??= consumerCapabilities(routerRtpCapabilities);
-      await room.createPlainTransport(pid, 'recv', { listenIp: LOOPBACK, remote: { ip: LOOPBACK, port: sinkPort }, srtp: true });
-      const made: MadeConsumer[] = [];
-      waiting.set(pid, made);
-      try {
-        await room.ready(pid, caps);
-      } finally {
-        waiting.delete(pid);
-      }
-      await Promise.all(made.map((c) => room.resumeConsumer(pid, c.id)));
-      consumerIds.push(...made.map((c) => c.id));
-      return made;
-    },
-    layers() {
-      const out = { top: 0, lower: 0, none: 0 };
-      for (const id of consumerIds) {
-        const s = layerOf.get(id);
-        if (s === undefined || s === null) out.none++;
-        else if (s === 2) out.top++;
-        else out.lower++;
-      }
-      return out;
-    },
-    async close() {
-      room.close();
-      await pool.close();
-      void emitted;
-    },
-  };
-  worker.worker.on('died', () => (sys.died = true));
-  return sys;
-}
-
-// ---- the load generator -------------------------------------------------------------------------------
-
-interface FeedProducer {
-  kind: Kind;
-  socket: Socket;
-  /** the sink's stream id of what consumers forward (the audio stream, or the top video layer) */
-  stream: number;
-  ssrcs: number[];
-  seq: number[];
-  tsBase: number;
-  phaseMs: number;
-  /** audio: next packet index; video: loop index and slot cursor */
-  next: number;
-  loop: number;
-  cursor: number;
-  /** video: first send time of the top layer's current frame */
-  frameFirst: number;
-  /** packets of the forwarded stream whose frame started inside the window */
-  expected: number;
-  sent: number;
-  /** when the first packet after the last activate() left (Infinity until then) */
-  startedAt: number;
-  errors: number;
-}
-
-const filler = Buffer.alloc(256, 0x5a);
-
-class Feed {
-  readonly producers: FeedProducer[] = [];
-  active = false;
-  readonly #epoch = clock();
-  #w0 = Infinity;
-  #w1 = Infinity;
-  /** how late packets left against their schedule, in the window */
-  lateMax = 0;
-  #video: { capture: Capture; slots: Slot[]; loopMs: number } | null;
-
-  constructor(video: { capture: Capture; slots: Slot[]; loopMs: number } | null) {
-    this.#video = video;
-  }
-
-  async add(kind: Kind, stream: number, ssrcs: number[], port: number, index: number, of: number): Promise<FeedProducer> {
-    const socket = createSocket('udp4');
-    await new Promise<void>((resolve) => socket.bind(0, LOOPBACK, resolve));
-    await new Promise<void>((resolve) => socket.connect(port, LOOPBACK, resolve));
-    const p: FeedProducer = {
-      kind,
-      socket,
-      stream,
-      ssrcs,
-      seq: ssrcs.map(() => (Math.random() * 0xffff) | 0),
-      tsBase: (Math.random() * 0xffffffff) >>> 0,
-      // spread over a packet (audio) or a frame (video) interval so the producers do not send in step
-      phaseMs: (index / of) * (kind === 'audio' ? 20 : 1000 / FPS),
-      next: 0,
-      loop: 0,
-      cursor: 0,
-      frameFirst: -Infinity,
-      expected: 0,
-      sent: 0,
-      startedAt: Infinity,
-      errors: 0,
-    };
-    socket.on('error', () => p.errors++);
-    // RTCP from the worker (receiver reports, key frame requests) is read and ignored
-    socket.on('message', () => {});
-    this.producers.push(p);
-    return p;
-  }
-
-  /** Audio resumes at the current 20 ms slot; video at the next loop start, which is a key frame on every layer. */
-  activate(): void {
-    const now = clock();
-    for (const p of this.producers) {
-      p.startedAt = Infinity;
-      if (p.kind === 'audio') p.next = Math.max(p.next, Math.ceil((now - this.#epoch - p.phaseMs) / 20));
-      else {
-        p.loop = Math.max(p.loop + (p.cursor ? 1 : 0), Math.ceil((now - this.#epoch - p.phaseMs) / this.#video!.loopMs));
-        p.cursor = 0;
-      }
-    }
-    this.active = true;
-  }
-
-  /** Resolves once every producer has been sending for `ms` since the last activate(). */
-  async running(ms: number): Promise<void> {
-    for (;;) {
-      const since = Math.max(...this.producers.map((p) => p.startedAt));
-      if (since !== Infinity && clock() >= since + ms) return;
-      await sleep(since === Infinity ? 20 : since + ms - clock());
-    }
-  }
-
-  deactivate(): void {
-    this.active = false;
-  }
-
-  setWindow(w0: number, w1: number): void {
-    this.#w0 = w0;
-    this.#w1 = w1;
-    this.lateMax = 0;
-    for (const p of this.producers) p.expected = 0;
-  }
-
-  tick(sink: RtpSink): void {
-    if (!this.active) return;
-    const now = clock();
-    for (const p of this.producers) {
-      if (p.kind === 'audio') this.#audio(p, now, sink);
-      else this.#videoTick(p, now, sink);
-    }
-  }
-
-  #audio(p: FeedProducer, now: number, sink: RtpSink): void {
-    // bounded: at most 10 packets (200 ms) per producer and tick; a longer stall skips ahead
-    for (let n = 0; n < 10; n++) {
-      const due = this.#epoch + p.phaseMs + p.next * 20;
-      if (due > now) return;
-      const k = p.next++;
-      const ts = (p.tsBase + k * OPUS_TS_STEP) >>> 0;
-      const seq = (p.seq[0]! = (p.seq[0]! + 1) & 0xffff);
-      const buf = opusPacket(p.ssrcs[0]!, seq, ts, filler);
-      const at = clock();
-      sink.frameStart(p.stream, k, ts, at);
-      if (at >= this.#w0 && at < this.#w1) {
-        p.expected++;
-        this.lateMax = Math.max(this.lateMax, at - due);
-      }
-      p.socket.send(buf);
-      p.sent++;
-      if (p.startedAt === Infinity) p.startedAt = at;
-    }
-    p.next = Math.max(p.next, Math.ceil((now - this.#epoch - p.phaseMs) / 20));
-  }
-
-  #videoTick(p: FeedProducer, now: number, sink: RtpSink): void {
-    const v = this.#video!;
-    const top = v.capture.layers.length - 1;
-    // bounded: a tick sends at most one loop's worth of packets per producer
-    for (let n = 0; n < v.slots.length; n++) {
-      const s = v.slots[p.cursor]!;
-      const due = this.#epoch + p.phaseMs + p.loop * v.loopMs + s.at;
-      if (due > now) return;
-      const g = p.loop * v.capture.frames + s.frame;
-      const ts = (p.tsBase + g * VP8_TS_STEP) >>> 0;
-      const chunk = v.capture.layers[s.layer]!.frames[s.frame]![s.chunk]!;
-      const buf = Buffer.allocUnsafe(RTP_HEADER + 6 + chunk.data.length);
-      const seq = (p.seq[s.layer]! = (p.seq[s.layer]! + 1) & 0xffff);
-      writeRtpHeader(buf, { marker: s.last, payloadType: VP8_PT, seq, timestamp: ts, ssrc: p.ssrcs[s.layer]! });
-      chromeVp8Descriptor(chunk.start, g & 0x7fff, g & 0xff).copy(buf, RTP_HEADER);
-      chunk.data.copy(buf, RTP_HEADER + 6);
-      const at = clock();
-      if (s.layer === top) {
-        if (s.chunk === 0) {
-          p.frameFirst = at;
-          sink.frameStart(p.stream, g, ts, at);
-        }
-        if (s.last) sink.frameEnd(p.stream, g, at);
-        if (p.frameFirst >= this.#w0 && p.frameFirst < this.#w1) {
-          p.expected++;
-          this.lateMax = Math.max(this.lateMax, at - due);
-        }
-      }
-      p.socket.send(buf);
-      p.sent++;
-      if (p.startedAt === Infinity) p.startedAt = at;
-      if (++p.cursor === v.slots.length) {
-        p.cursor = 0;
-        p.loop++;
-      }
-    }
-  }
-
-  close(): void {
-    for (const p of this.producers) p.socket.close();
-  }
 }
 
 // ---- measuring ----------------------------------------------------------------------------------------
@@ -866,7 +470,7 @@ async function main(): Promise<void> {
           pinTo(sys.workerPid, WORKER_CORE);
           const w = runningWorker(sys.workerPid);
           workers.push({ kind, round, system: name, pid: sys.workerPid, ...w });
-          const feed = new Feed(kind === 'video' ? video : null);
+          const feed = new Feed(clock, kind === 'video' ? video : null);
           feeds.push(feed);
           const live: Live = { sys, feed, streamOf: new Map(), consumers: [], receivers: 0, done: false };
           lives.push(live);
