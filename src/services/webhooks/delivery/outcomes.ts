@@ -1,3 +1,4 @@
+import postgres from 'postgres';
 import { iso, type Clock } from '../../../core/clock.ts';
 import type { Cluster } from '../../../platform/cluster/cluster.ts';
 import { Batcher } from '../../../platform/db/batch.ts';
@@ -32,10 +33,11 @@ export interface OutcomesOptions {
   random: () => number;
 }
 
-const snakeCase = (row: Record<string, unknown>) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), v]));
-
-/** A delivery-log row as `jsonb_populate_recordset(null::webhook_attempts, …)` takes it. */
-export const logRow = (r: AttemptRecord): Record<string, unknown> => snakeCase(attemptRow(r));
+/**
+ * A delivery-log row as `jsonb_populate_recordset(null::webhook_attempts, …)` takes it: its keys in the
+ * columns' snake case (postgres.js's own conversion; the json parameter is not rewritten by the transform).
+ */
+export const logRow = (r: AttemptRecord): Record<string, unknown> => Object.fromEntries(Object.entries(attemptRow(r)).map(([k, v]) => [postgres.fromCamel(k), v]));
 
 /** Outcomes recorded in batches, one statement at a time. */
 export function outcomeRecorder(o: OutcomesOptions): Batcher<Outcome> {
