@@ -77,7 +77,6 @@ export class RoomMedia {
   /** Producers piped to the room's other routers: producer id -> router id -> the pipe. Forgotten when the producer closes. */
   readonly #pipes = new Map<string, Map<string, Promise<unknown>>>();
   readonly #peers = new Map<string, Peer>();
-
   readonly #speaker: ActiveSpeakerObserver;
   #state: RoomState;
   #standing = new Map<string, RosterEntry>();
@@ -318,7 +317,7 @@ export class RoomMedia {
     peer.producers.set(producer.id, entry);
     producer.observer.once('close', () => {
       peer.producers.delete(producer.id);
-      this.#forgetPipes(producer.id);
+      this.#pipes.delete(producer.id); // its pipes closed with it (mediasoup closes the piped producers)
       if (r.source === 'screen') {
         const sound = peer.bySource('screen-audio');
         if (sound) this.#closeProducer(peer, sound, 'policy');
@@ -476,11 +475,6 @@ export class RoomMedia {
       pipe.catch(() => mine.delete(router.id));
     }
     await pipe;
-  }
-
-  /** A closed producer's pipes close with it (mediasoup closes the piped producer): forget them. */
-  #forgetPipes(producerId: string): void {
-    this.#pipes.delete(producerId);
   }
 
   /** One consumer of `from`'s producer for `to`, once `to` can receive; created paused, announced with consumer-new. */

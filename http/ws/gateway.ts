@@ -21,7 +21,7 @@ export const COMMAND_BUDGET = {
   perSecond: 50,
   /**
    * Commands that reach an actor (and a database commit) cost this much, and so do the signaling requests
-   * that make worker objects (produce, transport-create); other signaling and ping cost 1.
+   * that make worker objects (those with MEDIA_LIMITS: produce, transport-create); other signaling and ping cost 1.
    */
   actorCost: 10,
   /** Refused for rate this many times within `strikeWindowMs`: the socket is closed with 1008. */
@@ -66,9 +66,6 @@ function limitOf(msg: ClientMessage): { limit: SessionLimit; first?: string } | 
   if (msg.type === 'transport-create') return { limit: 'transport-create', first: `transport:${msg.direction}` };
   return Object.hasOwn(CLASSROOM_LIMITS, msg.type) ? { limit: msg.type as SessionLimit } : null;
 }
-
-/** Signaling requests charged like actor commands (see COMMAND_BUDGET.actorCost). */
-const COSTLY_SIGNALING: ReadonlySet<string> = new Set(['produce', 'transport-create']);
 
 /** One session's budget on this node, shared by its sockets. */
 interface SessionBudget {
@@ -314,7 +311,7 @@ export class MediaGateway {
     // charged, so a receiver is not refused (or closed as an abuser) for what others in the room send.
     const owed = type === 'consumer-resume' && c.resumesOwed > 0;
     if (owed) c.resumesOwed--;
-    const cost = owed ? 0 : typeof type === 'string' && (type === 'ping' || (SIGNALING_TYPES.has(type) && !COSTLY_SIGNALING.has(type))) ? 1 : COMMAND_BUDGET.actorCost;
+    const cost = owed ? 0 : typeof type === 'string' && (type === 'ping' || (SIGNALING_TYPES.has(type) && !Object.hasOwn(MEDIA_LIMITS, type))) ? 1 : COMMAND_BUDGET.actorCost;
     if (cost > 0 && !budget.bucket.take(cost, now)) {
       if (now - budget.strikeWindowStart > COMMAND_BUDGET.strikeWindowMs) {
         budget.strikeWindowStart = now;
