@@ -21,7 +21,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { CAMERA_ENCODINGS } from '../media/codecs.ts';
+import { CAMERA_ENCODINGS } from '../src/core/room-protocol.ts';
 import { benchArgs } from './lib/args.ts';
 import { snapshot, usage, type CpuSnapshot } from './lib/cpu.ts';
 import { aulaSystem, bareSystem, producerParameters, type Kind, type MediaSystem, type SystemName } from './lib/media-systems.ts';

@@ -36,6 +36,11 @@ if (argv.includes('--scenario=media') || argv.some((a, i) => a === '--scenario' 
   await import('./media.ts');
   process.exit(process.exitCode ?? 0);
 }
+// `--scenario class` too (one worker, a teacher and N students through RoomMedia; no wrk): bench/class.ts
+if (argv.includes('--scenario=class') || argv.some((a, i) => a === '--scenario' && argv[i + 1] === 'class')) {
+  await import('./class.ts');
+  process.exit(process.exitCode ?? 0);
+}
 // `--scenario storm` too (two nodes, teachers, students over HTTP and WebSockets; no wrk): bench/storm.ts
 if (argv.includes('--scenario=storm') || argv.some((a, i) => a === '--scenario' && argv[i + 1] === 'storm')) {
   await import('./storm.ts');
@@ -53,6 +58,8 @@ const USAGE = `npm run bench -- [options]
                     latency at 1,000 events/s (its own options: --scenario webhooks --help)
                     media: consumers one mediasoup worker carries, bare against Aula's room
                     code (its own options: --scenario media --help)
+                    class: a teacher and 60 students on one worker, each page receiving what
+                    it shows, against receiving everything (its own options: --scenario class --help)
                     storm: 2,000 students joining within 60 s on two nodes, per step, without
                     and with a flooding socket (its own options: --scenario storm --help)
   --duration S      seconds of each measured run                        [8]

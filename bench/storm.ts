@@ -152,6 +152,8 @@ const sql = postgres(dbUrl.toString(), { ...pgOptions, max: 2 }) as unknown as S
 cleanups.push(async () => {
   await sql.end({ timeout: 1 });
 });
+// reads the WAL by table (walByTable); the bench connects as a superuser, and without it that figure is left out
+await sql`create extension if not exists pg_walinspect`.catch((err: Error) => say(`(pg_walinspect not available: ${err.message})`));
 
 const nodeEnv = {
   AULA_ENV: 'production',
@@ -212,17 +214,87 @@ function workerPids(parent: number): number[] {
 }
 
 /** Commits and rolled-back transactions in the run's database and WAL written (whole server), for per-student costs. */
-async function dbCounters(): Promise<{ commits: number; rollbacks: number; walBytes: number }> {
-  const [row] = await sql<{ commits: string; rollbacks: string; wal: string }[]>`
-    select xact_commit::text as commits, xact_rollback::text as rollbacks, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text as wal
+async function dbCounters(): Promise<DbCounters> {
+  const [row] = await sql<{ commits: string; rollbacks: string; wal: string; lsn: string }[]>`
+    select xact_commit::text as commits, xact_rollback::text as rollbacks, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text as wal, pg_current_wal_flush_lsn()::text as lsn
     from pg_stat_database where datname = current_database()`;
-  return { commits: Number(row!.commits), rollbacks: Number(row!.rollbacks), walBytes: Number(row!.wal) };
+  return { commits: Number(row!.commits), rollbacks: Number(row!.rollbacks), walBytes: Number(row!.wal), lsn: row!.lsn };
 }
-const dbDelta = (a: { commits: number; rollbacks: number; walBytes: number }, b: { commits: number; rollbacks: number; walBytes: number }) => ({
+interface DbCounters {
+  commits: number;
+  rollbacks: number;
+  walBytes: number;
+  lsn: string;
+}
+interface DbDelta {
+  commits: number;
+  rollbacks: number;
+  walBytes: number;
+  /** WAL records of the run's database between the two points, by table (pg_walinspect; null when it could not be read) */
+  walByTable: WalByTable | null;
+}
+/** Bytes of WAL records (full-page images included) that touched the actors' state, and the run's database as a whole. */
+interface WalByTable {
+  snapshots: number;
+  deltas: number;
+  database: number;
+}
+const dbDelta = async (a: DbCounters, b: DbCounters): Promise<DbDelta> => ({
   commits: b.commits - a.commits,
   rollbacks: b.rollbacks - a.rollbacks,
   walBytes: b.walBytes - a.walBytes,
+  walByTable: await walByTable(a.lsn, b.lsn),
 });
+
+/**
+ * The WAL between two positions, attributed to the tables of this run's database by the first block each
+ * record touches (pg_walinspect reads the server's WAL files; other databases' records are left out, so
+ * other sessions' writes do not count here). A table's figure includes its indexes and its TOAST table.
+ * Commit records touch no block and are in neither figure. Null when the server already recycled that WAL
+ * (a checkpoint during a long storm on a busy server).
+ */
+async function walByTable(from: string, to: string): Promise<WalByTable | null> {
+  const lsn = (l: string) => l.split('/').reduce((a, h) => (a << 32n) + BigInt(`0x${h}`), 0n);
+  if (lsn(to) <= lsn(from)) return { snapshots: 0, deltas: 0, database: 0 };
+  try {
+    const [r] = await sql<{ snapshots: string; deltas: string; database: string }[]>`
+      with heaps as (
+        select relname::text as tbl, oid, reltoastrelid from pg_class where relname in ('actor_snapshots', 'actor_deltas') and relkind = 'r'
+      ), tabs as (
+        select tbl, oid from heaps union all select tbl, reltoastrelid from heaps where reltoastrelid <> 0
+      ), rels as (
+        select tbl, pg_relation_filenode(oid)::text as node from tabs
+        union all select t.tbl, pg_relation_filenode(x.indexrelid)::text from tabs t join pg_index x on x.indrelid = t.oid
+      ), recs as (
+        select record_length, (regexp_match(block_ref, 'rel [0-9]+/([0-9]+)/([0-9]+)')) as m
+        from pg_get_wal_records_info(${from}::pg_lsn, ${to}::pg_lsn) where block_ref is not null
+      ), mine as (
+        select record_length, m[2] as node from recs where m[1] = (select oid::text from pg_database where datname = current_database())
+      )
+      select coalesce(sum(record_length) filter (where rels.tbl = 'actor_snapshots'), 0)::text as snapshots,
+        coalesce(sum(record_length) filter (where rels.tbl = 'actor_deltas'), 0)::text as deltas,
+        coalesce(sum(record_length), 0)::text as database
+      from mine left join rels on rels.node = mine.node`;
+    return { snapshots: Number(r!.snapshots), deltas: Number(r!.deltas), database: Number(r!.database) };
+  } catch (err) {
+    say(`(WAL by table not read: ${(err as Error).message})`);
+    return null;
+  }
+}
+
+/** The storm's meeting actors' persisted state, and the whole actor tables (with indexes and TOAST). */
+async function actorState(actorIds: string[]): Promise<PhaseResult['meetingSnapshots']> {
+  const [snap] = await sql<{ n: number; avgBytes: number; maxBytes: number }[]>`
+    select count(*)::int as n, coalesce(avg(octet_length(snapshot::text)), 0)::int as "avgBytes", coalesce(max(octet_length(snapshot::text)), 0)::int as "maxBytes"
+    from actor_snapshots where actor_id = any(${actorIds})`;
+  const [deltasTable] = await sql<{ t: string | null }[]>`select to_regclass('actor_deltas')::text as t`;
+  const [deltas] = deltasTable!.t
+    ? await sql<{ rows: number; bytes: number }[]>`select count(*)::int as rows, coalesce(sum(octet_length(patch::text)), 0)::int as bytes from actor_deltas where actor_id = any(${actorIds})`
+    : [{ rows: 0, bytes: 0 }];
+  const [tables] = await sql<{ snapshots: string; deltas: string | null }[]>`
+    select pg_total_relation_size('actor_snapshots')::text as snapshots, pg_total_relation_size(to_regclass('actor_deltas'))::text as deltas`;
+  return { ...snap!, deltaRows: deltas!.rows, deltaBytes: deltas!.bytes, tableBytes: { snapshots: Number(tables!.snapshots), deltas: tables!.deltas === null ? null : Number(tables!.deltas) } };
+}
 
 function gitState(): { commit: string | null; dirty: string[] } {
   const rev = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: join(here, '..'), encoding: 'utf8' });
@@ -306,12 +378,15 @@ interface PhaseResult {
   errorsByStep: Record<string, Record<string, number>>;
   errorSamples: string[];
   droppedInClass: Record<string, number>;
-  leave: { closed: Record<string, number>; refused: Record<string, number>; ms: number; closeP50: number; closeP99: number; cpu: CpuUsage | null; db: { commits: number; rollbacks: number; walBytes: number }; serverLogs: Record<string, NodeLogs> };
+  leave: { closed: Record<string, number>; refused: Record<string, number>; ms: number; closeP50: number; closeP99: number; cpu: CpuUsage | null; db: DbDelta; serverLogs: Record<string, NodeLogs> };
   /** the 5 s before the first student */
-  idle: { cpu: CpuUsage | null; db: { commits: number; rollbacks: number; walBytes: number }; seconds: number };
-  db: { commits: number; rollbacks: number; walBytes: number };
-  /** the persisted snapshots of the storm's meeting actors, at the end of the storm (everyone in) */
-  meetingSnapshots: { n: number; avgBytes: number; maxBytes: number };
+  idle: { cpu: CpuUsage | null; db: DbDelta; seconds: number };
+  db: DbDelta;
+  /**
+   * The persisted state of the storm's meeting actors at the end of the storm (everyone in): their snapshots,
+   * their delta rows (none before 0017), and the size of both tables on disk then (every actor of the run).
+   */
+  meetingSnapshots: { n: number; avgBytes: number; maxBytes: number; deltaRows: number; deltaBytes: number; tableBytes: { snapshots: number; deltas: number | null } };
   lagMs: { p50: number; p99: number; max: number };
   eventLoopDelayMs: { p50: number; p99: number; max: number };
   mediaEventLoopDelayMs: { p50: number; p99: number; max: number };
@@ -384,7 +459,7 @@ async function storm(name: string, n: number, flood: boolean): Promise<PhaseResu
   const idleDb0 = await dbCounters();
   await sleep(5000);
   const idleCpu = usage(idle0, snapshot(pids));
-  const idleDb = dbDelta(idleDb0, await dbCounters());
+  const idleDb = await dbDelta(idleDb0, await dbCounters());
   const cpu0 = snapshot(pids);
   const db0 = await dbCounters();
   eld.enable();
@@ -410,10 +485,8 @@ async function storm(name: string, n: number, flood: boolean): Promise<PhaseResu
   const wallMs = epochNow() - t0Epoch;
   eld.disable();
   const cpu = usage(cpu0, snapshot(pids));
-  const db = dbDelta(db0, await dbCounters());
-  const [snap] = await sql<{ n: number; avgBytes: number; maxBytes: number }[]>`
-    select count(*)::int as n, coalesce(avg(octet_length(snapshot::text)), 0)::int as "avgBytes", coalesce(max(octet_length(snapshot::text)), 0)::int as "maxBytes"
-    from actor_snapshots where actor_id = any(${mt.rooms.map((x) => `meeting:${x.id}`)})`;
+  const db = await dbDelta(db0, await dbCounters());
+  const snap = await actorState(mt.rooms.map((x) => `meeting:${x.id}`));
   const records = [...mineDone, ...theirsDone.records].sort((x, y) => x.i - y.i);
   const flooder = flood ? await flooderProc!.call('stop') : null;
   await sleep(500);
@@ -435,7 +508,7 @@ async function storm(name: string, n: number, flood: boolean): Promise<PhaseResu
   for (const [k, v] of Object.entries(mediaLeft.dropped)) dropped[k] = (dropped[k] ?? 0) + v;
   const leaveMs = performance.now() - tl;
   const leaveCpu = usage(leaveCpu0, snapshot(pids));
-  const leaveDb = dbDelta(leaveDb0, await dbCounters());
+  const leaveDb = await dbDelta(leaveDb0, await dbCounters());
   const leaveAck = Float64Array.from([...mainLeft.ackMs, ...mediaLeft.ackMs]).sort();
   const leaveLogs = takeLogs();
   const ended = await teachersProc.call<{ ended: number; errors: Record<string, number> }>('end');
@@ -485,7 +558,7 @@ async function storm(name: string, n: number, flood: boolean): Promise<PhaseResu
     leave: { closed, refused: leaveRefused, ms: leaveMs, closeP50: pct(leaveAck, 50), closeP99: pct(leaveAck, 99), cpu: leaveCpu, db: leaveDb, serverLogs: leaveLogs },
     idle: { cpu: idleCpu, db: idleDb, seconds: 5 },
     db,
-    meetingSnapshots: snap!,
+    meetingSnapshots: snap,
     lagMs: { p50: pct(lag, 50), p99: pct(lag, 99), max: lag.length ? lag[lag.length - 1]! : NaN },
     // the histogram records each timer's whole interval: what is beyond the resolution is the delay
     eventLoopDelayMs: { p50: Math.max(0, eld.percentile(50) / 1e6 - ELD_RESOLUTION_MS), p99: Math.max(0, eld.percentile(99) / 1e6 - ELD_RESOLUTION_MS), max: Math.max(0, eld.max / 1e6 - ELD_RESOLUTION_MS) },
@@ -533,6 +606,13 @@ function reportPhase(r: PhaseResult): void {
   say(
     `[${r.name}] server cost per student: nodes ${fmtMs(perStudent(nodes2(g)))} of CPU (${fmtMs(perStudent(nodes2(g) - nodes2(ig)))} over the 5 s before the storm, which ran at ${nodes2(ig).toFixed(2)} cores), postgres ${fmtMs(perStudent((g.postgres ?? 0) - (ig.postgres ?? 0)))}; ` +
       `${(r.db.commits / r.students).toFixed(1)} commits and ${Math.round(r.db.walBytes / r.students / 1024)} KiB of WAL per student (${r.db.rollbacks} rollbacks; before the storm ${(r.idle.db.commits / r.idle.seconds).toFixed(0)} commits/s); meeting snapshots at the end ${Math.round(r.meetingSnapshots.avgBytes / 1024)} KiB on average`,
+  );
+  const w = r.db.walByTable;
+  const ms = r.meetingSnapshots;
+  const perJoin = (b: number) => `${Math.round(b / r.students).toLocaleString('en')} B`;
+  say(
+    `[${r.name}] WAL per join: ${perJoin(r.db.walBytes)} (the server's)${w ? `; the run's database ${perJoin(w.database)}, of which the actors' state ${perJoin(w.snapshots + w.deltas)} (snapshots ${perJoin(w.snapshots)}, deltas ${perJoin(w.deltas)})` : ''}; ` +
+      `the storm's ${ms.n} meeting actors at the end: snapshots ${Math.round(ms.avgBytes / 1024)} KiB on average (max ${Math.round(ms.maxBytes / 1024)}), ${ms.deltaRows} delta rows of ${Math.round(ms.deltaBytes / 1024)} KiB; tables on disk: actor_snapshots ${(ms.tableBytes.snapshots / 1048576).toFixed(1)} MiB${ms.tableBytes.deltas === null ? '' : `, actor_deltas ${(ms.tableBytes.deltas / 1048576).toFixed(1)} MiB`}`,
   );
   say(
     `[${r.name}] load generator: start lag p99 ${fmtMs(r.lagMs.p99)} (max ${fmtMs(r.lagMs.max)}), event-loop delay p99 ${fmtMs(r.eventLoopDelayMs.p99)} (max ${fmtMs(r.eventLoopDelayMs.max)}); media students' process: event-loop delay p99 ${fmtMs(r.mediaEventLoopDelayMs.p99)} (max ${fmtMs(r.mediaEventLoopDelayMs.max)})`,

@@ -45,8 +45,9 @@ export interface RouteSpec {
   /** Other media types the JSON route also answers in, chosen by the request's Accept header (the handler's `raw` reply). */
   alternates?: readonly string[];
   /**
-   * How an Idempotency-Key is honoured (IdempotencyMode): in the handler's transaction (default), after a
-   * handler that asks actors, or in steps claimed before work outside the database (Idempotency.step).
+   * How an Idempotency-Key is honoured (IdempotencyMode): in the handler's transaction (default), with the
+   * change of the command the handler asks an actor for (`actor`), or in steps claimed before work outside
+   * the database (Idempotency.step).
    */
   idempotency?: IdempotencyMode;
   /**

@@ -1,24 +1,15 @@
 import type { RtpCodecCapability } from 'mediasoup/node/lib/RtpParameters.js';
 
 /**
- * What every room's routers speak: Opus for audio; VP8 for cameras and screens (clients send three
- * simulcast layers of a camera and receivers pick one); H264 (constrained baseline, packetization
- * mode 1) for clients that need it, Safari on older iPhones among them.
+ * What every room's routers speak: Opus for audio, and one video codec for cameras and screens, VP8,
+ * which every current browser both sends and plays (Chrome, Edge, Firefox, Safari since 12.1). One
+ * video codec per room: the router cannot transcode, so with two, a sender of one would be invisible to
+ * a receiver of only the other. A device that cannot play VP8 is told so at media-ready
+ * (`receivesVideo: false`) and still hears the class.
  */
+export const ROOM_VIDEO_CODEC = 'video/VP8';
+
 export const ROUTER_CODECS: RtpCodecCapability[] = [
   { kind: 'audio', mimeType: 'audio/opus', clockRate: 48000, channels: 2 },
-  { kind: 'video', mimeType: 'video/VP8', clockRate: 90000, parameters: { 'x-google-start-bitrate': 1000 } },
-  {
-    kind: 'video',
-    mimeType: 'video/H264',
-    clockRate: 90000,
-    parameters: { 'packetization-mode': 1, 'profile-level-id': '42e01f', 'level-asymmetry-allowed': 1, 'x-google-start-bitrate': 1000 },
-  },
-];
-
-/** The simulcast layers a camera is sent in (the browser bundle uses these): 180p, 360p, 720p. */
-export const CAMERA_ENCODINGS = [
-  { rid: 'r0', scaleResolutionDownBy: 4, maxBitrate: 150_000 },
-  { rid: 'r1', scaleResolutionDownBy: 2, maxBitrate: 500_000 },
-  { rid: 'r2', scaleResolutionDownBy: 1, maxBitrate: 1_500_000 },
+  { kind: 'video', mimeType: ROOM_VIDEO_CODEC, clockRate: 90000, parameters: { 'x-google-start-bitrate': 1000 } },
 ];

@@ -5,7 +5,9 @@ import type { RtpCapabilities } from 'mediasoup/node/lib/RtpParameters.js';
 import type { PlainTransport } from 'mediasoup/node/lib/PlainTransport.js';
 import type { WebRtcTransport } from 'mediasoup/node/lib/WebRtcTransport.js';
 import type { MediaSource, RoomRole } from '../src/core/room-access.ts';
-import type { ProducerPauseReason, TransportDirection } from '../src/core/room-protocol.ts';
+import type { MediaEvent, MediaReport, ProducerPauseReason, TransportDirection } from '../src/core/room-protocol.ts';
+import type { Reservation } from './workers.ts';
+import { NO_VIEW_YET, type ConsumerPlan, type ReceiverView } from './view.ts';
 
 export interface PeerProducer {
   producer: Producer;
@@ -20,6 +22,8 @@ export interface PeerTransport {
   direction: TransportDirection;
   router: Router;
   workerIndex: number;
+  /** A receiving transport's consumers promised on its worker (RoomMedia's placement), until they are made. */
+  reservation: Reservation | null;
 }
 
 /** One participant's media in a room: its transports, what it sends and what it receives. */
@@ -27,15 +31,31 @@ export class Peer {
   readonly participantId: string;
   roomRole: RoomRole;
   /** The room revision at which the gateway knew this participant was in: an older roster cannot remove it. */
-  readonly sinceRev: number;
+  sinceRev: number;
   readonly transports = new Map<string, PeerTransport>();
   readonly producers = new Map<string, PeerProducer>();
   readonly consumers = new Map<string, Consumer>();
   /** Producers this peer consumes or is about to (a consumer is made once per producer). */
   readonly consuming = new Set<string>();
   rtpCapabilities: RtpCapabilities | null = null;
+  /** What this participant's page shows (its last `view`). */
+  view: ReceiverView = NO_VIEW_YET;
+  /** Consumers the page set up (consumer-ready): only these are ever resumed. */
+  readonly ready = new Set<string>();
+  /** Each ready consumer's plan as last applied on the worker. */
+  readonly applied = new Map<string, ConsumerPlan>();
+  /** The last `seq` of the events told to this participant since its media-join (1, 2, 3...): a gap tells the client one was lost. */
+  seq = 0;
+  /** Consumers offered (consumer-new) and not answered yet: when, how many times, and the offer to send again. */
+  readonly offered = new Map<string, { at: number; times: number; offer: MediaEvent }>();
+  /** The page answered an offer since the last re-offer round: it is working through its offers (RoomMedia.reofferUnanswered). */
+  answered = false;
+  /** Producers whose consumer the page closed itself (consumer-close: it could not set it up): not offered again. */
+  readonly declined = new Set<string>();
   /** muteOnEntry was applied to this peer's first microphone. */
   entryMuteDone = false;
+  /** What its page last measured of its media (media-report). */
+  report: MediaReport | null = null;
   closed = false;
 
   constructor(participantId: string, roomRole: RoomRole, sinceRev: number) {

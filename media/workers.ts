@@ -22,10 +22,39 @@ export interface MediaWorker {
   port: number;
   /** Consumers on this worker now (all rooms); the pool's load and the rooms' spreading read it. */
   consumers: number;
+  /**
+   * Consumers promised to receivers placed on this worker and not made yet (a join rush places dozens
+   * before the first consumer exists): counted with `consumers` wherever load decides placement.
+   */
+  reserved: number;
   /** CPU share of one core used over the last sample (0..1+). */
   cpu: number;
   lastCpuMs: number;
   lastSampleAt: number;
+}
+
+/** Consumers promised to a receiver on a worker (MediaWorker.reserved), handed over one by one as they are made, the rest given back when its transport closes. */
+export class Reservation {
+  #left: number;
+  constructor(
+    readonly worker: MediaWorker,
+    need: number,
+  ) {
+    this.#left = need;
+    worker.reserved += need;
+  }
+
+  /** One promised consumer was made (it now counts in MediaWorker.consumers). */
+  take(): void {
+    if (this.#left <= 0) return;
+    this.#left--;
+    this.worker.reserved--;
+  }
+
+  release(): void {
+    this.worker.reserved -= this.#left;
+    this.#left = 0;
+  }
 }
 
 export interface WorkerPoolEvents {
@@ -73,8 +102,9 @@ export class WorkerPool extends EventEmitter<WorkerPoolEvents> {
   leastLoaded(capacity = Infinity, need = 0): MediaWorker | null {
     let best: MediaWorker | null = null;
     for (const w of this.all()) {
-      if (w.consumers + need > capacity) continue;
-      if (!best || w.consumers < best.consumers || (w.consumers === best.consumers && w.cpu < best.cpu)) best = w;
+      const load = w.consumers + w.reserved;
+      if (load + need > capacity) continue;
+      if (!best || load < best.consumers + best.reserved || (load === best.consumers + best.reserved && w.cpu < best.cpu)) best = w;
     }
     return best;
   }
@@ -109,7 +139,7 @@ export class WorkerPool extends EventEmitter<WorkerPoolEvents> {
     const { log } = this.#o;
     const worker = await mediasoup.createWorker({ logLevel: this.#o.logLevel, appData: { index } });
     const { webRtcServer, port } = await this.#listen(worker);
-    const mw: MediaWorker = { index, worker, webRtcServer, port, consumers: 0, cpu: 0, lastCpuMs: 0, lastSampleAt: 0 };
+    const mw: MediaWorker = { index, worker, webRtcServer, port, consumers: 0, reserved: 0, cpu: 0, lastCpuMs: 0, lastSampleAt: 0 };
     worker.on('died', (err) => {
       this.#taken.delete(port);
       if (this.#closed) return;

@@ -21,4 +21,13 @@ if [ ! -x "$chromium_bin" ]; then
     echo "browser tests need Chromium at $chromium_bin (or set AULA_CHROMIUM)" >&2; fail=1
   fi
 fi
+# the relay tests run Debian's coturn with flags of their own (never its system service)
+if [ ! -x "${AULA_TURNSERVER:-/usr/bin/turnserver}" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing Debian's coturn for the relay tests"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends coturn iproute2 >/dev/null || fail=1
+  else
+    echo "relay tests need coturn's turnserver at /usr/bin/turnserver (or set AULA_TURNSERVER)" >&2; fail=1
+  fi
+fi
 exit $fail

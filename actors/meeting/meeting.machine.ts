@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { assertEvent, emit, enqueueActions, not, setup } from 'xstate';
+import { and, assertEvent, emit, enqueueActions, not, setup } from 'xstate';
 import { RoomAccess, type HostCommand } from '../../src/core/room-access.ts';
 import { iso, refusal, type ActorErrorCode, type DisconnectCode } from '../../src/core/actor-effects.ts';
 import { CLASSROOM_EVENTS, classroomState, classroomStep, closeOpenPolls, eraseFromClassroom, voterFor } from './meeting.classroom.ts';
@@ -18,12 +18,14 @@ import {
 } from './meeting.views.ts';
 import type { EndedReason, MeetingContext, MeetingEffect, MeetingEvent, MeetingInput, Participant } from './meeting.types.ts';
 
-export { DEFAULT_SETTLE_MINUTES, initialMeetingContext, meetingData, occupancy, roster } from './meeting.views.ts';
+export { DEFAULT_SETTLE_MINUTES, forgetsHistory, initialMeetingContext, meetingData, occupancy, roster } from './meeting.views.ts';
 
 /** Stored beside every persisted snapshot; bump it when a snapshot of the previous version would not restore. */
 export const MEETING_MACHINE_VERSION = 2;
 /** A participant whose last connection dropped leaves after this long unless a connection comes back. */
 export const RECONNECT_GRACE_MS = 15_000;
+/** The room's reconnect grace: its node's setting (AULA_ROOM_GRACE_SECONDS), or the default. */
+const graceOf = (c: MeetingContext): number => c.reconnectGraceMs ?? RECONNECT_GRACE_MS;
 /** A LIVE room that stays empty this long ends with ROOM_FINISHED. */
 export const EMPTY_GRACE_MS = 60_000;
 /** A SCHEDULED meeting nobody started this long after its scheduled end ends with TIMEOUT (no webhook). */
@@ -51,6 +53,7 @@ const COMMANDS: Partial<Record<MeetingEvent['type'], HostCommand>> = {
   FLOOR: 'floor',
   LOWER_ALL_HANDS: 'lower-hand',
   LOCK: 'lock',
+  SPOTLIGHT: 'spotlight',
   OPEN_POLL: 'poll',
   CLOSE_POLL: 'poll',
   SHARE_POLL: 'poll',
@@ -66,7 +69,7 @@ function commandDecision(c: MeetingContext, e: MeetingEvent) {
   if (!command || (e.type === 'END' && e.byApi)) return null;
   const by = 'by' in e && e.by !== undefined ? c.participants[e.by] : undefined;
   if (!by) return { code: 'forbidden' as const, message: 'Only a host or cohost of the room may do this.' };
-  const target = 'participantId' in e ? c.participants[e.participantId] : undefined;
+  const target = 'participantId' in e && e.participantId !== null ? c.participants[e.participantId] : undefined;
   return RoomAccess.command(command, by.roomRole, target?.roomRole);
 }
 
@@ -108,6 +111,7 @@ const notInRoom = (refusal: ReturnType<typeof refuse>) =>
     LOWER_ALL_HANDS: { actions: refusal },
     FLOOR: { actions: refusal },
     LOCK: { actions: refusal },
+    SPOTLIGHT: { actions: refusal },
     ...Object.fromEntries(CLASSROOM_EVENTS.map((type) => [type, { actions: refusal }])),
     PLACE_MEDIA: { actions: refusal },
     ROOM_STATE: { actions: 'replyRoomState' },
@@ -142,7 +146,7 @@ export const meetingMachine = setup({
     roomRefusesJoin: ({ context, event }) => admission(context, event) !== null,
     planRefusesStart: ({ event }) => event.type === 'JOIN' && event.planAllowsStart === false,
     policyRefuses: ({ context, event }) => commandDecision(context, event) !== null,
-    targetPresent: ({ context, event }) => 'participantId' in event && event.participantId in context.participants,
+    targetPresent: ({ context, event }) => 'participantId' in event && event.participantId !== null && event.participantId in context.participants,
     placementCurrent: ({ context, event }) => event.type === 'PLACE_MEDIA' && (context.media?.rev ?? 0) === event.rev,
     // Every timer is checked against the context's own deadline, so a stale TIMER (the deadline moved, or the
     // condition went away after the host had already fired it) changes nothing.
@@ -160,7 +164,7 @@ export const meetingMachine = setup({
     reconnectDue: ({ context, event }) => {
       if (event.type !== 'TIMER' || !event.name.startsWith(RECONNECT_PREFIX)) return false;
       const p = context.participants[event.name.slice(RECONNECT_PREFIX.length)];
-      return p !== undefined && p.connections.length === 0 && p.disconnectedAt !== null && event.at >= p.disconnectedAt + RECONNECT_GRACE_MS;
+      return p !== undefined && p.connections.length === 0 && p.disconnectedAt !== null && event.at >= p.disconnectedAt + graceOf(context);
     },
   },
   actions: {
@@ -185,6 +189,17 @@ export const meetingMachine = setup({
         enqueue.emit({ type: 'send', to: { all: true }, message: { type: 'locked', locked: e.locked, by: e.by } });
       }
       enqueue.emit({ type: 'reply', body: { ok: true, locked: e.locked } });
+    }),
+
+    /** SPOTLIGHT: one person big on every page, or nobody; everyone hears it. */
+    spotlight: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, 'SPOTLIGHT');
+      const e = event;
+      if ((context.spotlight ?? null) !== e.participantId) {
+        enqueue.assign({ spotlight: e.participantId });
+        enqueue.emit({ type: 'send', to: { all: true }, message: { type: 'spotlight', participantId: e.participantId, by: e.by } });
+      }
+      enqueue.emit({ type: 'reply', body: { ok: true, participantId: e.participantId } });
     }),
 
     /** Polls, quizzes and Q&A (meeting.classroom.ts): a refusal, or new polls and questions with their effects. */
@@ -225,7 +240,7 @@ export const meetingMachine = setup({
         enqueue.emit({ type: 'timer.set', name: MEETING_TIMERS.emptyGrace, dueAt: emptyGraceAt });
       }
       for (const p of Object.values(context.participants).sort(byJoin)) {
-        if (p.disconnectedAt !== null) enqueue.emit({ type: 'timer.set', name: MEETING_TIMERS.reconnect(p.participantId), dueAt: p.disconnectedAt + RECONNECT_GRACE_MS });
+        if (p.disconnectedAt !== null) enqueue.emit({ type: 'timer.set', name: MEETING_TIMERS.reconnect(p.participantId), dueAt: p.disconnectedAt + graceOf(context) });
       }
       enqueue.assign({ startedAt, planCapAt, emptySince, emptyGraceAt });
     }),
@@ -322,6 +337,7 @@ export const meetingMachine = setup({
           rev: context.rev,
           media: context.media,
           locked: context.locked ?? false,
+          spotlight: context.spotlight ?? null,
           classroom: classroomState(context, voterFor(e.participantId, e.user, e.voter), e.roomRole),
         },
       };
@@ -338,7 +354,7 @@ export const meetingMachine = setup({
       const next = withParticipant(context, { ...p, connections, disconnectedAt });
       enqueue.assign(next.assign);
       if (disconnectedAt !== null) {
-        enqueue.emit({ type: 'timer.set', name: MEETING_TIMERS.reconnect(p.participantId), dueAt: disconnectedAt + RECONNECT_GRACE_MS });
+        enqueue.emit({ type: 'timer.set', name: MEETING_TIMERS.reconnect(p.participantId), dueAt: disconnectedAt + graceOf(context) });
         enqueue.emit(next.roster);
       }
     }),
@@ -511,6 +527,8 @@ export const meetingMachine = setup({
       if (context.media) enqueue.emit({ type: 'send', to: { all: true }, message: { type: 'media', media: null } });
       // The plan cap is the background worker's doing: its meeting.ended is delivered whatever the plan (spec, webhook rule 3).
       enqueue.emit({ type: 'outbox', eventType: 'meeting.ended', data: meetingData({ ...context, ...ended }), ...(params.reason === 'PLAN_LIMIT' ? { background: true } : {}) });
+      // why, before the sockets close: the page tells the person and its embedding customer (the SDK's meeting-ended)
+      if (present.length) enqueue.emit({ type: 'send', to: { all: true }, message: { type: 'ended', reason: params.reason } });
       for (const p of present) enqueue.emit({ type: 'disconnect', participantId: p.participantId, code: 'meeting_ended' });
       enqueue.emit({ type: 'timer.cancel', name: MEETING_TIMERS.planCap });
       if (context.emptyGraceAt !== null) enqueue.emit({ type: 'timer.cancel', name: MEETING_TIMERS.emptyGrace });
@@ -670,6 +688,11 @@ export const meetingMachine = setup({
         ],
         LOWER_ALL_HANDS: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'lowerAllHands' }],
         LOCK: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'lock' }],
+        SPOTLIGHT: [
+          { guard: 'policyRefuses', actions: 'refusePolicy' },
+          { guard: and([({ event }) => event.type === 'SPOTLIGHT' && event.participantId !== null, not('targetPresent')]), actions: R.notFound },
+          { actions: 'spotlight' },
+        ],
         OPEN_POLL: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'classroom' }],
         CLOSE_POLL: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'classroom' }],
         SHARE_POLL: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'classroom' }],

@@ -66,6 +66,8 @@ export const meetingInput = meetingFacts.extend({
   notBefore: isoTime.optional(),
   /** The organization's attendance settle window: the report is final this long after the end (default 5). */
   attendanceSettleMinutes: z.number().int().min(0).max(1440).optional(),
+  /** How long a dropped participant keeps their place (and media) before they leave, in seconds (default 15; AULA_ROOM_GRACE_SECONDS). */
+  reconnectGraceSeconds: z.number().int().min(1).max(600).optional(),
   /** The meeting's own cap on people in the room (null: the plan's alone) and the plan's. */
   maxParticipants: z.number().int().positive().nullable().optional(),
   planMaxParticipants: z.number().int().positive().optional(),
@@ -114,6 +116,8 @@ export const handEvent = ev('HAND', { participantId: id, by: id, raise: z.boolea
 export const lowerAllHandsEvent = ev('LOWER_ALL_HANDS', { by: id });
 /** A host locks the room (nobody new may join; hosts and cohosts still may) or unlocks it. */
 export const lockEvent = ev('LOCK', { by: id, locked: z.boolean() });
+/** A host shows one person big on every page, or nobody (null). */
+export const spotlightEvent = ev('SPOTLIGHT', { by: id, participantId: id.nullable() });
 /** A host opens a poll (a quiz when `correct` names options); the draft was checked (draftProblem) and its options made (pollOptions). */
 export const openPollEvent = ev('OPEN_POLL', {
   pollId: id,
@@ -192,6 +196,7 @@ export const meetingEvent = z.discriminatedUnion('type', [
   lowerAllHandsEvent,
   floorEvent,
   lockEvent,
+  spotlightEvent,
   openPollEvent,
   answerPollEvent,
   closePollEvent,

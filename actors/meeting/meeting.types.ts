@@ -64,10 +64,14 @@ export interface MeetingContext {
   rev: number;
   /** How long after the end attendance settles (absent in snapshots from before attendance: the default). */
   attendanceSettleMs?: number;
+  /** The reconnect grace of this node's configuration (absent in older snapshots: RECONNECT_GRACE_MS). */
+  reconnectGraceMs?: number;
   /** When attendance was finalized (ms); null until then. */
   attendanceFinalizedAt?: number | null;
   /** A host locked the room (absent in older snapshots: unlocked). */
   locked?: boolean;
+  /** Who a host put in the spotlight (absent in older snapshots: nobody). Kept while they are away; pages show it only for someone in the room. */
+  spotlight?: string | null;
   /** The meeting's own cap on people in the room (null: the plan's alone), and the plan's (absent in older snapshots: none). */
   maxParticipants?: number | null;
   planMaxParticipants?: number;
@@ -228,7 +232,7 @@ export type MeetingOutbox =
   | OutboxEffect<'question.answered', QuestionAnsweredData>;
 
 export type Ok = { ok: true };
-export type JoinedReply = { ok: true; participantId: string; roster: RosterEntry[]; settings: ClientSettings; rev: number; media: MediaPlacement | null; locked: boolean; classroom: ClassroomState };
+export type JoinedReply = { ok: true; participantId: string; roster: RosterEntry[]; settings: ClientSettings; rev: number; media: MediaPlacement | null; locked: boolean; spotlight: string | null; classroom: ClassroomState };
 export type StatusReply = { ok: true; status: MeetingStatus; endedReason: EndedReason | null };
 export type LeftReply = { ok: true; left: string[] };
 export type MediaReply = { ok: true; media: MediaPlacement | null };
@@ -249,6 +253,7 @@ export interface MeetingReplies {
   LOWER_ALL_HANDS: { ok: true; lowered: string[] };
   FLOOR: Ok;
   LOCK: { ok: true; locked: boolean };
+  SPOTLIGHT: { ok: true; participantId: string | null };
   OPEN_POLL: { ok: true; poll: PollView };
   ANSWER_POLL: Ok;
   CLOSE_POLL: { ok: true; poll: PollView; results: PollResults };

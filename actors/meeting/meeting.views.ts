@@ -24,6 +24,23 @@ export const DEFAULT_SETTLE_MINUTES = 5;
  * fired by whichever node owns the actor, so no actor keeps the name, in memory or in its snapshot.
  */
 export const ERASE_TIMER_PREFIX = 'erase:';
+
+const closed = (status: string) => status === 'ENDED' || status === 'CANCELLED';
+
+/**
+ * Transitions after which the meeting's persisted history (the deltas since its last whole snapshot,
+ * src/platform/runtime/actor-state.ts) must go, the whole state written instead: a person's erasure (no
+ * earlier delta may still name them), the meeting's end (its snapshot keeps no one, and neither may what
+ * led up to it), and an answer to an anonymous poll (the deltas' order would be the order the answers
+ * arrived in, which the poll never keeps).
+ */
+export function forgetsHistory(event: { type: string; name?: unknown; pollId?: unknown }, before: MeetingContext, after: MeetingContext): boolean {
+  if (event.type === 'TIMER') return typeof event.name === 'string' && event.name.startsWith(ERASE_TIMER_PREFIX);
+  if (closed(after.status)) return !closed(before.status);
+  if (event.type !== 'ANSWER_POLL') return false;
+  const poll = after.polls?.find((p) => p.pollId === event.pollId);
+  return !!poll?.anonymous && poll.answered !== before.polls?.find((p) => p.pollId === event.pollId)?.answered;
+}
 export { ERASED_NAME };
 
 const ms = (s: string | null | undefined): number | null => (s == null ? null : Date.parse(s));
@@ -34,7 +51,7 @@ export const byJoin = (a: Participant, b: Participant): number => a.joinedAt - b
 export function initialMeetingContext(input: MeetingInput): MeetingContext {
   const startedAt = ms(input.startedAt);
   // the input is the meeting's facts and its state; the facts are kept as they came, the times normalized
-  const { settings: _s, planMaxMinutes: _p, status: _st, startedAt: _sa, endedAt: _ea, endedReason: _er, notBefore: _nb, attendanceSettleMinutes: _as, maxParticipants: _mp, planMaxParticipants: _pmp, ...facts } = input;
+  const { settings: _s, planMaxMinutes: _p, status: _st, startedAt: _sa, endedAt: _ea, endedReason: _er, notBefore: _nb, attendanceSettleMinutes: _as, reconnectGraceSeconds: _rg, maxParticipants: _mp, planMaxParticipants: _pmp, ...facts } = input;
   return {
     meeting: { ...facts, scheduledStart: iso(Date.parse(input.scheduledStart)), scheduledEnd: iso(Date.parse(input.scheduledEnd)) },
     settings: { ...input.settings },
@@ -53,6 +70,7 @@ export function initialMeetingContext(input: MeetingInput): MeetingContext {
     media: null,
     rev: 0,
     attendanceSettleMs: (input.attendanceSettleMinutes ?? DEFAULT_SETTLE_MINUTES) * 60_000,
+    ...(input.reconnectGraceSeconds !== undefined ? { reconnectGraceMs: input.reconnectGraceSeconds * 1000 } : {}),
     attendanceFinalizedAt: null,
     locked: false,
     maxParticipants: input.maxParticipants ?? null,

@@ -100,6 +100,8 @@ export const waitingRoomMachine = setup({
 
     replyOk: emit({ type: 'reply', body: { ok: true } }),
 
+    replyList: emit(({ context }) => ({ type: 'reply' as const, body: { ok: true as const, entries: waitingList(context.entries) } })),
+
     enqueue: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, 'ENQUEUE');
       const e = event;
@@ -191,6 +193,7 @@ export const waitingRoomMachine = setup({
           { actions: 'replyEntry' },
         ],
         STATUS: [{ guard: not('known'), actions: R.notFound }, { actions: 'replyEntry' }],
+        LIST: { actions: 'replyList' },
         TIMER: { guard: 'expiryDue', actions: { type: 'settle', params: { status: 'EXPIRED' } } },
         MEETING_ENDED: { target: 'closed', actions: 'close' },
       },
@@ -212,6 +215,7 @@ export const waitingRoomMachine = setup({
         ],
         LEAVE: [{ guard: not('known'), actions: R.notFound }, { actions: 'replyEntry' }],
         STATUS: [{ guard: not('known'), actions: R.notFound }, { actions: 'replyEntry' }],
+        LIST: { actions: 'replyList' },
         MEETING_ENDED: { actions: 'replyOk' },
       },
     },

@@ -20,6 +20,8 @@ export const denyEvent = ev('DENY', { queueId: id, by: id.nullable() });
 /** The waiting person gave up (closed the page, pressed leave). */
 export const leaveEvent = ev('LEAVE', { queueId: id });
 export const statusEvent = ev('STATUS', { queueId: id });
+/** Who waits now, oldest first (the public API's list; a read that changes nothing). */
+export const listEvent = ev('LIST', {});
 export const timerEvent = ev('TIMER', { name: z.string().min(1).max(300) });
 /** The meeting ended or was cancelled: nobody else gets in. */
 export const meetingEndedEvent = ev('MEETING_ENDED', {});
@@ -30,6 +32,7 @@ export const waitingRoomEvent = z.discriminatedUnion('type', [
   denyEvent,
   leaveEvent,
   statusEvent,
+  listEvent,
   timerEvent,
   meetingEndedEvent,
 ]);

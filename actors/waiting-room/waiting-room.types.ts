@@ -61,6 +61,7 @@ export interface WaitingRoomReplies {
   DENY: EntryView;
   LEAVE: EntryView;
   STATUS: EntryView;
+  LIST: { ok: true; entries: WaitingListEntry[] };
   TIMER: { ok: true };
   MEETING_ENDED: { ok: true };
 }

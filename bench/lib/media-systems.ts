@@ -4,7 +4,8 @@ import type { RtpCapabilities, RtpParameters } from 'mediasoup/node/lib/RtpParam
 import type { Worker as MsWorker } from 'mediasoup/node/lib/Worker.js';
 import { pino } from 'pino';
 import type { RosterEntry } from '../../actors/meeting/meeting.types.ts';
-import { CAMERA_ENCODINGS, ROUTER_CODECS } from '../../media/codecs.ts';
+import { ROUTER_CODECS } from '../../media/codecs.ts';
+import { CAMERA_ENCODINGS } from '../../src/core/room-protocol.ts';
 import { RoomMedia, type MediaEmit } from '../../media/room.ts';
 import { WorkerPool } from '../../media/workers.ts';
 import { AUDIO_LEVEL_EXT_ID, AUDIO_LEVEL_URI, OPUS_PT, VP8_PT } from './rtp.ts';
@@ -54,7 +55,7 @@ export function producerParameters(kind: Kind, ssrcs: number[], cname: string): 
  * initial outgoing bitrate and hold every simulcast consumer on a low layer; a recorder or a bench
  * declares no feedback, so mediasoup forwards the preferred layer.
  */
-function consumerCapabilities(router: RtpCapabilities): RtpCapabilities {
+export function consumerCapabilities(router: RtpCapabilities): RtpCapabilities {
   return {
     codecs: (router.codecs ?? []).map((c) => ({ ...c, rtcpFeedback: (c.rtcpFeedback ?? []).filter((f) => f.type !== 'transport-cc' && f.type !== 'goog-remb') })),
     headerExtensions: (router.headerExtensions ?? []).filter((h) => !h.uri.includes('transport-wide-cc')),
@@ -205,7 +206,7 @@ export async function aulaSystem(kind: Kind, producers: number, receivers: numbe
       } finally {
         waiting.delete(pid);
       }
-      await Promise.all(made.map((c) => room.resumeConsumer(pid, c.id)));
+      await Promise.all(made.map((c) => room.consumerReady(pid, c.id)));
       consumerIds.push(...made.map((c) => c.id));
       return made;
     },

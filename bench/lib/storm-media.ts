@@ -74,7 +74,7 @@ export class StormPeer {
   #tone: { stop(): void } | null = null;
   #queue: Promise<unknown> = Promise.resolve();
   #closed = false;
-  /** Set by a consumer once resumed: the first one's consumer-resume ack. */
+  /** Set by a consumer once set up: the first one's consumer-ready ack. */
   firstResumedAt = 0;
   #onConsumer: ((c: Consumer) => void) | null = null;
 
@@ -121,7 +121,7 @@ export class StormPeer {
         if (this.#closed || !this.recv) return;
         const consumer = await this.recv.consume({ id: m.consumerId, producerId: m.producerId, kind: m.kind, rtpParameters: m.rtpParameters });
         this.consumers.push(consumer);
-        await this.ask({ type: 'consumer-resume', consumerId: consumer.id });
+        await this.ask({ type: 'consumer-ready', consumerId: consumer.id });
         this.firstResumedAt ||= performance.now();
         this.#onConsumer?.(consumer);
       })
@@ -156,10 +156,11 @@ export class StormPeer {
     });
   }
 
-  /** Pauses every consumer on the server (`consumer-pause`): no more RTP to this receiver. */
-  async pauseAll(): Promise<void> {
+  /** Closes every consumer here and on the server (`consumer-close`): no more RTP to this receiver. */
+  async stopReceiving(): Promise<void> {
     await this.#queue;
-    await Promise.all(this.consumers.map((c) => this.ask({ type: 'consumer-pause', consumerId: c.id })));
+    await Promise.all(this.consumers.map((c) => this.ask({ type: 'consumer-close', consumerId: c.id })));
+    for (const c of this.consumers) c.close();
   }
 
   close(): void {

@@ -124,9 +124,9 @@ export async function runStudent(ctx: StudentContext, i: number, due: number, me
     const t = await peer.start({ send: true });
     const at = await first;
     rec.steps['first packet'] = at - joinedAt;
-    // measured: the consumers are paused on the server (consumer-pause), so that a hundred libwebrtc
+    // measured: the consumers are closed on the server (consumer-close), so that a hundred libwebrtc
     // receivers decoding audio for the rest of the storm do not take the machine's CPU from the nodes
-    await peer.pauseAll();
+    await peer.stopReceiving();
     rec.mediaTimes = { mediaJoin: t.mediaJoin! - joinedAt, transports: t.transports! - joinedAt, mediaReady: t.mediaReady! - joinedAt, resumed: peer.firstResumedAt - joinedAt, firstPacket: at - joinedAt };
   } catch (err) {
     const e = err instanceof StepError ? err : new StepError(step, (err as { code?: string }).code ?? 'error', (err as Error).message);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { toMeetingRecord } from '../../src/services/meetings.ts';
+import { meetingAnswer } from '../../src/services/live/command-answers.ts';
 import { joinLinkJson } from '../join-link-json.ts';
 import { idParam } from '../schemas/common.ts';
 import { joinLinkCreate, joinLinkRecord, meetingCreate, meetingListQuery, meetingRecord, meetingUpdate } from '../schemas/meetings.ts';
@@ -59,13 +60,13 @@ export const meetingRoutes = [
       auth: 'apiKey',
       scope: 'meetings:write',
       summary: 'Cancel a scheduled meeting.',
-      idempotency: 'after',
+      idempotency: 'actor',
       description: 'SCHEDULED to CANCELLED, emits meeting.cancelled and revokes its sessions. Cancelling again returns the meeting unchanged; a LIVE meeting answers invalid_state (end it instead).',
       params: idParam,
       response: meetingRecord,
       errors: ['meeting_not_found', 'invalid_state'],
     },
-    async ({ app, db, apiKey, params }) => ({ data: toMeetingRecord(await app.services.meetings.cancel(db, apiKey!.orgId, params.id)) }),
+    async ({ app, db, apiKey, params }) => meetingAnswer(await app.services.meetings.cancel(db, apiKey!.orgId, params.id)),
   ),
   route(
     {
@@ -75,13 +76,13 @@ export const meetingRoutes = [
       auth: 'apiKey',
       scope: 'meetings:write',
       summary: 'End a live meeting for everyone.',
-      idempotency: 'after',
+      idempotency: 'actor',
       description: 'LIVE to ENDED with endedReason HOST_ENDED, emits meeting.ended. Ending again returns the meeting unchanged; a SCHEDULED meeting answers invalid_state (cancel it instead).',
       params: idParam,
       response: meetingRecord,
       errors: ['meeting_not_found', 'invalid_state'],
     },
-    async ({ app, db, apiKey, params }) => ({ data: toMeetingRecord(await app.services.meetings.end(db, apiKey!.orgId, params.id)) }),
+    async ({ app, db, apiKey, params }) => meetingAnswer(await app.services.meetings.end(db, apiKey!.orgId, params.id)),
   ),
   route(
     {

@@ -5,7 +5,8 @@ import { externalId } from '../schemas/common.ts';
 import { EVENT_TYPES } from '../../src/platform/outbox.ts';
 import type { ApiPrincipal } from '../../src/services/api-keys.ts';
 import type { App } from '../../src/services/app.ts';
-import { toDeliveryRecord, toWebhookRecord, WILDCARD, type AttemptRow, type CommitStep } from '../../src/services/webhook-endpoints.ts';
+import { toDeliveryRecord, toWebhookRecord, WILDCARD, type CommitStep } from '../../src/services/webhook-endpoints.ts';
+import type { AttemptRow } from '../../src/services/webhooks/envelope.ts';
 import {
   deliveryDetail,
   deliveryListQuery,

@@ -43,6 +43,6 @@ export const isoDate = z.iso
   .describe(`ISO 8601 timestamp with an offset, in the years ${MIN_YEAR} to ${MAX_YEAR}`);
 
 export const httpsUrl = z
-  .url({ protocol: /^https$/, hostname: z.regexes.domain })
+  .url({ protocol: /^https$/, hostname: z.regexes.domain, error: 'must be an https URL' })
   .max(2048)
   .describe('An https:// URL');

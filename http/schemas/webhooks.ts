@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import { EVENT_TYPES } from '../../src/platform/outbox.ts';
 import type { PageQuery } from '../../src/services/common.ts';
+import { DELIVERY_STATUSES, DELIVERY_TRIGGERS } from '../../src/services/webhooks/envelope.ts';
 import {
-  DELIVERY_STATUSES,
-  DELIVERY_TRIGGERS,
   DISABLED_REASONS,
   ENDPOINT_STATUSES,
   FEED_EVENT_TYPES,

@@ -130,7 +130,7 @@ function uwsConnection(identity: ConnectionIdentity): UwsConnection {
     connectionId: randomUUID(),
     closed: false,
     ws: null,
-    resumesOwed: 0,
+    acksOwed: 0,
     inFlight: 0,
     closing: null,
     send(text) {
@@ -307,10 +307,10 @@ export class MediaGateway {
     const now = performance.now();
     const budget = data.budget;
     budget.lastUsed = now;
-    // The resume of a consumer the server offered is the client's half of the server's own step: never
+    // The answer to a consumer the server offered is the client's half of the server's own step: never
     // charged, so a receiver is not refused (or closed as an abuser) for what others in the room send.
-    const owed = type === 'consumer-resume' && c.resumesOwed > 0;
-    if (owed) c.resumesOwed--;
+    const owed = (type === 'consumer-ready' || type === 'consumer-close') && c.acksOwed > 0;
+    if (owed) c.acksOwed--;
     const cost = owed ? 0 : typeof type === 'string' && (type === 'ping' || (SIGNALING_TYPES.has(type) && !Object.hasOwn(MEDIA_LIMITS, type))) ? 1 : COMMAND_BUDGET.actorCost;
     if (cost > 0 && !budget.bucket.take(cost, now)) {
       if (now - budget.strikeWindowStart > COMMAND_BUDGET.strikeWindowMs) {

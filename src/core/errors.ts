@@ -126,14 +126,18 @@ export class AppError extends Error {
 }
 
 
-/** A zod failure as `validation_failed`, naming every offending field. */
+/** A zod failure as `validation_failed`, naming every offending field, each of its messages once (one URL can fail two checks with the same words). */
 export function validationError(error: z.ZodError, where: 'path' | 'query' | 'body' | 'item'): AppError {
-  const fields = error.issues.slice(0, 50).map((i) => ({
-    field: i.path.length ? i.path.map(String).join('.') : '(root)',
-    in: where,
-    code: i.code,
-    message: i.message,
-  }));
+  const seen = new Set<string>();
+  const fields = error.issues
+    .map((i) => ({ field: i.path.length ? i.path.map(String).join('.') : '(root)', in: where, code: i.code, message: i.message }))
+    .filter((f) => {
+      const key = `${f.field}\u0000${f.message}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    })
+    .slice(0, 50);
   return new AppError('validation_failed', { details: { fields } });
 }
 

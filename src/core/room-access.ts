@@ -65,7 +65,7 @@ export interface Refused {
 export type Decision = Refused | null;
 
 /** Room commands that only hosts and cohosts may give. */
-export const HOST_COMMANDS = ['end', 'remove', 'mute', 'allow-unmute', 'floor', 'admit', 'deny', 'lower-hand', 'lock', 'poll', 'answer-question'] as const;
+export const HOST_COMMANDS = ['end', 'remove', 'mute', 'allow-unmute', 'floor', 'admit', 'deny', 'lower-hand', 'lock', 'poll', 'answer-question', 'spotlight', 'stop-camera'] as const;
 export type HostCommand = (typeof HOST_COMMANDS)[number];
 
 const refused = (code: RefusalCode, message: string): Refused => ({ code, message });
@@ -102,6 +102,7 @@ export const RoomAccess = {
   command(command: HostCommand, by: RoomRole, target?: RoomRole): Decision {
     if (!RoomAccess.isHost(by)) return refused('forbidden', 'Only a host or cohost of the room may do this.');
     if (command === 'remove' && target === 'HOST' && by === 'COHOST') return refused('forbidden', 'A cohost cannot remove a host.');
+    if (command === 'stop-camera' && target === 'HOST' && by === 'COHOST') return refused('forbidden', 'A cohost cannot turn off a host\'s camera.');
     return null;
   },
 

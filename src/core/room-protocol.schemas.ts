@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MEDIA_SOURCES } from './room-access.ts';
 import { draftProblem, POLL_LIMITS, POLL_TYPES, QUESTION_LIMITS } from './classroom.ts';
-import { MEDIA_KINDS, PROTOCOL_LIMITS, TRANSPORT_DIRECTIONS, type ClientMessage, type RoomCommand, type SignalingRequest } from './room-protocol.ts';
+import { MEDIA_ERROR_CODES, MEDIA_KINDS, PROTOCOL_LIMITS, TRANSPORT_DIRECTIONS, VIEW_SOURCES, type ClientMessage, type RoomCommand, type SignalingRequest } from './room-protocol.ts';
 
 /**
  * The zod schemas of the room protocol's client messages: the server parses every frame with them
@@ -28,7 +28,8 @@ const ref = z.string().min(1).max(PROTOCOL_LIMITS.refChars);
 /** mediasoup checks its own objects (RTP parameters, capabilities, DTLS parameters); here only their outline. */
 const mediasoupObject = z.looseObject({});
 const optionIndexes = z.array(z.number().int().min(0).max(POLL_LIMITS.maxOptions - 1)).max(POLL_LIMITS.maxOptions);
-const layer = z.number().int().min(0).max(PROTOCOL_LIMITS.maxLayer);
+const pixels = z.number().min(0).max(PROTOCOL_LIMITS.tilePixels);
+const viewTile = z.object({ participantId: ref, source: z.enum(VIEW_SOURCES), width: pixels, height: pixels });
 
 /** A host's draft is checked here, before it reaches an actor: the options and the correct ones fit the poll's type. */
 const openPoll = z
@@ -60,6 +61,7 @@ const roomCommands = [
   z.object({ type: z.literal('lower-all-hands'), id: cid }),
   z.object({ type: z.literal('floor'), id: cid, participantId: ref, give: z.boolean() }),
   z.object({ type: z.literal('lock'), id: cid, locked: z.boolean() }),
+  z.object({ type: z.literal('spotlight'), id: cid, participantId: ref.nullable() }),
   openPoll,
   z.object({ type: z.literal('answer-poll'), id: cid, pollId: ref, choices: optionIndexes.optional(), text: z.string().max(POLL_LIMITS.answerChars).optional() }),
   z.object({ type: z.literal('close-poll'), id: cid, pollId: ref, share: z.boolean().optional() }),
@@ -73,7 +75,7 @@ const roomCommands = [
 ] as const;
 
 const signalingRequests = [
-  z.object({ type: z.literal('media-join'), id: cid }),
+  z.object({ type: z.literal('media-join'), id: cid, resume: z.boolean().optional() }),
   z.object({ type: z.literal('transport-create'), id: cid, direction: z.enum(TRANSPORT_DIRECTIONS) }),
   z.object({ type: z.literal('transport-connect'), id: cid, transportId: ref, dtlsParameters: mediasoupObject }),
   z.object({ type: z.literal('transport-restart-ice'), id: cid, transportId: ref }),
@@ -90,9 +92,20 @@ const signalingRequests = [
   z.object({ type: z.literal('producer-pause'), id: cid, producerId: ref }),
   z.object({ type: z.literal('producer-resume'), id: cid, producerId: ref }),
   z.object({ type: z.literal('producer-close'), id: cid, producerId: ref }),
-  z.object({ type: z.literal('consumer-resume'), id: cid, consumerId: ref }),
-  z.object({ type: z.literal('consumer-pause'), id: cid, consumerId: ref }),
-  z.object({ type: z.literal('consumer-layers'), id: cid, consumerId: ref, spatialLayer: layer, temporalLayer: layer.optional() }),
+  z.object({ type: z.literal('media-resync'), id: cid }),
+  z.object({ type: z.literal('stop-camera'), id: cid, participantId: ref }),
+  z.object({ type: z.literal('view'), id: cid, tiles: z.array(viewTile).max(PROTOCOL_LIMITS.viewTiles), audioOnly: z.boolean().optional() }),
+  z.object({ type: z.literal('consumer-ready'), id: cid, consumerId: ref }),
+  z.object({ type: z.literal('consumer-close'), id: cid, consumerId: ref }),
+  z.object({
+    type: z.literal('media-report'),
+    id: cid,
+    error: z.enum(MEDIA_ERROR_CODES).nullable(),
+    relayed: z.boolean(),
+    rttMs: z.number().min(0).max(60_000).nullable(),
+    lossDown: z.number().min(0).max(1).nullable(),
+    lossUp: z.number().min(0).max(1).nullable(),
+  }),
 ] as const;
 
 export const roomCommand = parsesTo<RoomCommand>()(z.discriminatedUnion('type', roomCommands));

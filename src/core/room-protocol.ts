@@ -21,7 +21,43 @@ export const PROTOCOL_LIMITS = {
   refChars: 255,
   /** Simulcast layers are numbered 0 (lowest) to this. */
   maxLayer: 2,
+  /** Tiles one `view` may list (a page shows at most a few dozen). */
+  viewTiles: 100,
+  /** A tile's width or height, in CSS pixels. */
+  tilePixels: 16_384,
 } as const;
+
+/**
+ * The simulcast layers a camera is sent in, lowest first: 1/4, 1/2 and full size of its picture (180p,
+ * 360p, 720p from a 720p camera). The page sends these (web/room/media.ts); `view` picks among them.
+ */
+export const CAMERA_ENCODINGS = [
+  { rid: 'r0', scaleResolutionDownBy: 4, maxBitrate: 150_000 },
+  { rid: 'r1', scaleResolutionDownBy: 2, maxBitrate: 500_000 },
+  { rid: 'r2', scaleResolutionDownBy: 1, maxBitrate: 1_500_000 },
+] as const;
+
+/**
+ * The layers a shared screen is sent in: half and full size, no quarter (text unreadable at it), more
+ * bits at the top. A screen is encoded for detail (`contentHint: 'detail'`) and keeps its resolution
+ * when bandwidth is short (its frame rate falls first).
+ */
+export const SCREEN_ENCODINGS = [
+  { rid: 'r0', scaleResolutionDownBy: 2, maxBitrate: 600_000 },
+  { rid: 'r1', scaleResolutionDownBy: 1, maxBitrate: 1_800_000 },
+] as const;
+
+/** The videos a `view` can show: a camera or a shared screen. */
+export const VIEW_SOURCES = ['camera', 'screen'] as const;
+export type ViewSource = (typeof VIEW_SOURCES)[number];
+
+/** One tile the page shows: whose video, from which source, at what size on the page (CSS pixels). */
+export interface ViewTile {
+  participantId: string;
+  source: ViewSource;
+  width: number;
+  height: number;
+}
 
 /** mediasoup's own objects (RTP parameters, capabilities, DTLS parameters): mediasoup checks them; the protocol knows only their outline. */
 export type MediasoupObject = { [field: string]: unknown };
@@ -50,6 +86,9 @@ export type RoomCommand =
   | { type: 'floor'; id?: string; participantId: string; give: boolean }
   /** Hosts and cohosts: lock the room (nobody new may join) or unlock it. */
   | { type: 'lock'; id?: string; locked: boolean }
+  /** Hosts and cohosts: show one person big on everyone's page (the teacher, a student presenting), or nobody (null). */
+  | { type: 'spotlight'; id?: string; participantId: string | null }
+
   /** Hosts and cohosts: a poll (a quiz when `correct` names the right options); YES_NO and TRUE_FALSE bring their own options. */
   | { type: 'open-poll'; id?: string; question: string; pollType: PollType; anonymous?: boolean; options?: string[]; correct?: number[] }
   /** Participants: the open poll's answer, option indexes (`choices`) or `text` for FREE_TEXT. */
@@ -69,8 +108,12 @@ export type RoomCommand =
 // ---- client to server: media signaling (relayed to the node that hosts the room's media) -------
 
 export type SignalingRequest =
-  /** Starts (or restarts, after a `media` message) this participant's media: answers the router's capabilities. */
-  | { type: 'media-join'; id?: string }
+  /**
+   * Starts (or restarts, after a `media` message) this participant's media: answers the router's
+   * capabilities and the TURN relays it may use. `resume`: a socket that reconnected within the grace
+   * keeps the media it had (answered `resumed: true`; then media-resync); otherwise it starts afresh.
+   */
+  | { type: 'media-join'; id?: string; resume?: boolean }
   | { type: 'transport-create'; id?: string; direction: TransportDirection }
   | { type: 'transport-connect'; id?: string; transportId: string; dtlsParameters: MediasoupObject }
   | { type: 'transport-restart-ice'; id?: string; transportId: string }
@@ -80,9 +123,42 @@ export type SignalingRequest =
   | { type: 'producer-pause'; id?: string; producerId: string }
   | { type: 'producer-resume'; id?: string; producerId: string }
   | { type: 'producer-close'; id?: string; producerId: string }
-  | { type: 'consumer-resume'; id?: string; consumerId: string }
-  | { type: 'consumer-pause'; id?: string; consumerId: string }
-  | { type: 'consumer-layers'; id?: string; consumerId: string; spatialLayer: number; temporalLayer?: number };
+  /** The client saw a gap in its media events' `seq`: the answer is what it should hold now (MediaResync). */
+  | { type: 'media-resync'; id?: string }
+  /** Hosts and cohosts: turn a participant's camera off (closed where the media is; they may turn it on again). */
+  | { type: 'stop-camera'; id?: string; participantId: string }
+  /**
+   * What the page shows: the video tiles visible now, with their sizes; every other video is paused for
+   * this participant. `audioOnly`: no video at all. The server picks each consumer's layer and priority
+   * (docs/room-protocol.md, "What a page receives"). Until the first `view`, every video is received.
+   */
+  | { type: 'view'; id?: string; tiles: ViewTile[]; audioOnly?: boolean }
+  /** The page set up the consumer a `consumer-new` offered: the server may now send it (as the view says). */
+  | { type: 'consumer-ready'; id?: string; consumerId: string }
+  /** The page will not use this consumer (it could not set it up, say a codec it cannot decode, or it is done with it): the server closes it. */
+  | { type: 'consumer-close'; id?: string; consumerId: string }
+  /**
+   * What the page measures of its own media, every few seconds and when its error changes: hosts see it
+   * (media-health) beside what the server measures. `error`: its media cannot get through (MEDIA_ERROR_CODES).
+   */
+  | {
+      type: 'media-report';
+      id?: string;
+      error: MediaErrorCode | null;
+      /** Its selected path goes through a TURN relay. */
+      relayed: boolean;
+      rttMs: number | null;
+      /** Loss of what it receives, and of what it sends (as the server's receiver reports say): fractions, 0 to 1. */
+      lossDown: number | null;
+      lossUp: number | null;
+    };
+
+/** Why a person's media cannot get through their network (docs/networks.md): no relay configured and no path, the relays unreachable, or paths found and none connected. */
+export const MEDIA_ERROR_CODES = ['ice_failed', 'relay_unreachable', 'media_blocked'] as const;
+export type MediaErrorCode = (typeof MEDIA_ERROR_CODES)[number];
+
+/** A page's own measure of its media (media-report); null: not measured. */
+export type MediaReport = Omit<Extract<SignalingRequest, { type: 'media-report' }>, 'type' | 'id'>;
 
 export const SIGNALING_REQUEST_TYPES = [
   'media-join',
@@ -94,9 +170,12 @@ export const SIGNALING_REQUEST_TYPES = [
   'producer-pause',
   'producer-resume',
   'producer-close',
-  'consumer-resume',
-  'consumer-pause',
-  'consumer-layers',
+  'media-resync',
+  'stop-camera',
+  'view',
+  'consumer-ready',
+  'consumer-close',
+  'media-report',
 ] as const satisfies readonly SignalingRequest['type'][];
 // pure: a bundle that never asks (the browser's) leaves the set and its list out
 export const SIGNALING_TYPES: ReadonlySet<string> = /* @__PURE__ */ new Set(SIGNALING_REQUEST_TYPES);
@@ -135,6 +214,8 @@ export interface AckResults {
   'lower-all-hands': { lowered: string[] };
   floor: Empty;
   lock: { locked: boolean };
+  spotlight: { participantId: string | null };
+  'stop-camera': Empty;
   'open-poll': { poll: PollView };
   'answer-poll': Empty;
   'close-poll': { poll: PollView; results: PollResults };
@@ -145,18 +226,22 @@ export interface AckResults {
   'dismiss-question': Empty;
   admit: WaitingEntryResult;
   deny: WaitingEntryResult;
-  'media-join': { routerRtpCapabilities: MediasoupObject };
+  'media-join': { routerRtpCapabilities: MediasoupObject; resumed: boolean; iceServers: IceServer[]; iceServersExpireAt: string | null };
   'transport-create': { transportId: string; iceParameters: MediasoupObject; iceCandidates: MediasoupObject[]; dtlsParameters: MediasoupObject };
   'transport-connect': Empty;
   'transport-restart-ice': { iceParameters: MediasoupObject };
-  'media-ready': { consumers: number };
+  /** `receivesVideo: false`: the device cannot play the room's video codec (`videoCodec`); it receives audio only. */
+  'media-ready': { consumers: number; receivesVideo: boolean; videoCodec: string };
   produce: { producerId: string; paused: boolean };
   'producer-pause': Empty;
   'producer-resume': Empty;
   'producer-close': Empty;
-  'consumer-resume': Empty;
-  'consumer-pause': Empty;
-  'consumer-layers': Empty;
+  'media-resync': MediaResync;
+  view: Empty;
+  'consumer-ready': Empty;
+  'consumer-close': Empty;
+  /** `raised`: the error this report newly raised (counted in aula_media_errors_total). */
+  'media-report': { raised: MediaErrorCode | null };
 }
 export type AckResult<T extends ClientMessageType> = AckResults[T];
 
@@ -172,13 +257,33 @@ export type Ack =
   | { type: 'ack'; id: string | null; ok: true; [field: string]: unknown }
   | { type: 'ack'; id: string | null; ok: false; error: ProtocolError };
 
+/** A TURN relay as RTCPeerConnection takes it (`iceServers`), with this session's coturn REST credentials. */
+export interface IceServer {
+  urls: string[];
+  username: string;
+  credential: string;
+}
+
+/** New TURN credentials for this socket's media, before the ones it has expire (docs/networks.md). */
+export interface TurnCredentialsMessage {
+  type: 'turn-credentials';
+  iceServers: IceServer[];
+  expiresAt: string;
+}
+
 // ---- server to client: media events ---------------------------------------------------------------
 
-export const PRODUCER_PAUSE_REASONS = ['muted-by-host', 'floor', 'entry', 'policy'] as const;
+/** Why the server paused or closed a producer; `stopped-by-host`: a host turned the camera off (stop-camera). */
+export const PRODUCER_PAUSE_REASONS = ['muted-by-host', 'floor', 'entry', 'policy', 'stopped-by-host'] as const;
 export type ProducerPauseReason = (typeof PRODUCER_PAUSE_REASONS)[number];
 
-/** Media events the media rooms send to participants. */
-export type MediaEvent =
+/**
+ * Media events the media rooms send to participants. Those for one participant carry `seq`: 1, 2, 3...
+ * from its media-join; a gap means one was lost on the way (the server's bus delivers at most once):
+ * the client asks `media-resync`. Events to everyone (media-state, active-speaker, network-quality) are
+ * whole states, carry no `seq`, and the next one mends a lost one.
+ */
+export type MediaEvent = (
   | {
       type: 'consumer-new';
       consumerId: string;
@@ -197,11 +302,41 @@ export type MediaEvent =
   /** To the producer's owner: the server paused or closed it (a host mute, lecture mode, the entry mute, a setting). */
   | { type: 'producer-paused'; producerId: string; source: MediaSource; reason: ProducerPauseReason }
   | { type: 'producer-closed'; producerId: string; source: MediaSource; reason: ProducerPauseReason }
+  /**
+   * To a video producer's owner: the simulcast layers anyone receives, 0 to `maxSpatialLayer`; the sender
+   * stops encoding the layers above it (dynacast), and starts again when this rises.
+   */
+  | { type: 'layers-wanted'; producerId: string; source: MediaSource; maxSpatialLayer: number }
   /** Who sends what, to everyone, whenever it changes: source -> 'on' | 'off' (paused). */
   | { type: 'media-state'; participants: { participantId: string; sources: Partial<Record<MediaSource, 'on' | 'off'>> }[] }
   | { type: 'active-speaker'; participantId: string | null }
   /** 0 (no connection) to 5 (excellent), from transport, producer and consumer scores; to everyone. */
-  | { type: 'network-quality'; participants: { participantId: string; quality: number }[] };
+  | { type: 'network-quality'; participants: { participantId: string; quality: number }[] }
+  /** To hosts and cohosts, every few seconds while it changes: each person's media health (the people list's details). */
+  | { type: 'media-health'; participants: MediaHealth[] }
+) & { seq?: number };
+
+/** One person's media as hosts see it: what their page reports (MediaReport) and what the server measures. */
+export interface MediaHealth extends MediaReport {
+  participantId: string;
+  /** 0 to 5, as network-quality says. */
+  quality: number;
+  /** What the server receives from them and sends them now (bits/s, its transports' stats). */
+  bitrateUp: number;
+  bitrateDown: number;
+  /** They receive no video (their choice, or the offer taken on a poor connection). */
+  audioOnly: boolean;
+}
+
+/** What media-resync answers: everything the participant should hold now, at `seq`. */
+export interface MediaResync {
+  seq: number;
+  /** Every consumer it has on the server, as its consumer-new said (answer consumer-ready again; drop any other). */
+  consumers: Extract<MediaEvent, { type: 'consumer-new' }>[];
+  /** Its producers as the server holds them (one it has that is not here was closed). */
+  producers: { producerId: string; source: MediaSource; paused: boolean; heldBy: ProducerPauseReason | null }[];
+  mediaState: Extract<MediaEvent, { type: 'media-state' }>;
+}
 
 // ---- server to client: the room and the waiting room ---------------------------------------------
 
@@ -219,6 +354,8 @@ export interface JoinedMessage {
   roster: RosterEntry[];
   settings: ClientSettings;
   locked: boolean;
+  /** Who is in the spotlight now (null: nobody). */
+  spotlight: string | null;
   classroom: ClassroomState;
   media: { rev: number; available: boolean };
 }
@@ -255,7 +392,7 @@ export interface ErrorMessage {
 export type RoomEvent = Exclude<RoomMessage, { type: 'media' }>;
 
 /** Everything a room socket hears. */
-export type ServerMessage = Ack | JoinedMessage | RoomEvent | MediaPlacedMessage | MediaEvent | WaitingListMessage | WaitingMessage | ErrorMessage;
+export type ServerMessage = Ack | JoinedMessage | RoomEvent | MediaPlacedMessage | MediaEvent | TurnCredentialsMessage | WaitingListMessage | WaitingMessage | ErrorMessage;
 
 // ---- close codes --------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@
  * these shapes, and the actors' and HTTP's zod schemas are checked against them.
  */
 import type { PollStatus, PollType } from './classroom.ts';
+import type { EndedReason } from './domain.ts';
 import type { RoomRole } from './room-access.ts';
 
 /** The devices a room socket may say it is. */
@@ -120,6 +121,8 @@ export type RoomMessage =
   | { type: 'unmute-requested'; participantId: string; name: string }
   /** To everyone: a host locked or unlocked the room. */
   | { type: 'locked'; locked: boolean; by: string }
+  /** To everyone: a host put one person in the spotlight (big on every page), or took it away (null). */
+  | { type: 'spotlight'; participantId: string | null; by: string }
   /** To everyone: a poll opened, closed or was shared. */
   | { type: 'poll'; poll: PollView }
   /** To hosts as answers come in; to everyone once shared. */
@@ -128,7 +131,9 @@ export type RoomMessage =
   | { type: 'question'; question: QuestionView }
   | { type: 'question-upvotes'; questionId: string; upvotes: number }
   /** To everyone: a host dismissed a question; it leaves the room's list. */
-  | { type: 'question-dismissed'; questionId: string };
+  | { type: 'question-dismissed'; questionId: string }
+  /** To everyone, just before their sockets close (4002 meeting_ended): the meeting ended, and why (the meeting's endedReason). */
+  | { type: 'ended'; reason: EndedReason };
 
 /** A meeting session, as the join-token exchange and the refresh answer it (docs/api.md). */
 export interface MeetingSession {

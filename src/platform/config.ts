@@ -7,6 +7,9 @@ const bool = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
 
+/** A TURN server URL as WebRTC takes it (RFC 7065): scheme, host (a name, IPv4, or [IPv6]), optional port and transport. */
+const TURN_URL = /^turns?:(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?(?:\?transport=(?:udp|tcp))?$/;
+
 /** Every setting the server reads, from environment variables prefixed `AULA_`. */
 export const configSchema = z.object({
   AULA_ENV: z.enum(['development', 'test', 'production']).default('development'),
@@ -26,7 +29,7 @@ export const configSchema = z.object({
   AULA_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   AULA_MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
   AULA_BULK_MAX_BODY_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(4 * 1024 * 1024),
-  /** Proxies trusted to name the client in X-Forwarded-For: a hop count or their networks (src/client-address.ts). */
+  /** Proxies trusted to name the client in X-Forwarded-For: a hop count or their networks (src/platform/client-address.ts). */
   AULA_TRUST_PROXY: z
     .string()
     .default('false')
@@ -59,9 +62,28 @@ export const configSchema = z.object({
   /** Consumers one worker should carry before a room spreads its new receivers over another worker's router (pipeToRouter). */
   AULA_MEDIA_CONSUMERS_PER_WORKER: z.coerce.number().int().min(1).max(100_000).default(500),
   /** Bitrate a client may send on one transport, and the estimate a receiving transport starts from (bits/s). */
-  AULA_MEDIA_MAX_INCOMING_BITRATE: z.coerce.number().int().min(100_000).max(100_000_000).default(3_000_000),
+  AULA_MEDIA_MAX_INCOMING_BITRATE: z.coerce.number().int().min(100_000).max(100_000_000).default(5_000_000),
   AULA_MEDIA_INITIAL_OUTGOING_BITRATE: z.coerce.number().int().min(100_000).max(100_000_000).default(1_000_000),
   AULA_MEDIA_LOG_LEVEL: z.enum(['debug', 'warn', 'error', 'none']).default('warn'),
+  /**
+   * TURN relays (coturn) for networks that block the media ports: comma-separated `turn:`/`turns:` URLs,
+   * e.g. `turn:turn.school.example:3478?transport=udp,turns:turn.school.example:443?transport=tcp`.
+   * Each media session gets coturn REST credentials from AULA_TURN_SECRET (docs/networks.md).
+   */
+  AULA_TURN_URLS: z
+    .string()
+    .transform((v, ctx) => {
+      const urls = v.split(',').map((u) => u.trim()).filter(Boolean);
+      for (const u of urls) {
+        if (!TURN_URL.test(u)) ctx.addIssue({ code: 'custom', message: `"${u}" is not a turn: or turns: URL (turn:host:port?transport=udp|tcp)` });
+      }
+      return urls;
+    })
+    .optional(),
+  /** coturn's `static-auth-secret` (its `use-auth-secret` mode): Aula signs each session's TURN credentials with it. */
+  AULA_TURN_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
+  /** How long a participant who dropped keeps their place and media in the room (seconds); after it, they leave. */
+  AULA_ROOM_GRACE_SECONDS: z.coerce.number().int().min(1).max(600).default(15),
   /** The spec's switch, under its own name (no prefix): local http webhook receivers, outside production only. */
   WEBHOOKS_ALLOW_PRIVATE_TARGETS: bool.default(false),
 });
@@ -94,6 +116,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const wildcard = config.AULA_MEDIA_LISTEN_IP === '0.0.0.0' || config.AULA_MEDIA_LISTEN_IP === '::';
   if (config.AULA_ENV === 'production' && config.AULA_MEDIA_WORKERS > 0 && wildcard && !config.AULA_MEDIA_ANNOUNCED_ADDRESS) {
     throw new ConfigError('invalid configuration:\n  AULA_MEDIA_ANNOUNCED_ADDRESS: required in production when AULA_MEDIA_LISTEN_IP is a wildcard (the address clients send media to)');
+  }
+  if (config.AULA_TURN_URLS?.length && !config.AULA_TURN_SECRET) {
+    throw new ConfigError('invalid configuration:\n  AULA_TURN_SECRET: required with AULA_TURN_URLS (coturn\'s static-auth-secret)');
   }
   return config;
 }

@@ -4,8 +4,8 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 export interface MetricSources {
   /** Room sockets open on this node. */
   sockets(): number;
-  /** Rooms whose media this node hosts, and their participants, producers and consumers here. */
-  media(): Promise<{ rooms: number; participants: number; producers: number; consumers: number }>;
+  /** Rooms whose media this node hosts, and their participants, producers and consumers here; `relayed`: participants whose path goes through a TURN relay. */
+  media(): Promise<{ rooms: number; participants: number; producers: number; consumers: number; relayed: number }>;
   /** This node's mediasoup workers: each one's share of a core over the last sample, and its consumers. */
   workers(): { index: number; cpu: number; consumers: number }[];
   /** Events waiting in this node's actor mailboxes. */
@@ -77,6 +77,9 @@ export class Metrics {
   readonly #deliveries: Counter<'outcome'>;
   readonly #deliveryLag: Histogram;
   readonly #actorEventSeconds: Histogram<'actor'>;
+  readonly #iceRestarts: Counter;
+  readonly #roomResumes: Counter;
+  readonly #mediaErrors: Counter<'code'>;
   #sources: MetricSources | null = null;
 
   constructor() {
@@ -119,18 +122,22 @@ export class Metrics {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     });
+    this.#iceRestarts = new Counter({ name: 'aula_ice_restarts_total', help: 'ICE restarts answered: a page whose media path broke (a network change, a blip) asked for new ICE credentials.', registers });
+    this.#roomResumes = new Counter({ name: 'aula_room_resumes_total', help: 'Room sockets that came back within the reconnect grace and kept their media session.', registers });
+    this.#mediaErrors = new Counter({ name: 'aula_media_errors_total', help: 'Media that could not get through a person\'s network, by code (ice_failed, relay_unreachable, media_blocked), once per spell.', labelNames: ['code'], registers });
     const metrics = this;
     new Gauge({ name: 'aula_room_sockets', help: 'Room sockets open on this node.', registers, collect() {
       if (metrics.#sources) this.set(metrics.#sources.sockets());
     } });
-    const media = { rooms: 'aula_media_rooms', participants: 'aula_media_participants', producers: 'aula_media_producers', consumers: 'aula_media_consumers' } as const;
+    const media = { rooms: 'aula_media_rooms', participants: 'aula_media_participants', producers: 'aula_media_producers', consumers: 'aula_media_consumers', relayed: 'aula_media_relayed_sessions' } as const;
     const helps = {
       rooms: 'Live rooms whose media this node hosts.',
       participants: 'Participants with media on this node.',
       producers: 'mediasoup producers (tracks sent in) on this node.',
       consumers: 'mediasoup consumers (tracks sent out) on this node.',
+      relayed: 'Participants with media on this node whose path goes through a TURN relay (as their page reports).',
     };
-    // one read of the media state per scrape, shared by the four gauges
+    // one read of the media state per scrape, shared by the media gauges
     let read: Promise<Awaited<ReturnType<MetricSources['media']>>> | null = null;
     for (const key of Object.keys(media) as (keyof typeof media)[]) {
       new Gauge({ name: media[key], help: helps[key], registers, async collect() {
@@ -169,6 +176,13 @@ export class Metrics {
     let m = this.#routes.get(key);
     if (!m) this.#routes.set(key, (m = new RouteMeter(route, method)));
     return m;
+  }
+
+  /** A media request answered (the rooms service tells): ICE restarts and resumed media sessions are counted. */
+  mediaSignal(type: string, answer: Record<string, unknown>): void {
+    if (type === 'transport-restart-ice') this.#iceRestarts.inc();
+    else if (type === 'media-join' && answer.resumed === true) this.#roomResumes.inc();
+    else if (type === 'media-report' && typeof answer.raised === 'string') this.#mediaErrors.labels(answer.raised).inc();
   }
 
   rateLimited(limit: string): void {

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import { MEETING_MACHINE_VERSION, meetingMachine, occupancy } from '../../actors/meeting/meeting.machine.ts';
+import { forgetsHistory, MEETING_MACHINE_VERSION, meetingMachine, occupancy } from '../../actors/meeting/meeting.machine.ts';
 import { meetingEvent } from '../../actors/meeting/meeting.schemas.ts';
 import type { MeetingContext, MeetingEffect, MeetingInput } from '../../actors/meeting/meeting.types.ts';
 import { Polls } from '../services/polls.ts';
@@ -17,7 +17,8 @@ import { waitingRoomActor } from '../platform/runtime/actor-ids.ts';
 import { WEBHOOK_ENDPOINT_MACHINE_VERSION, webhookEndpointMachine } from '../../actors/webhook-endpoint/webhook-endpoint.machine.ts';
 import { webhookEndpointEvent } from '../../actors/webhook-endpoint/webhook-endpoint.schemas.ts';
 import type { WebhookEndpointContext, WebhookEndpointEffect, WebhookEndpointInput } from '../../actors/webhook-endpoint/webhook-endpoint.types.ts';
-import type { WaitingRoomContext, WaitingRoomEffect, WaitingRoomInput } from '../../actors/waiting-room/waiting-room.types.ts';
+import type { EntryView, WaitingRoomContext, WaitingRoomEffect, WaitingRoomInput } from '../../actors/waiting-room/waiting-room.types.ts';
+import { meetingAnswerOf, waitingEntryAnswer } from '../services/live/command-answers.ts';
 import type { MaintenanceContext, MaintenanceEffect, MaintenanceInput } from '../../actors/maintenance/maintenance.types.ts';
 import { notifyEndpointDisabled } from '../services/notifications/notify.ts';
 import { MAINTENANCE_MACHINE_VERSION, maintenanceMachine } from '../../actors/maintenance/maintenance.machine.ts';
@@ -39,7 +40,13 @@ async function meetingRow(db: Db, meetingId: string): Promise<MeetingActorRow | 
   return row ?? null;
 }
 
-export const meetingDefinition = defineActor<MeetingContext, MeetingEffect, MeetingInput>({
+/** What a node's configuration gives its actors. */
+export interface ActorSettings {
+  /** AULA_ROOM_GRACE_SECONDS: how long a dropped participant keeps their place and media. */
+  roomGraceSeconds: number;
+}
+
+const meetingDefinition = (settings: ActorSettings) => defineActor<MeetingContext, MeetingEffect, MeetingInput>({
   name: 'meeting',
   version: MEETING_MACHINE_VERSION,
   machine: meetingMachine,
@@ -60,10 +67,12 @@ export const meetingDefinition = defineActor<MeetingContext, MeetingEffect, Meet
       attendanceSettleMinutes: attendanceRules(m.attendanceRules).settleMinutes,
       maxParticipants: settingsOf(m).maxParticipants,
       planMaxParticipants: PLANS[m.plan].maxParticipants,
+      reconnectGraceSeconds: settings.roomGraceSeconds,
     };
   },
   orgOf: (c) => c.meeting.orgId,
   init: (at) => ({ type: 'INIT', at }),
+  compact: (event, before, after) => forgetsHistory(event as { type: string }, before, after),
   async project(tx, meetingId, c, at) {
     const ts = (v: number | null) => (v === null ? null : iso(v));
     const { locked, full } = admission(c);
@@ -99,6 +108,8 @@ export const meetingDefinition = defineActor<MeetingContext, MeetingEffect, Meet
     const changed = b.status !== a.status || !isDeepStrictEqual(admission(b), admission(a));
     return changed ? [{ channel: 'meetings', message: { meetingIds: [meetingId], orgId: a.meeting.orgId } }] : [];
   },
+  // cancel and end, from the API with an Idempotency-Key: the meeting as the projection left it
+  answer: (tx, meetingId, c) => meetingAnswerOf(tx, c.meeting.orgId, meetingId),
 });
 
 export const waitingRoomDefinition = defineActor<WaitingRoomContext, WaitingRoomEffect, WaitingRoomInput>({
@@ -112,6 +123,8 @@ export const waitingRoomDefinition = defineActor<WaitingRoomContext, WaitingRoom
     return { meetingId: m.id, orgId: m.orgId, externalMeetingId: m.externalId, kind: m.kind };
   },
   orgOf: (c) => c.meeting.orgId,
+  // admit and deny, from the API with an Idempotency-Key: the entry as the command left it
+  answer: (_tx, _meetingId, _c, reply) => waitingEntryAnswer(reply as unknown as EntryView),
 });
 
 const ms = (v: Date | string | null) => (v === null ? null : new Date(v).getTime());
@@ -188,6 +201,6 @@ export const maintenanceDefinition = defineActor<MaintenanceContext, Maintenance
   },
 });
 
-export const ACTOR_DEFINITIONS: ActorDefinition[] = [meetingDefinition, waitingRoomDefinition, webhookDefinition, maintenanceDefinition];
+export const actorDefinitions = (settings: ActorSettings): ActorDefinition[] => [meetingDefinition(settings), waitingRoomDefinition, webhookDefinition, maintenanceDefinition];
 export const RETENTION_ACTOR = 'maintenance:retention';
 

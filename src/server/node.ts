@@ -40,7 +40,9 @@ import { ActorRuntime } from '../platform/runtime/actor-runtime.ts';
 import { Metrics } from '../platform/metrics.ts';
 import { startMetricsServer } from '../../http/metrics-server.ts';
 import { Outbox } from '../platform/outbox.ts';
-import { ACTOR_DEFINITIONS, RETENTION_ACTOR } from './actor-definitions.ts';
+import { NetworkCheck } from '../services/live/network-check.ts';
+import { TurnRelays } from '../services/live/turn.ts';
+import { actorDefinitions, RETENTION_ACTOR } from './actor-definitions.ts';
 import { DurableTimers } from '../platform/runtime/timers.ts';
 import { Connections } from '../platform/cluster/connections.ts';
 import { roomClients } from '../services/live/clients.ts';
@@ -107,18 +109,20 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
   let roomService: Rooms | null = null;
   const outbox = new Outbox(log);
   const metrics = new Metrics();
+  const idempotency = new Idempotency(sql, clock, tokens.data);
   const actors = new ActorRuntime({
     sql,
     clock,
     log,
     outbox,
-    definitions: ACTOR_DEFINITIONS,
+    definitions: actorDefinitions({ roomGraceSeconds: config.AULA_ROOM_GRACE_SECONDS }),
     env: { baseUrl: () => publicBaseUrl },
     sink: { deliver: (actorId, effects) => roomService?.deliver(actorId, effects) },
     send: (actorId, event) => cluster.send(actorId, event),
     publish: (channel, message) => bus.publish(channel, message),
+    storeAnswer: idempotency.storeAnswer,
   });
-  cluster.on('releasing', (shard) => actors.dropShard(shard));
+  cluster.on('releasing', (shard) => actors.releaseShard(shard));
   cluster.on('lost', (shard) => actors.dropShard(shard));
   const timers = new DurableTimers(sql, clock, cluster, log);
   const delivery = new WebhookDelivery({
@@ -158,7 +162,23 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
         initialOutgoingBitrate: config.AULA_MEDIA_INITIAL_OUTGOING_BITRATE,
       })
     : null;
-  roomService = new Rooms({ sql, clients, cluster, bus, connections, meetings, load: mediaLoad, media: mediaRooms, log, sweepMs: redis ? 2000 : 0, voterKey: deriveKey(secret, VOTER_KEY_PURPOSE) });
+  const turn = config.AULA_TURN_URLS?.length && config.AULA_TURN_SECRET ? new TurnRelays({ urls: config.AULA_TURN_URLS, secret: config.AULA_TURN_SECRET, clock, sql, log }) : null;
+  const networkCheck = new NetworkCheck({ pool, turn, log });
+  roomService = new Rooms({
+    sql,
+    clients,
+    cluster,
+    bus,
+    connections,
+    meetings,
+    load: mediaLoad,
+    media: mediaRooms,
+    log,
+    sweepMs: redis ? 2000 : 0,
+    voterKey: deriveKey(secret, VOTER_KEY_PURPOSE),
+    turn,
+    signaled: (type, answer) => metrics.mediaSignal(type, answer),
+  });
   const app: App = {
     config,
     log,
@@ -195,11 +215,12 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
       joinLinks: new JoinLinks(clock, tokens, users, meetings),
       sessions,
       jobs: new Jobs(sql, clock, bus, users, log, parseUserItem),
-      idempotency: new Idempotency(sql, clock, tokens.data),
+      idempotency,
       admins: new Admins(sql, clock, bus),
       orgOrigins: new OrgOrigins(clock, bus),
       webhookEndpoints: new WebhookEndpoints({ clock, sealer: tokens.data, cluster, rateLimits, allowPrivate: allowPrivateTargets(config), log }),
       rooms: roomService,
+      networkCheck,
     },
   };
   // Every bus subscription is made before the subscriber connection is awaited, so none misses a message.
@@ -216,7 +237,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
   };
   metrics.observe({
     sockets: () => gateway.connections,
-    media: () => mediaRooms?.counts() ?? Promise.resolve({ rooms: 0, participants: 0, producers: 0, consumers: 0 }),
+    media: () => mediaRooms?.counts() ?? Promise.resolve({ rooms: 0, participants: 0, producers: 0, consumers: 0, relayed: 0 }),
     workers: () => pool?.all().map((w) => ({ index: w.index, cpu: w.cpu, consumers: w.consumers })) ?? [],
     mailboxDepth: () => actors.mailboxDepth(),
     shardsOwned: () => cluster.owned().size,
@@ -267,6 +288,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
       await metricsServer?.close();
       await gateway.closeAll();
       mediaRooms?.close();
+      networkCheck.close();
       await pool?.close();
       timers.stop();
       await delivery.stop();

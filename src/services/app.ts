@@ -4,6 +4,7 @@ import type { Bus } from '../platform/cluster/bus.ts';
 import type { Cluster } from '../platform/cluster/cluster.ts';
 import type { Connections } from '../platform/cluster/connections.ts';
 import type { RoomClients } from './live/clients.ts';
+import type { NetworkCheck } from './live/network-check.ts';
 import type { Rooms } from './live/rooms.ts';
 import type { MediaRooms } from './live/media-rooms.ts';
 import type { MediaLoad } from '../../media/load.ts';
@@ -95,5 +96,7 @@ export interface App {
     webhookEndpoints: WebhookEndpoints;
     /** Room sockets: joining, commands, media signaling relayed to the room's media node. */
     rooms: Rooms;
+    /** The pre-join check of the paths to the media server (UDP, TCP, relay). */
+    networkCheck: NetworkCheck;
   };
 }

@@ -7,6 +7,7 @@ import type { Db, Sql } from '../platform/db/index.ts';
 import { transaction } from '../platform/db/tx.ts';
 import { AppError, type ErrorCode } from '../core/errors.ts';
 import { toAppError } from '../platform/to-app-error.ts';
+import type { Answer, AnswerTo } from '../platform/runtime/actor-runtime.ts';
 
 /**
  * Replays are kept 24 hours. A request that died mid-flight holds its key 60 seconds: then the key is
@@ -15,12 +16,6 @@ import { toAppError } from '../platform/to-app-error.ts';
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60_000;
 export const IDEMPOTENCY_LOCK_MS = 60_000;
 const KEY = /^[\x20-\x7e]{1,255}$/;
-
-/** A response to keep and replay: its status and headers, and whatever else the caller's response holds (stored as JSON). */
-export interface Replayable {
-  status?: number;
-  headers?: Record<string, string>;
-}
 
 interface Stored<R> {
   status: number;
@@ -31,16 +26,32 @@ interface Stored<R> {
 /**
  * How a route's work and its stored answer commit (RouteSpec.idempotency):
  * - `transaction`: the handler runs in the transaction that stores its answer; they commit together.
- * - `after`: for commands to actors, which commit their change in their own transaction; the answer is
- *   stored once the handler returns. A retry that finds no answer (the first died in between) runs the
- *   handler again after the key's lock, so this is only for commands that repeat as reads: cancel, end,
- *   admit and deny answer the state the first left, with no second change or event.
+ * - `actor`: for a command to an actor (cancel, end, admit, deny), which commits its change in its own
+ *   transaction, perhaps on another node: the command carries the key (`answerTo`, taken by the first ask
+ *   the handler makes) and the actor's definition builds the answer in that transaction (`answer`), so
+ *   the change and the stored answer commit together; a retry after a crash gets that answer. A refusal
+ *   or a handler that never reached the actor stores its answer once the handler returns.
  * - `claim`: for work outside the database (a test event, a redelivery), in steps (`step`): each step's
  *   writes commit with the answer the request gives if it goes no further, the first step before the
  *   outside work starts. A retry after a crash gets the last step's answer and never runs the handler
  *   again, so the outside work happens at most once.
  */
-export type IdempotencyMode = 'transaction' | 'after' | 'claim';
+export type IdempotencyMode = 'transaction' | 'actor' | 'claim';
+
+// The key of an `actor` request, for the actor clients' first ask (takeAnswerTo); module-wide, since the
+// clients and the store are built apart and the HTTP pipeline hands handlers nothing new.
+const actorClaims = new AsyncLocalStorage<{ to: AnswerTo; taken: boolean }>();
+
+/**
+ * The key of the `actor` request this code runs in, the first time it is asked (the one command whose
+ * change the answer commits with); afterwards, and outside such a request, undefined.
+ */
+export function takeAnswerTo(): AnswerTo | undefined {
+  const c = actorClaims.getStore();
+  if (!c || c.taken) return undefined;
+  c.taken = true;
+  return c.to;
+}
 
 /** The key a request holds while its handler runs (a `claim` request's is found by `step` through AsyncLocalStorage). */
 interface Claim {
@@ -70,7 +81,7 @@ export class Idempotency {
   }
 
   /** Runs `handler` once per key and body (see IdempotencyMode), or answers what the first run stored. */
-  async run<R extends Replayable>(
+  async run<R extends Answer>(
     req: { scope: string; key: string; method: string; path: string; body: unknown },
     handler: (db: Db) => Promise<R> | R,
     mode: IdempotencyMode = 'transaction',
@@ -98,8 +109,8 @@ export class Idempotency {
         await this.#finish(this.#sql, claim, { status: reply.status ?? 200, reply });
         return reply;
       }
-      if (mode === 'after') {
-        const reply = await handler(this.#sql);
+      if (mode === 'actor') {
+        const reply = await actorClaims.run({ to: { scope: claim.scope, key: claim.key, reservedAt: claim.reservedAt }, taken: false }, () => handler(this.#sql));
         await this.#finish(this.#sql, claim, { status: reply.status ?? 200, reply });
         return reply;
       }
@@ -135,7 +146,7 @@ export class Idempotency {
    * the answer to the request's key, should the request go no further (the process dies, or a later step
    * fails with a 5xx). Outside a `claim` request (no Idempotency-Key, or another mode) `work` just commits.
    */
-  async step<T>(work: (tx: Db) => Promise<T>, answer: (result: T) => Replayable): Promise<T> {
+  async step<T>(work: (tx: Db) => Promise<T>, answer: (result: T) => Answer): Promise<T> {
     const claim = this.#claims.getStore();
     return transaction(this.#sql, async (tx) => {
       const result = await work(tx);
@@ -143,7 +154,7 @@ export class Idempotency {
         const reply = answer(result);
         const status = reply.status ?? 200;
         const [held] = await tx`update idempotency_keys set response_status = ${status},
-            response_body = ${this.#sealer.sealJson({ status, reply } satisfies Stored<Replayable>)},
+            response_body = ${this.#sealer.sealJson({ status, reply } satisfies Stored<Answer>)},
             locked_until = ${iso(this.#clock.now() + IDEMPOTENCY_LOCK_MS)}
           where scope = ${claim.scope} and key = ${claim.key} and state = 'IN_PROGRESS' and created_at = ${claim.reservedAt}
           returning key`;
@@ -155,13 +166,30 @@ export class Idempotency {
     });
   }
 
-  /** Stores the answer, unless another request took the key over after this one held it past its lock. */
+  /**
+   * An `actor` request's answer, stored by the actor's definition in the transaction of the command's
+   * change (ActorRuntime's `storeAnswer`). Throws, and so rolls the change back, when the key is no longer
+   * that request's (taken over after it held the key past its lock).
+   */
+  readonly storeAnswer = async (tx: Db, to: AnswerTo, answer: Answer): Promise<void> => {
+    const status = answer.status ?? 200;
+    const [held] = await tx`update idempotency_keys set state = 'DONE', response_status = ${status},
+        response_body = ${this.#sealer.sealJson({ status, reply: answer } satisfies Stored<Answer>)}
+      where scope = ${to.scope} and key = ${to.key} and state = 'IN_PROGRESS' and created_at = ${to.reservedAt}
+      returning key`;
+    if (!held) throw new AppError('idempotency_in_progress', { message: 'This request held its Idempotency-Key too long; another request with the key is running.' });
+  };
+
+  /**
+   * Stores the answer, unless another request took the key over after this one held it past its lock, or
+   * an actor already stored it with the command's change (`actor`).
+   */
   async #finish<R>(db: Db, claim: Claim, stored: Stored<R>): Promise<void> {
     await db`update idempotency_keys set state = 'DONE', response_status = ${stored.status},
-      response_body = ${this.#sealer.sealJson(stored)} where scope = ${claim.scope} and key = ${claim.key} and created_at = ${claim.reservedAt}`;
+      response_body = ${this.#sealer.sealJson(stored)} where scope = ${claim.scope} and key = ${claim.key} and created_at = ${claim.reservedAt} and state = 'IN_PROGRESS'`;
   }
 
-  async #existing<R extends Replayable>(scope: string, key: string, hash: Buffer): Promise<R> {
+  async #existing<R extends Answer>(scope: string, key: string, hash: Buffer): Promise<R> {
     const [row] = await this.#sql<{ requestHash: Buffer; state: string; responseBody: Buffer | null; lockedUntil: Date }[]>`
       select request_hash, state, response_body, locked_until from idempotency_keys where scope = ${scope} and key = ${key}`;
     if (!row) throw new AppError('idempotency_in_progress');

@@ -209,6 +209,16 @@ export interface LiveLoad {
 /** How long an exchange may trust a count of an organization's live meetings. */
 const LIVE_LOAD_TTL_MS = 2_000;
 
+/** A meeting of the organization by its id or external id, as the API reads it (meeting_not_found if none). */
+export async function readMeeting(db: Db, orgId: string, idOrExternal: string, forUpdate = false): Promise<MeetingRow> {
+  const rows = await db<MeetingRow[]>`select m.*, m.xmin::text as row_version, c.external_id as external_class_id, c.course_id
+    from meetings m left join classes c on c.id = m.class_id
+    where m.org_id = ${orgId} and (m.id = ${idOrExternal} or m.external_id = ${idOrExternal})
+    order by (m.id = ${idOrExternal}) desc limit 1 ${forUpdate ? db`for update of m` : db``}`;
+  if (!rows[0]) throw new AppError('meeting_not_found', { details: { id: idOrExternal } });
+  return rows[0];
+}
+
 export class Meetings {
   readonly #clock: Clock;
   readonly #bus: Bus;
@@ -301,13 +311,8 @@ export class Meetings {
     });
   }
 
-  async get(db: Db, orgId: string, idOrExternal: string, forUpdate = false): Promise<MeetingRow> {
-    const rows = await db<MeetingRow[]>`select m.*, m.xmin::text as row_version, c.external_id as external_class_id, c.course_id
-      from meetings m left join classes c on c.id = m.class_id
-      where m.org_id = ${orgId} and (m.id = ${idOrExternal} or m.external_id = ${idOrExternal})
-      order by (m.id = ${idOrExternal}) desc limit 1 ${forUpdate ? db`for update of m` : db``}`;
-    if (!rows[0]) throw new AppError('meeting_not_found', { details: { id: idOrExternal } });
-    return rows[0];
+  get(db: Db, orgId: string, idOrExternal: string, forUpdate = false): Promise<MeetingRow> {
+    return readMeeting(db, orgId, idOrExternal, forUpdate);
   }
 
   /**

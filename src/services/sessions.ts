@@ -344,6 +344,12 @@ export class Sessions {
     if (principal.expired) throw new AppError('access_token_expired');
   }
 
+  /** The caller's session, on its own meeting's route, neither expired nor revoked (the pre-join network check). */
+  async assertActive(db: Db, principal: SessionPrincipal, meeting: MeetingRoute): Promise<void> {
+    this.assertMeetingRoute(principal, meeting);
+    assertNotRevoked(await this.#session(db, principal.sessionId), 'refresh');
+  }
+
   /** The caller's own waiting-room entry, as the waiting-room actor has it. */
   async waitingStatus(db: Db, principal: SessionPrincipal, meeting: MeetingRoute, queueId: string) {
     this.assertMeetingRoute(principal, meeting);

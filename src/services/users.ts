@@ -207,14 +207,17 @@ export class Users {
         full_name = ${ERASED_NAME}, email = null, avatar_url = null, erased_at = ${now}, updated_at = ${now} where id = ${current.id} returning *`;
       await db`update meeting_sessions set revoked_at = coalesce(revoked_at, ${now}), revoked_reason = coalesce(revoked_reason, 'user_deactivated'),
         display_name = ${ERASED_NAME} where user_id = ${current.id}`;
-      // Which actors: those whose snapshot holds the user, and every live meeting of the organization (a
-      // transition of a room they act in right now may not be written yet). A timer, not a message: it
+      // Which actors: those whose snapshot or deltas hold the user, and every live meeting of the organization
+      // (a transition of a room they act in right now may not be written yet). A timer, not a message: it
       // commits with the erasure, and whichever node owns the actor fires it (DurableTimers), retried until
-      // done; the actor stays the only writer of its snapshot and forgets the name in memory too.
+      // done; the actor stays the only writer of its state and forgets the name in memory too, and the
+      // timer's transition writes its whole state and deletes its deltas (the meeting's `compact`).
+      const held = JSON.stringify(current.id);
       await db`insert into actor_timers (actor_id, name, shard, due_at)
         select s.actor_id, ${ERASE_TIMER_PREFIX + current.id}, s.shard, ${now}
         from meetings m join actor_snapshots s on s.actor_id = 'meeting:' || m.id
-        where m.org_id = ${orgId} and (m.status = 'LIVE' or strpos(s.snapshot::text, ${JSON.stringify(current.id)}) > 0)
+        where m.org_id = ${orgId} and (m.status = 'LIVE' or strpos(s.snapshot::text, ${held}) > 0
+          or exists (select 1 from actor_deltas d where d.actor_id = s.actor_id and strpos(d.patch::text, ${held}) > 0))
         on conflict (actor_id, name) do update set due_at = excluded.due_at`;
       if (current.status === 'ACTIVE') await this.#outbox.emit(db, orgId, 'user.deactivated', userEventData(u!), at);
       this.#invalidate(db, u!);

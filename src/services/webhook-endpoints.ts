@@ -7,7 +7,7 @@ import { afterCommit, inTx } from '../platform/db/tx.ts';
 import { AppError, errorCatalog, type ErrorCode } from '../core/errors.ts';
 import { newId } from '../platform/ids.ts';
 import type { Logger } from '../platform/logger.ts';
-import { attemptRow, eventBody, liveSecrets, sendAttempt, webhookActor, type EventRow } from './webhooks/envelope.ts';
+import { attemptRow, eventBody, liveSecrets, sendAttempt, webhookActor, type AttemptRow, type AttemptTrigger, type AttemptValues, type DeliveryStatus, type EventRow } from './webhooks/envelope.ts';
 import { newSecret } from './webhooks/signing.ts';
 import { checkTargetUrl } from './webhooks/targets.ts';
 import { decodeCursor, encodeCursor, ts, type PageQuery } from './common.ts';
@@ -34,13 +34,10 @@ export const UNRECORDED = {
 
 export const ENDPOINT_STATUSES = ['ACTIVE', 'DISABLED'] as const;
 export const DISABLED_REASONS = ['MANUAL', 'FAILING', 'GONE'] as const;
-export const DELIVERY_STATUSES = ['SUCCEEDED', 'FAILED', 'SKIPPED'] as const;
-export const DELIVERY_TRIGGERS = ['EVENT', 'TEST', 'REDELIVERY'] as const;
 /** Types the events feed serves: the catalog without the test events, which belong to one endpoint. */
 export const FEED_EVENT_TYPES = EVENT_TYPES.filter((t) => t !== 'webhook.test') as [string, ...string[]];
 
 export type EndpointStatus = (typeof ENDPOINT_STATUSES)[number];
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 export type FeedEventType = (typeof FEED_EVENT_TYPES)[number];
 
 /** An endpoint as the API creates it: `events` are catalog types (duplicates dropped), or the wildcard alone. */
@@ -85,7 +82,7 @@ export interface DeliveryRecord {
   eventId: string;
   eventType: string;
   attempt: number;
-  trigger: (typeof DELIVERY_TRIGGERS)[number];
+  trigger: AttemptTrigger;
   status: DeliveryStatus;
   statusCode: number | null;
   durationMs: number | null;
@@ -127,26 +124,6 @@ export interface EndpointRow {
   previousSecretExpiresAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
-}
-
-/** A `webhook_attempts` row. */
-export interface AttemptRow {
-  id: string;
-  endpointId: string;
-  orgId: string;
-  messageId: string | null;
-  eventId: string;
-  eventType: string;
-  attempt: number;
-  trigger: (typeof DELIVERY_TRIGGERS)[number];
-  status: (typeof DELIVERY_STATUSES)[number];
-  statusCode: number | null;
-  durationMs: number | null;
-  responseBody: string | null;
-  errorKind: string | null;
-  errorMessage: string | null;
-  nextAttemptAt: Date | null;
-  createdAt: Date;
 }
 
 export const toWebhookRecord = (e: EndpointRow, now: number): WebhookRecord => ({
@@ -391,7 +368,7 @@ export class WebhookEndpoints {
 
   /** The attempt's log row before its send: it says UNRECORDED until `#sendClaimed` records the outcome. */
   async #claim(tx: Db, e: EndpointRow, event: EventRow, trigger: 'TEST' | 'REDELIVERY', at: number): Promise<AttemptRow> {
-    const row = {
+    const row: AttemptValues = {
       // a SKIPPED record's outcome columns are all empty, as they are until the send's outcome is known
       ...attemptRow({ endpointId: e.id, orgId: e.orgId, messageId: null, eventId: event.id, eventType: event.type, attempt: 1, trigger, at, result: 'SKIPPED' }),
       status: 'FAILED',
@@ -407,9 +384,9 @@ export class WebhookEndpoints {
     const result = await sendAttempt({ url: e.url, event, secrets: liveSecrets(e, this.#sealer, this.#clock.now()), clock: this.#clock, allowPrivate: this.#allowPrivate });
     const outcome = attemptRow({ endpointId: e.id, orgId: e.orgId, messageId: null, eventId: event.id, eventType: event.type, attempt: 1, trigger: claimed.trigger, at: claimed.createdAt.getTime(), result });
     return commit(async (tx) => {
-      const [row] = await tx<AttemptRow[]>`update webhook_attempts set status = ${outcome.status as string}, status_code = ${outcome.statusCode as number | null},
-          duration_ms = ${outcome.durationMs as number | null}, response_body = ${outcome.responseBody as string | null},
-          error_kind = ${outcome.errorKind as string | null}, error_message = ${outcome.errorMessage as string | null}
+      const [row] = await tx<AttemptRow[]>`update webhook_attempts set status = ${outcome.status}, status_code = ${outcome.statusCode},
+          duration_ms = ${outcome.durationMs}, response_body = ${outcome.responseBody},
+          error_kind = ${outcome.errorKind}, error_message = ${outcome.errorMessage}
         where id = ${claimed.id} returning *`;
       // deleted with its endpoint while the send ran
       if (!row) throw new AppError('webhook_not_found', { details: { id: e.id } });

@@ -171,6 +171,7 @@ t.test('the first JOIN starts the meeting: meeting.started, plan-cap timer, part
     rev: 1,
     media: null,
     locked: false,
+    spotlight: null,
     classroom: { polls: [], pollResults: [], answeredPolls: [], questions: [], upvotedQuestions: [], ownQuestions: [] },
   });
 });
@@ -340,6 +341,9 @@ t.test('END by a host or through the API ends it HOST_ENDED; anyone else is refu
   t.same(outbox(fx), ['participant.left', 'participant.left', 'meeting.ended']);
   t.match(ofType(fx, 'outbox')[2]!.data, { endedReason: 'HOST_ENDED', durationSeconds: 1800, endedAt: iso(T0 + 30 * MIN) });
   t.same(ofType(fx, 'disconnect').map((d) => d.code), ['meeting_ended', 'meeting_ended']);
+  const told = fx.findIndex((e) => e.type === 'send' && (e.message as { type: string }).type === 'ended');
+  t.match(fx[told], { to: { all: true }, message: { type: 'ended', reason: 'HOST_ENDED' } }, 'everyone is told why');
+  t.ok(told < fx.findIndex((e) => e.type === 'disconnect'), 'before their sockets close');
   t.same(reply(fx), { ok: true, status: 'ENDED', endedReason: 'HOST_ENDED' });
 
   fx = r.send({ type: 'END', byApi: true, at: T0 + 31 * MIN });

@@ -3,6 +3,7 @@ import type { Browser, Page } from 'playwright-core';
 import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { launchBrowser, screenshot } from '../helpers/browser.ts';
 import { eventually } from '../helpers/ws.ts';
+import { layerForTile } from '../../media/view.ts';
 
 // The room in Chromium with a fake camera and microphone: real pages, real WebRTC through the node's
 // mediasoup worker. Page state is read from `window.aula` (the page's controller).
@@ -89,6 +90,30 @@ t.test('teacher and student see and hear each other; a viewer receives and sends
   t.equal(await tp.getAttribute('button[aria-label="Mute"]', 'aria-pressed'), 'true', 'the mic button says it is on');
   await screenshot(sp, 'room');
 
+  // what the student's page shows decides what it receives: the teacher's tile, at the layer its size needs
+  const participantOf = (p: Page) => p.evaluate(() => (window as any).aula.state.participantId as string);
+  const [tid, sid] = [await participantOf(tp), await participantOf(sp)];
+  const tile = await sp.evaluate((id) => {
+    const r = document.querySelector(`[data-view-participant="${id}"][data-view-source="camera"]`)!.getBoundingClientRect();
+    return { width: r.width, height: r.height };
+  }, tid);
+  const room = async () => (await node.app.media!.rooms.room(m.id))!.inspect();
+  const cameraFor = async (receiver: string, from: string) => (await room()).peers.find((p) => p.participantId === receiver)?.received.find((c) => c.from === from && c.source === 'camera');
+  const expected = layerForTile(tile);
+  await eventually(async () => (await cameraFor(sid, tid))?.spatialLayer === expected, 5000);
+  t.match(await cameraFor(sid, tid), { ready: true, paused: false, spatialLayer: expected }, `the student's ${Math.round(tile.width)}x${Math.round(tile.height)} tile of the teacher: layer ${expected}`);
+  // dynacast in Chromium: nobody receives the teacher's top layer, so the teacher's browser stops encoding it
+  const teacherCamera = (await room()).peers.find((p) => p.participantId === tid)!.producers.find((p) => p.source === 'camera')!;
+  await eventually(async () => teacherCamera.producerId && (await room()).peers.find((p) => p.participantId === tid)!.producers.find((p) => p.source === 'camera')!.layersWanted === expected, 5000);
+  const layers = () => tp.evaluate(() => (window as any).aula.media.sentByLayer('camera') as Promise<number[]>);
+  await new Promise((r) => setTimeout(r, 1000));
+  const a = await layers();
+  await new Promise((r) => setTimeout(r, 2000));
+  const b = await layers();
+  t.equal(a.length, 3, 'the teacher sends three layers');
+  t.ok(b[expected]! > a[expected]! + 1000, `the layer received is sent (${a} -> ${b})`);
+  for (let i = expected + 1; i < 3; i++) t.ok(b[i]! - a[i]! < 1000, `layer ${i}, which nobody receives, is not (${a[i]} -> ${b[i]})`);
+
   const vp = await open(browser, (await link(m.id, viewer.id, 'VIEWER')).url);
   await joinFromPrejoin(vp);
   await eventually(async () => (await phase(vp)) === 'room', 10_000);
@@ -111,6 +136,33 @@ t.test('teacher and student see and hear each other; a viewer receives and sends
   await sp.click('button[aria-label="Unmute"]');
   await eventually(() => sp.evaluate(() => (window as any).aula.state.micOn), 5000);
   t.pass('the student unmuted after the host allowed it');
+
+  // a raised hand badges the host's People button, with every panel closed
+  await tp.click('button[aria-label="Close the people panel"]');
+  await sp.click('button[aria-label="Raise hand"]');
+  await tp.waitForSelector('button[aria-label="People, 1 hand raised"] .count.hands');
+  t.equal((await tp.textContent('button[aria-label="People, 1 hand raised"] .count'))?.trim(), '1', 'a raised hand shows on People');
+  t.equal(await sp.$('button[aria-label^="People,"]'), null, 'students see no count of hands');
+  await sp.click('button[aria-label="Lower hand"]');
+  await tp.waitForSelector('button[aria-label="People"]');
+  await tp.click('button[aria-label="People"]');
+  await tp.waitForSelector('aside[aria-label="People"]');
+
+  // "Mute all" asks first: dismissed, nobody is muted; confirmed, the student is
+  const asked: string[] = [];
+  tp.once('dialog', (d) => {
+    asked.push(d.message());
+    void d.dismiss();
+  });
+  await tp.click('button:has-text("Mute all")');
+  await eventually(() => asked.length === 1, 5000);
+  t.match(asked[0], /Mute everyone\?/, 'Mute all asks for confirmation');
+  await new Promise((r) => setTimeout(r, 500));
+  t.equal(await sp.$('#muted-banner'), null, 'dismissed: nobody was muted');
+  tp.once('dialog', (d) => void d.accept());
+  await tp.click('button:has-text("Mute all")');
+  await sp.waitForSelector('#muted-banner');
+  t.pass('confirmed: the student is muted');
 
   // the host locks the meeting: everyone sees it, a newcomer's page says so, unlocking lets them in
   t.equal(await tp.textContent('#lock'), 'Lock meeting');
@@ -227,13 +279,46 @@ t.test('a host runs the class from the keyboard: every control in the tab order,
   t.equal(await tp.$('aside.panel'), null, 'Escape closes the people panel');
   t.match(await focused(), /^People/, 'focus back on its button');
 
+  // the shortcuts: H raises and lowers the hand, M the microphone, ? the help; none while typing
+  await tp.keyboard.press('h');
+  await eventually(() => tp.evaluate(() => !!(window as any).aula.state.roster.find((p: any) => p.participantId === (window as any).aula.state.participantId)?.handRaisedAt), 5000);
+  await tp.keyboard.press('h');
+  await eventually(() => tp.evaluate(() => !(window as any).aula.state.roster.find((p: any) => p.participantId === (window as any).aula.state.participantId)?.handRaisedAt), 5000);
+  t.pass('H raises the hand, and lowers it');
+  const micBefore = await tp.evaluate(() => (window as any).aula.state.micOn as boolean);
+  await tp.keyboard.press('m');
+  await eventually(async () => (await tp.evaluate(() => (window as any).aula.state.micOn)) === !micBefore, 5000);
+  await tp.keyboard.press('m');
+  await eventually(async () => (await tp.evaluate(() => (window as any).aula.state.micOn)) === micBefore, 5000);
+  t.pass('M turns the microphone off and on');
+  await tp.keyboard.press('?');
+  await tp.waitForSelector('dialog#help[open]');
+  t.match(await tp.textContent('dialog#help'), /Raise or lower your hand/);
+  await screenshot(tp, 'shortcuts');
+  await tp.keyboard.press('Escape');
+  await tp.waitForSelector('dialog#help:not([open])', { state: 'attached' });
+  t.pass('? shows the shortcuts; Escape closes them');
+  await tp.click('nav.controls button[title="Q&A"]');
+  await tp.waitForSelector('aside.panel textarea, aside.panel input[type="text"]');
+  await tp.focus('aside.panel textarea, aside.panel input[type="text"]');
+  await tp.keyboard.type('hm');
+  await new Promise((r) => setTimeout(r, 300));
+  t.equal(await tp.evaluate(() => (window as any).aula.state.micOn), micBefore, 'typing an m in a question does not mute');
+  await tp.click('nav.controls button[title="Q&A"]');
+
   await tp.focus('button[aria-label="Leave"]');
   await tp.keyboard.press('ArrowDown');
   await eventually(async () => (await focused()) === 'Leave the meeting', 3000);
   await tp.keyboard.press('ArrowDown');
   t.equal(await focused(), 'End for everyone');
+  let question = '';
+  tp.once('dialog', (d) => {
+    question = d.message();
+    void d.accept();
+  });
   await tp.keyboard.press('Enter');
   await eventually(async () => (await call('GET', `/public/meetings/${m.id}`)).body.data.status === 'ENDED', 10_000);
+  t.match(question, /End the meeting for everyone\?/, 'it asked first');
   t.pass('End for everyone, chosen with the keyboard, ends the meeting');
   await tp.context().close();
 });
@@ -354,7 +439,9 @@ t.test('a host shares the screen: students see the presentation layout; a studen
   t.match(await sp.getAttribute('.stage.presenting figure.screen', 'aria-label'), /Tina Teacher is presenting/);
   await eventually(() => sp.evaluate(() => ((document.querySelector('figure.screen video') as HTMLVideoElement | null)?.videoWidth ?? 0) > 0), 15_000);
   await screenshot(sp, 'presenting');
-  await tp.click('button[aria-label="Stop sharing"]');
+  t.match(await tp.textContent('#presenting'), /You are presenting/, 'the presenter is told, with a way to stop');
+  t.equal(await sp.$('#presenting'), null, 'the students are not');
+  await tp.click('button[aria-label="Stop presenting"]');
   await eventually(async () => (await sp.$('.stage.presenting')) === null, 10_000);
   t.pass('the layout goes back to the grid when sharing stops');
 

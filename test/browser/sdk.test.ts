@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
@@ -5,6 +6,7 @@ import type { Page } from 'playwright-core';
 import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { launchBrowser } from '../helpers/browser.ts';
 import { eventually } from '../helpers/ws.ts';
+import { EMBED_EVENTS } from '../../web/shared/embed-protocol.ts';
 
 // The embedding SDK as a course platform uses it: its page on another origin (http://localhost:<port>,
 // Aula being http://127.0.0.1:<port>) loads /sdk/svc-embed.js and frames the room with an embedUrl.
@@ -17,17 +19,30 @@ const teacher = (await call('POST', '/public/users', { externalId: 'st1', fullNa
 const student = (await call('POST', '/public/users', { externalId: 'ss1', fullName: 'Sid Student', role: 'STUDENT' })).body.data;
 const browser = await launchBrowser(t, { media: true });
 
-/** A customer's page: it loads the SDK from Aula and frames the embedUrl given in `?embed=`. */
+const EXAMPLE = new URL('../../docs/sdk-example.html', import.meta.url);
+
+/**
+ * A customer's page: it loads the SDK from Aula and frames the embedUrl given in `?embed=`. At
+ * /sdk-example.html, the docs' example page, pointed at this Aula.
+ */
 async function customerSite(): Promise<{ origin: string; server: Server }> {
-  const server = createServer((req, res) => {
-    const embed = new URL(req.url!, 'http://x').searchParams.get('embed') ?? '';
+  const server = createServer(async (req, res) => {
+    const url = new URL(req.url!, 'http://x');
+    if (url.pathname === '/sdk-example.html') {
+      res.setHeader('content-type', 'text/html');
+      return res.end((await readFile(EXAMPLE, 'utf8')).replaceAll('https://aula.example', node.url));
+    }
+    const q = url.searchParams;
+    const embed = q.get('embed') ?? '';
+    // more createFrame options, as JSON in ?opts= (the test page's own; nothing of the room's)
+    const opts = JSON.parse(q.get('opts') ?? '{}') as Record<string, unknown>;
     res.setHeader('content-type', 'text/html');
     res.end(`<!doctype html><title>Course platform</title><div id="room" style="width:900px;height:600px"></div>
 <script src="${node.url}/sdk/svc-embed.js"></script>
 <script>
   window.events = [];
-  window.frame = Svc.createFrame('#room', { url: ${JSON.stringify(embed)}, theme: 'dark' });
-  for (const name of ['ready', 'joined', 'left', 'meeting-ended', 'waiting', 'admitted', 'participant-joined', 'participant-left', 'hand-raised', 'hand-lowered', 'room-locked', 'room-unlocked', 'poll-opened', 'poll-closed', 'question-answered', 'error']) {
+  window.frame = Svc.createFrame('#room', { url: ${JSON.stringify(embed)}, theme: 'dark', ...${JSON.stringify(opts)} });
+  for (const name of ['ready', 'joined', 'left', 'meeting-ended', 'waiting', 'admitted', 'participant-joined', 'participant-left', 'hand-raised', 'hand-lowered', 'room-locked', 'room-unlocked', 'poll-opened', 'poll-closed', 'question-answered', 'active-speaker', 'page-changed', 'error']) {
     window.frame.on(name, (data) => window.events.push([name, data]));
   }
 </script>`);
@@ -57,6 +72,7 @@ const m = (await call('POST', '/public/meetings', { title: 'Embedded Biology', t
 t.test('the SDK on an allowed origin: joined with the name, media, participant events, then left after leave()', async (t) => {
   const hostLink = (await call('POST', `/public/meetings/${m.id}/join-links`, { userId: teacher.id, role: 'HOST' })).body.data;
   const host = await (await browser.newContext()).newPage();
+  const hostSince = Date.now();
   await host.goto(`${allowed.origin}/?embed=${encodeURIComponent(hostLink.embedUrl)}`);
   await eventually(async () => (await named(host, 'ready')).length === 1, 10_000);
   await host.frameLocator('iframe').locator('#join').click();
@@ -126,9 +142,72 @@ t.test('the SDK on an allowed origin: joined with the name, media, participant e
 
   t.equal((await call('POST', `/public/meetings/${m.id}/end`)).status, 200);
   await eventually(async () => (await named(host, 'meeting-ended')).length === 1, 10_000);
-  t.pass('the host page hears meeting-ended');
+  const endedReason = (await call('GET', `/public/meetings/${m.id}`)).body.data.endedReason;
+  t.ok(endedReason, 'the meeting says why it ended');
+  t.same(await named(host, 'meeting-ended'), [['meeting-ended', { reason: endedReason }]], 'the host page hears meeting-ended with the same reason');
+  // the page said ready: the SDK's wait for it (10 s) passed without an error
+  await host.waitForTimeout(Math.max(0, hostSince + 11_000 - Date.now()));
+  t.same(await named(host, 'error'), [], 'no origin_not_allowed once the page was ready');
   await host.evaluate(() => (window as any).frame.destroy());
   t.equal(await host.$$eval('iframe', (f) => f.length), 0, 'destroy removes the frame');
+  await host.context().close();
+  await page.context().close();
+});
+
+t.test('prejoin: false joins at once; layout, pages and audio only from the SDK; active-speaker and page-changed', async (t) => {
+  const m3 = (await call('POST', '/public/meetings', { title: 'Embedded Chemistry', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2026-12-01T10:00:00Z', durationMinutes: 45 })).body.data;
+  const linkFor = async (userId: string, role = 'PARTICIPANT') => (await call('POST', `/public/meetings/${m3.id}/join-links`, { userId, role })).body.data;
+  const opts = encodeURIComponent(JSON.stringify({ prejoin: false, layout: 'speaker' }));
+  const host = await (await browser.newContext()).newPage();
+  await host.goto(`${allowed.origin}/?opts=${opts}&embed=${encodeURIComponent((await linkFor(teacher.id, 'HOST')).embedUrl)}`);
+  await eventually(async () => (await named(host, 'joined')).length === 1, 15_000);
+  t.pass('in the room without a click: no pre-join screen');
+  const page = await (await browser.newContext()).newPage();
+  await page.goto(`${allowed.origin}/?opts=${opts}&embed=${encodeURIComponent((await linkFor(student.id)).embedUrl)}`);
+  await eventually(async () => (await named(page, 'joined')).length === 1, 15_000);
+  const room = page.frames().find((f) => f !== page.mainFrame())!;
+  const state = () => room.evaluate(() => (window as any).aula.state);
+  t.equal((await state()).layoutMode, 'speaker', 'the layout option reaches the room');
+  await eventually(async () => (await room.evaluate(() => (window as any).aula.media?.producers.size ?? 0)) === 2, 15_000);
+  t.pass('camera and microphone sent with the default devices');
+  // the student mutes: the teacher's fake microphone (a beep) is the only voice
+  await page.evaluate(() => (window as any).frame.mute());
+  await eventually(async () => (await named(page, 'active-speaker')).some(([, d]) => d.participant?.name === 'Sofia Teacher'), 30_000).catch(async () => {
+    t.fail('no active-speaker', { state: (await state()).activeSpeaker, peers: (await node.app.media!.rooms.room(m3.id))?.inspect().peers.map((p) => ({ id: p.participantId, producers: p.producers.map((x) => `${x.source}:${x.paused}`) })), events: (await events(page)).map(([n]) => n) });
+  });
+  t.pass('active-speaker names the teacher');
+
+  await page.evaluate(() => (window as any).frame.setLayout('grid'));
+  await eventually(async () => (await state()).layoutMode === 'grid', 5000);
+  await page.evaluate(() => (window as any).frame.setPage(3));
+  await eventually(async () => (await named(page, 'page-changed')).length > 0, 5000);
+  t.same((await named(page, 'page-changed')).at(-1)![1], { page: 1, pages: 1 }, 'two people fit one page: page 3 lands on 1');
+  await page.evaluate(() => (window as any).frame.audioOnly(true));
+  await eventually(async () => (await state()).audioOnly === true, 5000);
+  await eventually(() => room.evaluate(() => document.querySelectorAll('.stage video').length === 0), 5000);
+  t.pass('audio only: no video on the page');
+  const thrown = await page.evaluate(() => {
+    const out: string[] = [];
+    for (const f of [() => (window as any).frame.setLayout('big'), () => (window as any).frame.setPage(0), () => (window as any).frame.audioOnly('yes')]) {
+      try {
+        f();
+        out.push('taken');
+      } catch (err) {
+        out.push((err as Error).message);
+      }
+    }
+    return out;
+  });
+  t.match(thrown, [/set-layout does not take "big"/, /set-page does not take 0/, /audio-only does not take "yes"/], 'a wrong value throws at once');
+  const refused = await page.evaluate(() => {
+    try {
+      (window as any).Svc.createFrame('#room', { url: (window as any).frame.iframe.src.split('#')[0], layout: 'mosaic' });
+      return 'created';
+    } catch (err) {
+      return (err as Error).message;
+    }
+  });
+  t.match(refused, /options\.layout must be one of grid, speaker/);
   await host.context().close();
   await page.context().close();
 });
@@ -139,7 +218,13 @@ t.test('a page on an origin the organization did not allow cannot show the room'
   const page = await (await browser.newContext()).newPage();
   await page.goto(`${notAllowed.origin}/?embed=${encodeURIComponent(link.embedUrl)}`);
   await page.waitForTimeout(2000);
-  t.same(await events(page), [], 'no event at all: the frame never loaded the room');
+  t.same(await events(page), [], 'no event from the room: the frame never loaded it');
+  // the SDK hears nothing from the frame, so after its 10 s it says why, once
+  await eventually(async () => (await events(page)).length > 0, 12_000);
+  await page.waitForTimeout(500);
+  const heard = await events(page);
+  t.equal(heard.length, 1, 'one event');
+  t.match(heard[0], ['error', { code: 'origin_not_allowed', message: new RegExp(`did not load within 10 seconds: ${notAllowed.origin} is probably not among the organization's allowed origins`) }]);
   const child = page.frames().find((f) => f !== page.mainFrame());
   t.ok(child, 'the iframe exists');
   t.notMatch(child!.url(), /\/embed\//, `blocked by frame-ancestors (${child!.url()})`);
@@ -161,5 +246,28 @@ t.test('createFrame refuses a url that is not an embedUrl', async (t) => {
     }
   });
   t.match(message, /options\.url must be the embedUrl/);
+  await page.context().close();
+});
+
+t.test('docs/sdk-example.html listens to every event, and runs against the room', async (t) => {
+  const html = await readFile(EXAMPLE, 'utf8');
+  for (const name of EMBED_EVENTS) t.ok(html.includes(`'${name}'`), `it listens to ${name}`);
+  t.match(html, /<script src="https:\/\/aula\.example\/sdk\/svc-embed\.js"><\/script>/, 'it loads the SDK from Aula');
+
+  const m4 = (await call('POST', '/public/meetings', { title: 'Example page', type: 'MEETING', hostUserId: teacher.id, scheduledStart: '2026-12-01T10:00:00Z', durationMinutes: 45 })).body.data;
+  const link = (await call('POST', `/public/meetings/${m4.id}/join-links`, { userId: teacher.id, role: 'HOST' })).body.data;
+  const page = await (await browser.newContext()).newPage();
+  await page.goto(`${allowed.origin}/sdk-example.html?embed=${encodeURIComponent(link.embedUrl)}`);
+  const logged = () => page.$$eval('#log b', (bs) => bs.map((b) => b.textContent));
+  await eventually(async () => (await logged()).includes('ready'), 10_000);
+  await page.frameLocator('iframe').locator('#join').click();
+  await eventually(async () => (await logged()).includes('joined'), 10_000);
+  await page.selectOption('#layout', 'speaker');
+  await page.click('#set-layout');
+  const room = page.frames().find((f) => f !== page.mainFrame())!;
+  await eventually(() => room.evaluate(() => (window as any).aula.state.layoutMode === 'speaker'), 5000);
+  await page.click('button[data-command="leave"]');
+  await eventually(async () => (await logged()).includes('left'), 10_000);
+  t.pass('ready, joined and left are logged; setLayout and leave reach the room');
   await page.context().close();
 });

@@ -8,9 +8,9 @@ export const CHROMIUM = process.env.AULA_CHROMIUM ?? '/usr/bin/chromium';
  * `media`, it has a fake camera (a moving test pattern) and microphone (a beep), granted without asking,
  * and WebRTC may use loopback addresses (the test nodes announce 127.0.0.1).
  */
-export async function launchBrowser(t: Test, opts: { media?: boolean } = {}): Promise<Browser> {
+export async function launchBrowser(t: Test, opts: { media?: boolean; executablePath?: string; args?: string[] } = {}): Promise<Browser> {
   const browser = await chromium.launch({
-    executablePath: CHROMIUM,
+    executablePath: opts.executablePath ?? CHROMIUM,
     headless: true,
     args: [
       '--no-sandbox',
@@ -21,6 +21,7 @@ export async function launchBrowser(t: Test, opts: { media?: boolean } = {}): Pr
       '--disable-component-update',
       '--disable-sync',
       ...(opts.media ? ['--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', '--allow-loopback-in-peer-connection', '--autoplay-policy=no-user-gesture-required'] : []),
+      ...(opts.args ?? []),
     ],
   });
   t.teardown(() => browser.close());

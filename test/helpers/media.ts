@@ -1,3 +1,5 @@
+import { selectedPath, type SelectedPath } from '../../web/room/ice-stats.ts';
+import { randomFillSync } from 'node:crypto';
 import wrtc from '@roamhq/wrtc';
 import { Device } from 'mediasoup-client';
 import type { Consumer } from 'mediasoup-client/lib/Consumer.js';
@@ -45,21 +47,23 @@ class ToneSource {
   }
 }
 
-/** Frames of a moving grey gradient fed to an RTCVideoSource at 15 fps. */
+/** Frames of a moving grey gradient fed to an RTCVideoSource (15 fps unless said). */
 class FrameSource {
   readonly source = new RTCVideoSource();
   readonly track: MediaStreamTrack = this.source.createTrack();
   #timer: NodeJS.Timeout;
 
-  constructor(width = 320, height = 240) {
+  /** `noise`: random pixels each frame, which an encoder cannot squeeze, so each layer takes the bitrate it is allowed. */
+  constructor(width = 320, height = 240, fps = 15, noise = false) {
     const data = new Uint8ClampedArray(width * height * 1.5);
     let n = 0;
     this.#timer = setInterval(() => {
       n++;
-      for (let i = 0; i < width * height; i++) data[i] = (i + n * 7) & 0xff;
+      if (noise) randomFillSync(data, 0, width * height);
+      else for (let i = 0; i < width * height; i++) data[i] = (i + n * 7) & 0xff;
       data.fill(128, width * height);
       this.source.onFrame({ width, height, data });
-    }, 66);
+    }, Math.round(1000 / fps));
   }
 
   stop(): void {
@@ -118,6 +122,10 @@ export class MediaPeer {
   readonly produced = new Map<string, Record<string, any>>();
   /** Whether it makes a sending transport (a VIEWER does not: the server refuses one). */
   sends = true;
+  /** Only relayed paths (RTCPeerConnection's iceTransportPolicy 'relay'): what a network that blocks the media server leaves. */
+  relayOnly = false;
+  /** The TURN relays the media-join answer gave. */
+  iceServers: { urls: string[]; username: string; credential: string }[] = [];
 
   /** media-join, both transports (the sending one unless `sends` is false), media-ready: from now on it receives every producer of the room. */
   async start(opts: { receive?: boolean } = {}): Promise<void> {
@@ -126,6 +134,7 @@ export class MediaPeer {
       this.room.ws.on('message', (raw) => this.#onMessage(JSON.parse(String(raw))));
     }
     const join = await this.#ask({ type: 'media-join' });
+    this.iceServers = join.iceServers;
     this.device = new Device({ handlerName: 'Chrome74' });
     await this.device.load({ routerRtpCapabilities: join.routerRtpCapabilities });
     if (this.sends) this.send = await this.#transport('send');
@@ -142,10 +151,15 @@ export class MediaPeer {
 
   async #transport(direction: 'send' | 'recv'): Promise<Transport> {
     const t = await this.#ask({ type: 'transport-create', direction });
-    const transport =
-      direction === 'send'
-        ? this.device.createSendTransport({ id: t.transportId, iceParameters: t.iceParameters, iceCandidates: t.iceCandidates, dtlsParameters: t.dtlsParameters })
-        : this.device.createRecvTransport({ id: t.transportId, iceParameters: t.iceParameters, iceCandidates: t.iceCandidates, dtlsParameters: t.dtlsParameters });
+    const options = {
+      id: t.transportId,
+      iceParameters: t.iceParameters,
+      iceCandidates: t.iceCandidates,
+      dtlsParameters: t.dtlsParameters,
+      iceServers: this.iceServers,
+      iceTransportPolicy: this.relayOnly ? ('relay' as const) : ('all' as const),
+    };
+    const transport = direction === 'send' ? this.device.createSendTransport(options) : this.device.createRecvTransport(options);
     transport.on('connect', ({ dtlsParameters }, ok, fail) => {
       this.#ask({ type: 'transport-connect', transportId: transport.id, dtlsParameters }).then(() => ok(), fail);
     });
@@ -163,6 +177,17 @@ export class MediaPeer {
     return transport;
   }
 
+  /** Each transport's selected path, as the page reads it (web/room/ice-stats.ts). */
+  async paths(): Promise<(SelectedPath & { direction: string })[]> {
+    const out: (SelectedPath & { direction: string })[] = [];
+    for (const [direction, tr] of [['send', this.send], ['recv', this.recv]] as const) {
+      if (!tr || tr.closed) continue;
+      const path = selectedPath(await tr.getStats());
+      if (path) out.push({ direction, ...path });
+    }
+    return out;
+  }
+
   /** Sends a tone as `source` (mic by default). Rejects with the server's refusal (`err.ack`). */
   async produceAudio(opts: { source?: 'mic' | 'screen-audio'; paused?: boolean; hz?: number } = {}): Promise<Producer> {
     this.#sending.push(() => this.produceAudio(opts));
@@ -175,16 +200,35 @@ export class MediaPeer {
 
   /**
    * Sends frames as `source` (camera by default), in three simulcast layers unless `simulcast` is false;
-   * with `announceAfterMs`, RTP flows that long before the `produce` command is sent.
+   * with `announceAfterMs`, RTP flows that long before the `produce` command is sent. `small`: 160x120
+   * at 3 fps, one layer (a class's many synthetic cameras, cheap to encode). `noise`: frames an encoder
+   * cannot squeeze, so every layer runs at its full bitrate (for tests of bandwidth).
    */
-  async produceVideo(opts: { source?: 'camera' | 'screen'; simulcast?: boolean; announceAfterMs?: number } = {}): Promise<Producer> {
+  async produceVideo(opts: { source?: 'camera' | 'screen'; simulcast?: boolean; announceAfterMs?: number; small?: boolean; noise?: boolean } = {}): Promise<Producer> {
     this.#sending.push(() => this.produceVideo(opts));
-    const frames = new FrameSource(opts.simulcast === false ? 320 : 640, opts.simulcast === false ? 240 : 480);
+    const frames = opts.small ? new FrameSource(160, 120, 3) : new FrameSource(opts.simulcast === false ? 320 : 640, opts.simulcast === false ? 240 : 480, 15, opts.noise === true);
+    if (opts.small) opts = { ...opts, simulcast: false };
     this.#sources.push(frames);
     const encodings = opts.simulcast === false ? undefined : [{ scaleResolutionDownBy: 4 }, { scaleResolutionDownBy: 2 }, { scaleResolutionDownBy: 1 }];
     const producer = await this.send!.produce({ track: frames.track as never, ...(encodings ? { encodings } : {}), appData: { source: opts.source ?? 'camera', announceAfterMs: opts.announceAfterMs } });
     this.producers.set(producer.id, producer);
     return producer;
+  }
+
+  /** Says what this peer's "page" shows (the room protocol's `view`). */
+  view(tiles: { participantId: string; source: 'camera' | 'screen'; width: number; height: number }[], audioOnly = false): Promise<any> {
+    return this.#ask({ type: 'view', tiles, audioOnly });
+  }
+
+  /** RTP bytes received so far for one consumer (the receiving transport's inbound-rtp stats, by SSRC). */
+  async receivedBy(consumerId: string): Promise<number> {
+    const r = this.received.get(consumerId);
+    const ssrc = r?.consumer.rtpParameters.encodings?.[0]?.ssrc;
+    let bytes = 0;
+    (await this.recv!.getStats()).forEach((s: any) => {
+      if (s.type === 'inbound-rtp' && s.ssrc === ssrc) bytes += s.bytesReceived ?? 0;
+    });
+    return bytes;
   }
 
   /** Pauses or resumes a producer here and on the server (the server may refuse the resume: returns its ack). */
@@ -219,10 +263,32 @@ export class MediaPeer {
     this.restarted++;
   }
 
+  /** Media events this peer loses on their way (as a lost bus message would be): the next one matching is dropped. */
+  readonly losses: ((m: any) => boolean)[] = [];
+  /** The last `seq` seen, and how many times a gap made it ask media-resync. */
+  seq = 0;
+  resyncs = 0;
+
   #onMessage(m: any): void {
     if (m.type === 'ack') return;
+    const lost = this.losses.findIndex((f) => f(m));
+    if (lost !== -1) {
+      this.losses.splice(lost, 1);
+      return;
+    }
     this.events.push(m);
+    // as the room page does: a gap in `seq` means an event was lost; ask for the whole state
+    if (typeof m.seq === 'number') {
+      if (m.seq > this.seq + 1) this.#pending = this.#pending.then(() => this.#resync()).catch(() => {});
+      this.seq = Math.max(this.seq, m.seq);
+    }
     if (m.type === 'consumer-new') this.#pending = this.#pending.then(() => this.#consume(m)).catch(() => {});
+    // dynacast, as the room page does (libwebrtc in Node takes the call and keeps sending every layer;
+    // Chromium stops them: test/browser)
+    if (m.type === 'layers-wanted') {
+      const p = this.producers.get(m.producerId);
+      if (p && !p.closed && (p.rtpParameters.encodings?.length ?? 0) > 1) p.setMaxSpatialLayer(m.maxSpatialLayer).catch(() => {});
+    }
     // in the same queue as consumer-new, as the room page does: a consumer closed while it was being set up is not kept
     if (m.type === 'consumer-closed') this.#pending = this.#pending.then(() => this.#drop(m.consumerId)).catch(() => {});
   }
@@ -242,7 +308,21 @@ export class MediaPeer {
     this.received.delete(consumerId);
   }
 
+  async #resync(): Promise<void> {
+    this.resyncs++;
+    const r = await this.#ask({ type: 'media-resync' });
+    this.seq = Math.max(this.seq, r.seq);
+    const current = new Set(r.consumers.map((c: any) => c.consumerId));
+    for (const id of [...this.received.keys()]) if (!current.has(id)) this.#drop(id);
+    for (const c of r.consumers) if (!this.received.has(c.consumerId)) await this.#consume(c);
+  }
+
   async #consume(m: any): Promise<void> {
+    // offered again: the server did not hear this peer's answer
+    if (this.received.has(m.consumerId)) {
+      await this.#ask({ type: 'consumer-ready', consumerId: m.consumerId });
+      return;
+    }
     const consumer = await this.recv!.consume({ id: m.consumerId, producerId: m.producerId, kind: m.kind, rtpParameters: m.rtpParameters });
     const r: Received = { consumer, participantId: m.participantId, source: m.source, peak: 0 };
     this.received.set(consumer.id, r);
@@ -254,7 +334,7 @@ export class MediaPeer {
       r.sink = sink;
       this.#sinks.push(sink);
     }
-    await this.#ask({ type: 'consumer-resume', consumerId: consumer.id });
+    await this.#ask({ type: 'consumer-ready', consumerId: consumer.id });
   }
 
   /** Everything offered so far has been consumed and resumed. */

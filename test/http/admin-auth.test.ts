@@ -1,3 +1,4 @@
+import { parseTrustProxy } from '../../src/platform/client-address.ts';
 import { createHash } from 'node:crypto';
 import t from 'tap';
 import { ManualClock } from '../../src/core/clock.ts';
@@ -8,7 +9,7 @@ import { api, createTenant, startTestNode, type ApiResponse } from '../helpers/n
 // The node's clock starts at the real time (rate-limit windows run on the real clock) and only moves
 // in the last two tests. X-Forwarded-For is trusted so each test signs in from an address of its own.
 const clock = new ManualClock(Date.now());
-const node = await startTestNode(t, { clock, overrides: { AULA_TRUST_PROXY: { hops: 1 } } });
+const node = await startTestNode(t, { clock, overrides: { AULA_TRUST_PROXY: parseTrustProxy('1') } });
 const { app } = node;
 const tenant = await createTenant(node, 'pro');
 const PASSWORD = 'correct horse battery staple';

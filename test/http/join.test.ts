@@ -69,17 +69,18 @@ t.test('the mint response is exactly JSON.stringify of the envelope, escapes inc
 
 t.test('join-link request rules', async (t) => {
   const m = await meeting();
-  const bad = async (body: Record<string, unknown>, field: string) => {
+  const bad = async (body: Record<string, unknown>, field: string, message?: string) => {
     const d = assertError(t, await mint(m.id, body), 400, 'validation_failed');
     t.ok(d.fields.some((f: { field: string }) => f.field === field), `names ${field}`);
+    if (message) t.same(d.fields.filter((f: { field: string }) => f.field === field).map((f: { message: string }) => f.message), [message], `one clear message: ${message}`);
   };
   await bad({}, 'userId');
   await bad({ userId: student.id, externalUserId: 's-1' }, 'userId');
   await bad({ userId: student.id, expiresInSeconds: 86_401 }, 'expiresInSeconds');
   await bad({ userId: student.id, expiresInSeconds: 0 }, 'expiresInSeconds');
   await bad({ userId: student.id, expiresInSeconds: 1.5 }, 'expiresInSeconds');
-  await bad({ userId: student.id, redirectUrl: 'http://lms.example/' }, 'redirectUrl');
-  await bad({ userId: student.id, redirectUrl: 'javascript:alert(1)' }, 'redirectUrl');
+  await bad({ userId: student.id, redirectUrl: 'http://lms.example/' }, 'redirectUrl', 'must be an https URL');
+  await bad({ userId: student.id, redirectUrl: 'javascript:alert(1)' }, 'redirectUrl', 'must be an https URL');
   await bad({ userId: student.id, role: 'OWNER' }, 'role');
   await bad({ userId: student.id, displayName: '' }, 'displayName');
   assertError(t, await mint(m.id, { userId: 'nobody' }), 404, 'user_not_found');

@@ -1,5 +1,6 @@
 // Prometheus metrics and the operator's log lines, from real nodes: HTTP by route pattern, rate-limit
 // refusals, webhook outcomes and lag, room sockets and media, the token, the port of their own.
+import { parseTrustProxy } from '../../src/platform/client-address.ts';
 import t from 'tap';
 import { assertError } from '../helpers/assert.ts';
 import { api, createTenant, startTestNode } from '../helpers/node.ts';
@@ -9,7 +10,7 @@ import { goLive } from '../helpers/ws.ts';
 
 /** Every log line the node writes, parsed. */
 const { log: logger, lines } = memoryLogger();
-const node = await startTestNode(t, { logger, overrides: { WEBHOOKS_ALLOW_PRIVATE_TARGETS: true, AULA_TRUST_PROXY: { hops: 1 } } });
+const node = await startTestNode(t, { logger, overrides: { WEBHOOKS_ALLOW_PRIVATE_TARGETS: true, AULA_TRUST_PROXY: parseTrustProxy('1') } });
 const tenant = await createTenant(node);
 
 /** The value of one sample of the scrape, or null. */

@@ -1,3 +1,4 @@
+import { parseTrustProxy } from '../../src/platform/client-address.ts';
 import t from 'tap';
 import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { assertError } from '../helpers/assert.ts';
@@ -38,7 +39,7 @@ t.test('a trailing slash reaches the same route', async (t) => {
 t.test('request ids: taken from a trusted proxy, made otherwise, always returned', async (t) => {
   const fromClient = await api(node, 'GET', '/healthz', { headers: { 'x-request-id': 'client-abc.1' } });
   t.match(fromClient.headers.get('x-request-id'), /^req_[0-9a-f]{32}$/, 'a client cannot choose the id its lines are logged under');
-  const behindProxy = await startTestNode(t, { redis: false, overrides: { AULA_TRUST_PROXY: { hops: 1 } } });
+  const behindProxy = await startTestNode(t, { redis: false, overrides: { AULA_TRUST_PROXY: parseTrustProxy('1') } });
   const given = await api(behindProxy, 'GET', '/healthz', { headers: { 'x-request-id': 'lb-trace.1' } });
   t.equal(given.headers.get('x-request-id'), 'lb-trace.1', 'the proxy\'s trace id is kept');
   const made = await api(behindProxy, 'GET', '/api/v1/nope', { headers: { 'x-request-id': 'bad id with spaces' } });

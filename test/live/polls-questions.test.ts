@@ -2,6 +2,7 @@ import t from 'tap';
 import { ManualClock } from '../../src/core/clock.ts';
 import { api, school as newSchool, startTestNode } from '../helpers/node.ts';
 import { connect, type RoomClient } from '../helpers/ws.ts';
+import { actorRows } from '../helpers/actor-state.ts';
 
 // Polls, quizzes and Q&A through the real room: a host opens and closes, students answer, ask and upvote
 // over the room socket; the meeting actor decides; poll.closed and question.answered are written with the
@@ -12,10 +13,9 @@ const node = await startTestNode(t, { clock });
 const sql = node.app.sql;
 const MIN = 60_000;
 
-/** The meeting actor's snapshot as Postgres holds it, as text to search. */
+/** The meeting actor's state as Postgres holds it (its snapshot with the deltas after it), as text to search. */
 async function snapshotText(meetingId: string): Promise<string> {
-  const [row] = await sql<{ text: string }[]>`select snapshot::text as text from actor_snapshots where actor_id = ${`meeting:${meetingId}`}`;
-  return row!.text;
+  return JSON.stringify((await actorRows(sql, `meeting:${meetingId}`)).state);
 }
 
 async function school() {
@@ -204,9 +204,9 @@ t.test('an anonymous poll and an anonymous question keep no one: not in the snap
   t.match(await benWs.command({ type: 'upvote-question', questionId: question.questionId }), { ok: true, upvotes: 1 });
 
   // while they are in the room they are its participants; what they answered and asked names no one
-  const live = await sql<{ items: string }[]>`select jsonb_build_array(snapshot->'context'->'polls', snapshot->'context'->'questions')::text as items
-    from actor_snapshots where actor_id = ${`meeting:${s.meeting.id}`}`;
-  for (const trace of [amy.id, ben.id, 'Amy Adams', 'Ben Bell', 's-amy', 's-ben']) t.notOk(live[0]!.items.includes(trace), `the open poll and the question hold no ${trace}`);
+  const { context: live } = (await actorRows(sql, `meeting:${s.meeting.id}`)).state;
+  const items = JSON.stringify([live.polls, live.questions]);
+  for (const trace of [amy.id, ben.id, 'Amy Adams', 'Ben Bell', 's-amy', 's-ben']) t.notOk(items.includes(trace), `the open poll and the question hold no ${trace}`);
   t.match(await amyWs.command({ type: 'leave' }), { ok: true });
   t.match(await benWs.command({ type: 'leave' }), { ok: true });
   const stored = await snapshotText(s.meeting.id);
@@ -266,12 +266,12 @@ t.test('an ended meeting\'s snapshot keeps no one: polls and questions are in th
 
   clock.advance(10 * MIN);
   t.match(await host.command({ type: 'end' }), { ok: true });
-  const [row] = await sql<{ snapshot: any }[]>`select snapshot from actor_snapshots where actor_id = ${`meeting:${s.meeting.id}`}`;
-  const context = row!.snapshot.context;
+  const row = await actorRows(sql, `meeting:${s.meeting.id}`);
+  const context = row.state.context;
   t.equal(context.status, 'ENDED');
   t.same([context.polls ?? [], context.questions ?? [], context.participants], [[], [], {}], 'no polls, questions or people left in it');
-  const text = JSON.stringify(row!.snapshot);
-  for (const trace of [amy.id, 'Amy Adams', 's-amy', 'Is there homework?', 'Ready?']) t.notOk(text.includes(trace), `the snapshot holds no ${trace}`);
+  // the end wrote the whole state and dropped the deltas: nothing from before it is in any row
+  for (const trace of [amy.id, 'Amy Adams', 's-amy', 'Is there homework?', 'Ready?']) t.notOk(row.text.includes(trace), `the snapshot and its deltas hold no ${trace}`);
 
   // everything is in the tables
   const polls = (await s.call('GET', `/public/meetings/${s.meeting.id}/polls`)).body.data.polls;

@@ -124,6 +124,14 @@ t.test('the waiting room: queued, admitted by a host over the socket, then a roo
   await waiting.type('waiting');
   const list = await host.next((m) => m.type === 'waiting-room' && m.entries.length === 1);
   t.match(list.entries[0], { queueId: ss.waitingRoom.queueId });
+  // a backend sees the same list without listening to participant.waiting
+  const listed = await call('GET', `/public/meetings/${meeting.id}/waiting-room`);
+  t.equal(listed.status, 200);
+  t.same(listed.body.data.entries, [{ queueId: ss.waitingRoom.queueId, userId: student.id, name: 'Sam Student', role: 'STUDENT', requestedAt: list.entries[0].requestedAt }]);
+  const stranger = await createTenant(node);
+  assertError(t, await api(node, 'GET', `/public/meetings/${meeting.id}/waiting-room`, { key: stranger.key }), 404, 'meeting_not_found');
+  const usersOnly = await createTenant(node, 'pro', ['users:read']);
+  assertError(t, await api(node, 'GET', `/public/meetings/${meeting.id}/waiting-room`, { key: usersOnly.key }), 403, 'insufficient_scope');
   const status = await api(node, 'GET', `/meetings/${meeting.slug}/waiting-room/status/${ss.waitingRoom.queueId}`, { bearer: ss.accessToken });
   t.match(status.body.data, { status: 'WAITING', admittedAt: null });
   assertError(t, await api(node, 'POST', `/meetings/${meeting.slug}/token`, { bearer: ss.accessToken, body: { queueId: ss.waitingRoom.queueId, deviceId: ss.deviceId } }), 409, 'waiting_not_admitted');
@@ -159,6 +167,7 @@ t.test('the waiting room: queued, admitted by a host over the socket, then a roo
   t.match(await host.command({ type: 'deny', queueId: denied.waitingRoom.queueId }), { ok: true, status: 'DENIED' });
   assertError(t, await api(node, 'POST', `/meetings/${meeting.slug}/token`, { bearer: denied.accessToken, body: { queueId: denied.waitingRoom.queueId, deviceId: denied.deviceId } }), 403, 'waiting_denied');
   t.match(await stu.command({ type: 'admit', queueId: 'wr_x' }), { ok: false, error: { code: 'forbidden' } });
+  t.same((await call('GET', `/public/meetings/${meeting.id}/waiting-room`)).body.data.entries, [], 'nobody waits now: admitted and denied are off the list');
 });
 
 t.test("the join link's displayName is the name in the roster and in participant.* events", async (t) => {

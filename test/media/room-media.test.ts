@@ -53,8 +53,8 @@ t.test('two-way audio and video between a teacher and a student through the SFU'
   t.ok(await host.room.next((x) => x.type === 'active-speaker' && x.participantId !== null, 10_000), 'an active speaker is announced');
   const camera = stu.peer.from(host.participantId, 'camera')!;
   t.equal(stu.peer.events.find((e) => e.type === 'consumer-new' && e.consumerId === camera.consumer.id)?.consumerType, 'simulcast', 'the host\'s camera arrives as simulcast');
-  t.match(await stu.room.command({ type: 'consumer-layers', consumerId: camera.consumer.id, spatialLayer: 0 }), { ok: true }, 'a receiver picks the lowest layer');
-  t.match(await stu.room.next((x) => x.type === 'consumer-layers' && x.consumerId === camera.consumer.id && x.spatialLayer === 0, 10_000), { spatialLayer: 0 }, 'and gets it');
+  t.match(await stu.room.command({ type: 'view', tiles: [{ participantId: host.participantId, source: 'camera', width: 240, height: 136 }] }), { ok: true }, 'a receiver shows the host in a thumbnail');
+  t.match(await stu.room.next((x) => x.type === 'consumer-layers' && x.consumerId === camera.consumer.id && x.spatialLayer === 0, 10_000), { spatialLayer: 0 }, 'and gets the lowest layer');
   const ice = await host.room.command({ type: 'transport-restart-ice', transportId: host.peer.send!.id });
   t.match(ice, { ok: true, iceParameters: { usernameFragment: String, password: String } }, 'ICE restarts on request');
   t.ok(await host.room.next((x) => x.type === 'network-quality' && x.participants.length >= 2, 10_000), 'network quality per participant is sent');
@@ -72,6 +72,15 @@ t.test('a late joiner receives every existing producer at once', async (t) => {
   t.same([...late.peer.received.values()].map((r) => `${r.participantId === host.participantId ? 'host' : 'a'}:${r.source}`).sort(), ['a:mic', 'host:camera', 'host:mic']);
   await eventually(async () => (await late.peer.bytes()).received > 20_000, 10_000);
   t.pass('and media flows to it');
+});
+
+t.test('a late joiner is told who speaks now, without waiting for it to change', async (t) => {
+  const m = await meeting();
+  const host = await enterRoom(t, node, tenant.key, m.id, teacher.id, 'HOST');
+  await host.peer.produceAudio();
+  t.match(await host.room.next((x) => x.type === 'active-speaker' && x.participantId === host.participantId, 10_000), { participantId: host.participantId }, 'the teacher speaks');
+  const late = await enterRoom(t, node, tenant.key, m.id, students[2].id);
+  t.match(await late.room.next((x) => x.type === 'active-speaker', 5000), { participantId: host.participantId }, 'the late joiner hears who it is');
 });
 
 t.test('a VIEWER watches and listens but cannot produce', async (t) => {

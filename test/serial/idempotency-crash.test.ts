@@ -13,6 +13,8 @@ import postgres from 'postgres';
 import t, { type Test } from 'tap';
 import { iso, systemClock } from '../../src/core/clock.ts';
 import { LocalBus } from '../../src/platform/cluster/bus.ts';
+import { shardOf } from '../../src/platform/cluster/cluster.ts';
+import { desiredOwners } from '../../src/platform/cluster/placement.ts';
 import { pgOptions, type Sql } from '../../src/platform/db/index.ts';
 import { migrate } from '../../src/platform/db/migrate.ts';
 import { newId } from '../../src/platform/ids.ts';
@@ -27,6 +29,7 @@ import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/node.ts';
 import { spawnNode, type NodeProcess } from '../helpers/process.ts';
 import { Receiver } from '../helpers/receiver.ts';
 import { redisPrefixFor } from '../helpers/redis-server.ts';
+import { lastActorWrite } from '../helpers/actor-state.ts';
 
 const dbUrl = await createTestDatabase(t);
 const sql = postgres(dbUrl, { ...pgOptions, max: 4 }) as unknown as Sql;
@@ -55,8 +58,8 @@ if (signIn.status !== 200) throw new Error(`sign-in: ${signIn.status} ${JSON.str
 /** A bearer session: stored in Postgres, so it works on every node the test starts. */
 const adminToken = signIn.body.data.sessionToken as string;
 
-async function call(method: string, path: string, opts: { bearer?: string; body?: unknown; idempotencyKey?: string } = {}) {
-  const res = await fetch(`${node.url}/api/v1${path}`, {
+async function call(method: string, path: string, opts: { bearer?: string; body?: unknown; idempotencyKey?: string; via?: NodeProcess } = {}) {
+  const res = await fetch(`${(opts.via ?? node).url}/api/v1${path}`, {
     method,
     headers: {
       ...(opts.bearer ? { authorization: `Bearer ${opts.bearer}` } : {}),
@@ -199,3 +202,81 @@ for (const c of cases) {
     t.same(again.body, retry.body, 'and every later retry the same');
   });
 }
+
+// A command to an actor on another node: node A takes the request and asks; the actor's node B commits
+// while A is already dead. The change and the answer commit together on B, so a retry with the key, on
+// B, answers at once what the first request would have.
+const nodeIdOf = (n: NodeProcess) => n.logs.find((l) => l.msg === 'cluster node started')!.nodeId as string;
+const ownerOf = async (actorId: string) => (await sql<{ owner: string | null }[]>`select owner from shards where id = ${shardOf(actorId)}`)[0]?.owner ?? null;
+
+t.test('kill -9 of the node that took a cancel or an admit, before the actor on another node commits: a retry answers the answer stored with the change', async (t) => {
+  const b = await spawnNode(t, env);
+  const a = node;
+  // settled: every shard on the owner the placement wants for A and B (the nodes killed above have left)
+  const desired = desiredOwners([nodeIdOf(a), nodeIdOf(b)].sort());
+  await until('the placement to settle on A and B', async () => {
+    const rows = await sql<{ id: number; owner: string | null }[]>`select id, owner from shards order by id`;
+    return rows.every((r) => r.owner === desired[r.id]);
+  }, 45_000);
+  const onB = async (prefix: string, create: () => Promise<string>): Promise<string> => {
+    for (let i = 0; i < 64; i++) {
+      const id = await create();
+      if ((await ownerOf(`${prefix}:${id}`)) === nodeIdOf(b)) return id;
+    }
+    throw new Error(`no ${prefix} actor landed on node B`);
+  };
+  const at = (n: NodeProcess) => (method: string, path: string, opts: { body?: unknown; idempotencyKey?: string } = {}) => call(method, path, { bearer: apiKey, via: n, ...opts });
+  const teacher = await at(b)('POST', '/public/users', { body: { externalId: 'crash-teacher', fullName: 'Tess Crash', role: 'TEACHER' } });
+  if (teacher.status !== 201) throw new Error(JSON.stringify(teacher.body));
+  const start = new Date(Date.now() + 86_400_000).toISOString();
+  const meeting = (title: string, settings: Record<string, unknown> = {}) => async () => {
+    const res = await at(b)('POST', '/public/meetings', { body: { title, type: 'MEETING', hostUserId: 'crash-teacher', scheduledStart: start, durationMinutes: 30, settings } });
+    if (res.status !== 201) throw new Error(JSON.stringify(res.body));
+    return res.body.data.id as string;
+  };
+  const cancelId = await onB('meeting', meeting('Cancelled while its node died'));
+  const roomId = await onB('waiting-room', meeting('Admitted while its node died', { waitingRoom: true }));
+  const student = await at(b)('POST', '/public/users', { body: { externalId: 'crash-student', fullName: 'Wren Crash', role: 'STUDENT' } });
+  const link = await at(b)('POST', `/public/meetings/${roomId}/join-links`, { body: { userId: student.body.data.id } });
+  const exchange = await at(b)('POST', '/join-tokens/exchange', { body: { token: link.body.data.token, deviceId: 'crash-device' } });
+  const queueId = exchange.body.data.waitingRoom.queueId as string;
+
+  const cases = [
+    { name: 'cancel', actor: `meeting:${cancelId}`, path: `/public/meetings/${cancelId}/cancel`, status: (body: any) => body.data.status, expect: 'CANCELLED', key: `crash-cancel-${cancelId}` },
+    { name: 'admit', actor: `waiting-room:${roomId}`, path: `/public/meetings/${roomId}/waiting-room/${queueId}/admit`, status: (body: any) => body.data.status, expect: 'ADMITTED', key: `crash-admit-${roomId}` },
+  ];
+  // B's commit of each actor waits on a lock the test holds: its snapshot row (cancel ends the meeting, which
+  // writes the whole state) and the key of its next delta (admit writes a delta), taken by a row of the test
+  // that is never committed; A takes both requests and asks B
+  const lock = await sql.reserve();
+  await lock`begin`;
+  for (const c of cases) {
+    await lock`select 1 from actor_snapshots where actor_id = ${c.actor} for update`;
+    await lock`insert into actor_deltas (actor_id, seq, shard, patch)
+      select ${c.actor}, greatest(s.seq, coalesce((select max(seq) from actor_deltas d where d.actor_id = s.actor_id), 0)) + 1, s.shard, '[]'
+      from actor_snapshots s where s.actor_id = ${c.actor}`;
+  }
+  const firsts = cases.map((c) => at(a)('POST', c.path, { idempotencyKey: c.key }).catch((err: Error) => err));
+  await until("B's two commits to wait for the lock", async () => (await sql`select 1 from pg_locks where not granted and locktype = 'transactionid'`).length >= 2);
+  const gone = once(a.proc, 'exit');
+  a.proc.kill('SIGKILL');
+  await gone;
+  for (const f of firsts) t.type(await f, Error, 'the first request got no answer');
+  await lock`rollback`;
+  lock.release();
+  node = b;
+
+  for (const c of cases) {
+    await until(`${c.name}: B committed`, async () => (await sql`select 1 from idempotency_keys where key = ${c.key} and state = 'DONE'`).length === 1);
+    const retry = await at(b)('POST', c.path, { idempotencyKey: c.key });
+    t.equal(retry.status, 200, `${c.name}: ${JSON.stringify(retry.body)}`);
+    t.equal(retry.headers.get('idempotent-replayed'), 'true', `${c.name}: the answer stored with the change, at once (not after the 60 s of the dead request's lock)`);
+    t.equal(c.status(retry.body), c.expect, `${c.name}: it says the change`);
+    const [answer] = await sql<{ tx: string }[]>`select xmin::text as tx from idempotency_keys where key = ${c.key}`;
+    t.equal(answer!.tx, await lastActorWrite(sql, c.actor), `${c.name}: in the transaction of the change`);
+  }
+  const cancelledEvents = await sql`select id from outbox where type = 'meeting.cancelled' and data->>'meetingId' = ${cancelId}`;
+  t.equal(cancelledEvents.length, 1, 'one meeting.cancelled');
+  const admittedEvents = await sql`select id from outbox where type = 'participant.admitted' and data->>'meetingId' = ${roomId}`;
+  t.equal(admittedEvents.length, 1, 'one participant.admitted');
+});

@@ -71,14 +71,20 @@ t.test('clientMessage parses every kind of message and refuses what the protocol
     { type: 'open-poll', question: 'Ready?', pollType: 'SINGLE_CHOICE', options: ['A', 'B'], correct: [1] },
     { type: 'answer-poll', pollId: 'pol_1', text: 'Yes' },
     { type: 'produce', transportId: 'tr_1', kind: 'video', source: 'camera', rtpParameters: { codecs: [] } },
-    { type: 'consumer-layers', consumerId: 'co_1', spatialLayer: 2 },
+    { type: 'view', tiles: [{ participantId: 'par_1', source: 'camera', width: 320, height: 180 }], audioOnly: false },
+    { type: 'view', tiles: [] },
+    { type: 'consumer-ready', consumerId: 'co_1' },
+    { type: 'consumer-close', consumerId: 'co_1' },
   ];
   for (const m of ok) t.same(clientMessage.safeParse(m).data, m, m.type);
   const refused: unknown[] = [
     { type: 'ping', id: 'x'.repeat(65) },
     { type: 'remove', participantId: '' },
     { type: 'open-poll', question: 'Ready?', pollType: 'SINGLE_CHOICE', options: ['A'] },
-    { type: 'consumer-layers', consumerId: 'co_1', spatialLayer: 3 },
+    { type: 'consumer-resume', consumerId: 'co_1' },
+    { type: 'view', tiles: [{ participantId: 'par_1', source: 'mic', width: 320, height: 180 }] },
+    { type: 'view', tiles: [{ participantId: 'par_1', source: 'camera', width: -1, height: 180 }] },
+    { type: 'view', tiles: Array.from({ length: 101 }, (_, i) => ({ participantId: `par_${i}`, source: 'camera', width: 10, height: 10 })) },
     { type: 'produce', transportId: 'tr_1', kind: 'video', source: 'projector', rtpParameters: {} },
     { type: 'teleport' },
   ];

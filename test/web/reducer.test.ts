@@ -3,6 +3,7 @@ import type { ClassroomState, PollView, QuestionView, RosterEntry } from '../../
 import type { RoomRole } from '../../src/core/room-access.ts';
 import type { Session } from '../../web/room/api.ts';
 import { embedEvents } from '../../web/room/embed-events.ts';
+import { person } from '../helpers/roster.ts';
 import { access, initialState, reduce, type Action, type State } from '../../web/room/reducer.ts';
 
 // The room page's reducer, in Node: what the room socket says (and what the page's own commands were
@@ -21,20 +22,6 @@ const session = (role: RoomRole = 'PARTICIPANT'): Session => ({
   redirectUrl: null,
 });
 
-const person = (id: string, over: Partial<RosterEntry> = {}): RosterEntry => ({
-  participantId: id,
-  userId: `usr_${id}`,
-  name: id,
-  roomRole: 'PARTICIPANT',
-  joinedAt: '2030-01-01T10:00:00Z',
-  micLocked: false,
-  floor: false,
-  askedToUnmute: false,
-  enteredMuted: false,
-  handRaisedAt: null,
-  connected: true,
-  ...over,
-});
 
 const poll = (id: string, over: Partial<PollView> = {}): PollView => ({
   pollId: id,
@@ -90,6 +77,7 @@ function inRoom(role: RoomRole = 'PARTICIPANT', roster = [person('me'), person('
     roster: roster.map((p) => (p.participantId === 'me' ? { ...p, roomRole: role } : p)),
     settings,
     locked: false,
+    spotlight: null,
     classroom: noClassroom,
     media: { rev: 1, available: true },
   });
@@ -104,6 +92,7 @@ t.test('joined: into the room with its roster, settings, lock, media revision an
     roster: [person('me')],
     settings: { ...settings, lectureMode: true },
     locked: true,
+    spotlight: null,
     classroom: { polls: [poll('p1'), poll('p2', { status: 'CLOSED' })], pollResults: [{ pollId: 'p2', answered: 1, votes: [1, 0], texts: [], correct: [] }], answeredPolls: ['p1', 'p3'], questions: [question('q1')], upvotedQuestions: ['q1'], ownQuestions: ['q2'] },
     media: { rev: 2, available: true },
   });
@@ -135,7 +124,7 @@ t.test('roster: the new list; SDK events for joins (not one\'s own), hands and l
 });
 
 t.test('joined is told to the SDK once: a reconnect joins again without it', async (t) => {
-  const m: Action = { type: 'joined', participantId: 'me', roster: [person('me')], settings, locked: false, classroom: noClassroom, media: { rev: 1, available: true } };
+  const m: Action = { type: 'joined', participantId: 'me', roster: [person('me')], settings, locked: false, spotlight: null, classroom: noClassroom, media: { rev: 1, available: true } };
   const before = { ...initialState, session: session() };
   const first = run(before, m);
   t.same(embedEvents(before, m, first), [{ event: 'joined', data: { participant: { id: 'me', name: 'me', role: 'PARTICIPANT' }, meeting: { id: 'mtg_1', title: 'Physics' } } }]);
@@ -260,4 +249,107 @@ t.test('access: what the role may do, as RoomAccess decides it', async (t) => {
   t.match(may('PARTICIPANT'), { host: false, send: true, shareScreen: false });
   t.match(may('PARTICIPANT', true), { shareScreen: true });
   t.match(may('VIEWER', true), { host: false, send: false, shareScreen: false });
+});
+
+t.test('the spotlight: from the join and from a host, said once; the SDK hears who speaks', async (t) => {
+  const joined = run({ ...initialState, session: session(), phase: 'connecting' }, { type: 'joined', participantId: 'me', roster: [person('me'), person('ann')], settings, locked: false, spotlight: 'ann', classroom: noClassroom, media: { rev: 1, available: true } });
+  t.equal(joined.spotlight, 'ann', 'a page that joins late sees the spotlight');
+  const s = inRoom();
+  const on = run(s, { type: 'spotlight', participantId: 'ann', by: 'host' });
+  t.equal(on.spotlight, 'ann');
+  t.equal(on.notice, 'ann is in the spotlight.');
+  t.equal(run(on, { type: 'spotlight', participantId: 'ann', by: 'host' }), on, 'the same again changes nothing');
+  t.match(run(s, { type: 'spotlight', participantId: 'me', by: 'host' }).notice, /put you in the spotlight/);
+  t.match(run(on, { type: 'spotlight', participantId: null, by: 'host' }), { spotlight: null, notice: 'The spotlight was turned off.' });
+  const m: Action = { type: 'active-speaker', participantId: 'ann' };
+  const after = run(s, m);
+  t.same(embedEvents(s, m, after), [{ event: 'active-speaker', data: { participant: { id: 'ann', name: 'ann', role: 'PARTICIPANT' } } }]);
+  t.same(embedEvents(after, m, run(after, m)), [], 'said on a change only');
+  const quiet: Action = { type: 'active-speaker', participantId: null };
+  t.same(embedEvents(after, quiet, run(after, quiet)), [{ event: 'active-speaker', data: { participant: null } }]);
+});
+
+t.test('recent speakers: the most recent first, each once, and kept when nobody speaks', async (t) => {
+  const s = run(inRoom(), { type: 'active-speaker', participantId: 'ann' }, { type: 'active-speaker', participantId: 'bo' }, { type: 'active-speaker', participantId: null }, { type: 'active-speaker', participantId: 'ann' });
+  t.same(s.speakers, ['ann', 'bo']);
+  let many = inRoom();
+  for (let i = 0; i < 50; i++) many = run(many, { type: 'active-speaker', participantId: `p${i}` });
+  t.equal(many.speakers.length, 32, 'a bounded list');
+  t.equal(many.speakers[0], 'p49');
+});
+
+t.test('pin, layout, pages and audio only: this user\'s own choices; the SDK hears the page that shows', async (t) => {
+  const s = inRoom();
+  t.equal(run(s, { type: 'pin', participantId: 'ann' }).pinned, 'ann');
+  t.equal(run(s, { type: 'pin', participantId: 'me' }).pinned, null, 'not oneself');
+  t.equal(run(s, { type: 'set-layout', mode: 'speaker' }).layoutMode, 'speaker');
+  t.equal(run(s, { type: 'set-page', page: 3 }).page, 3);
+  t.equal(run(s, { type: 'set-page', page: -2 }).page, 1);
+  const m: Action = { type: 'paged', page: 2, pages: 4 };
+  const paged = run(s, m);
+  t.same([paged.page, paged.pages], [2, 4]);
+  t.same(embedEvents(s, m, paged), [{ event: 'page-changed', data: { page: 2, pages: 4 } }]);
+  t.same(embedEvents(paged, m, run(paged, m)), [], 'the same page again is not an event');
+  const offered = run(s, { type: 'offer-audio-only', offered: true });
+  t.equal(offered.audioOnlyOffered, true);
+  const taken = run(offered, { type: 'audio-only', on: true });
+  t.match(taken, { audioOnly: true, audioOnlyOffered: false });
+  t.equal(run(taken, { type: 'offer-audio-only', offered: true }).audioOnlyOffered, false, 'not offered while on');
+  t.equal(run(taken, { type: 'audio-only', on: false }).audioOnly, false);
+});
+
+t.test('a roster heard before this page joined tells the SDK of nobody joining', async (t) => {
+  const s: State = { ...initialState, session: session(), phase: 'connecting' };
+  const m: Action = { type: 'roster', rev: 1, participants: [person('ann'), person('me')] };
+  t.same(embedEvents(s, m, run(s, m)), [], 'neither the people already there nor oneself');
+});
+
+t.test('media-error: the page says why media cannot get through, and the SDK hears it once per change', async (t) => {
+  const s0 = { ...initialState, phase: 'room' as const, participantId: 'me' };
+  const s1 = reduce(s0, { type: 'media-error', code: 'relay_unreachable' });
+  t.equal(s1.mediaError, 'relay_unreachable');
+  t.match(embedEvents(s0, { type: 'media-error', code: 'relay_unreachable' }, s1), [{ event: 'media-error', data: { code: 'relay_unreachable', message: /blocking the class's audio and video/ } }]);
+  t.equal(reduce(s1, { type: 'media-error', code: 'relay_unreachable' }), s1, 'the same again changes nothing');
+  t.same(embedEvents(s1, { type: 'media-error', code: 'relay_unreachable' }, s1), [], 'and tells the SDK nothing');
+  const s2 = reduce(s1, { type: 'media-error', code: null });
+  t.same(embedEvents(s1, { type: 'media-error', code: null }, s2), [{ event: 'media-error', data: { code: null, message: null } }], 'cleared: said too');
+});
+
+t.test('media-health: hosts keep each person\'s health; the people list sums it up in a line', async (t) => {
+  const { healthLine } = await import('../../web/room/health.ts');
+  const h = (participantId: string, over: Record<string, unknown> = {}) => ({ participantId, quality: 5, error: null, relayed: false, rttMs: 40, lossDown: 0, lossUp: 0, bitrateUp: 300_000, bitrateDown: 900_000, audioOnly: false, ...over });
+  const s = reduce(initialState, { type: 'media-health', participants: [h('a'), h('b', { error: 'ice_failed' }), h('c', { relayed: true })] } as Action);
+  t.same(Object.keys(s.health).sort(), ['a', 'b', 'c']);
+  t.equal(healthLine([{ participantId: 'a' }, { participantId: 'b' }, { participantId: 'c' }, { participantId: 'd' }], s.health, { a: 5, b: 0, c: 2, d: 4 }), 'Connections: 2 good · 1 poor · 1 cannot connect · 1 through a relay');
+});
+
+t.test('a poll open when the user joins is told to the SDK with the first joined; a reconnect tells only what changed meanwhile', async (t) => {
+  const quiz = poll('p1', { quiz: true, question: 'Which organelle makes ATP?' });
+  const joined = (polls: PollView[]): Action => ({ type: 'joined', participantId: 'me', roster: [person('me')], settings, locked: false, spotlight: null, classroom: { ...noClassroom, polls }, media: { rev: 1, available: true } });
+  const before: State = { ...initialState, session: session(), phase: 'connecting' };
+  const m = joined([quiz, poll('p2', { status: 'CLOSED' })]);
+  const first = run(before, m);
+  t.same(embedEvents(before, m, first), [
+    { event: 'joined', data: { participant: { id: 'me', name: 'me', role: 'PARTICIPANT' }, meeting: { id: 'mtg_1', title: 'Physics' } } },
+    { event: 'poll-opened', data: { poll: { id: 'p1', question: 'Which organelle makes ATP?', type: 'YES_NO', quiz: true } } },
+  ], 'the open poll after joined; the closed one is not news');
+  t.same(embedEvents(first, m, run(first, m)), [], 'a reconnect to the same polls: nothing again');
+
+  const meanwhile = joined([{ ...quiz, status: 'CLOSED' }, poll('p2', { status: 'CLOSED' }), poll('p3')]);
+  t.same(embedEvents(first, meanwhile, run(first, meanwhile)), [
+    { event: 'poll-closed', data: { poll: { id: 'p1', question: 'Which organelle makes ATP?', type: 'YES_NO', quiz: true } } },
+    { event: 'poll-opened', data: { poll: { id: 'p3', question: 'Ready?', type: 'YES_NO', quiz: false } } },
+  ], 'polls closed and opened while the socket was down');
+
+  const heard = run(before, { type: 'poll', poll: quiz });
+  t.same(embedEvents(heard, m, run(heard, m)).map((e) => e.event), ['joined'], 'a poll already told (its message came first) is not told twice');
+});
+
+t.test('the people already in the room when the user joins are not told to the SDK as joining', async (t) => {
+  const m: Action = { type: 'joined', participantId: 'me', roster: [person('ann'), person('me'), person('bob')], settings, locked: false, spotlight: null, classroom: noClassroom, media: { rev: 1, available: true } };
+  const before: State = { ...initialState, session: session(), phase: 'connecting' };
+  const first = run(before, m);
+  t.same(embedEvents(before, m, first).map((e) => e.event), ['joined'], 'joined only');
+  const roster: Action = { type: 'roster', rev: 2, participants: [person('ann'), person('me'), person('bob')] };
+  t.same(embedEvents(first, roster, run(first, roster)), [], 'the first roster after it, with the same people: nothing');
 });

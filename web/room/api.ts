@@ -5,6 +5,7 @@
 
 import type { MeetingSession, WaitingStatus } from '../../src/core/room.ts';
 import type { RoomRole } from '../../src/core/room-access.ts';
+import type { IceServer } from '../../src/core/room-protocol.ts';
 
 export type { RoomRole };
 /** The exchange's and the refresh's answer: the server's one definition, types only (nothing of the server is bundled). */
@@ -43,6 +44,16 @@ export const waitingStatus = (s: Session) =>
   call<{ status: WaitingStatus }>('GET', `/meetings/${s.meeting.slug}/waiting-room/status/${s.waitingRoom!.queueId}`, { bearer: s.accessToken });
 export const roomToken = (s: Session, deviceId: string) =>
   call<{ mediaToken: string; mediaUrl: string }>('POST', `/meetings/${s.meeting.slug}/token`, { bearer: s.accessToken, body: { queueId: s.waitingRoom!.queueId, deviceId } });
+
+/** The pre-join network check's probes (path-check.ts): one transport per path, and the relays to try. */
+export const networkCheck = (s: Session) =>
+  call<{ routerRtpCapabilities: unknown; probes: { kind: 'udp' | 'tcp' | 'relay'; transportId: string; iceParameters: unknown; iceCandidates: unknown[]; dtlsParameters: unknown; sctpParameters: unknown }[]; iceServers: IceServer[] }>(
+    'POST',
+    `/meetings/${s.meeting.slug}/network-check`,
+    { bearer: s.accessToken },
+  );
+export const probeConnect = (s: Session, transportId: string, dtlsParameters: unknown) =>
+  call<Record<string, never>>('POST', `/meetings/${s.meeting.slug}/network-check/${encodeURIComponent(transportId)}/connect`, { bearer: s.accessToken, body: { dtlsParameters } }).then(() => undefined);
 
 /** What a person reads for each refusal: a heading and a sentence. */
 export const MESSAGES: Record<string, [string, string]> = {

@@ -46,7 +46,8 @@ export class Connection {
     if (this.socket !== socket) return;
     this.socket = null;
     if (this.#on.closed(reason)) return;
-    const delay = RECONNECT_DELAYS[Math.min(this.#attempt++, RECONNECT_DELAYS.length - 1)]!;
+    // a socket the page found dead (the network changed under it) is replaced at once; any other waits its turn
+    const delay = socket.foundDead && this.#attempt === 0 ? 0 : RECONNECT_DELAYS[Math.min(this.#attempt++, RECONNECT_DELAYS.length - 1)]!;
     this.#store.set({ phase: 'reconnecting' });
     await new Promise((r) => setTimeout(r, delay));
     let s = this.#store.state.session!;

@@ -1,11 +1,14 @@
 import * as api from './api.ts';
 import type { AckResult, CloseReason, Command } from '../../src/core/room-protocol.ts';
+import type { EndedReason } from '../../src/core/domain.ts';
 import type { EmbedCommand, EmbedEvents } from '../shared/embed-protocol.ts';
 import { appOffer } from './app-offer.ts';
 import { Connection } from './connection.ts';
 import { enableTracks, NO_DEVICES, openDevices, stopTracks, type Devices } from './devices.ts';
 import type { MediaClient } from './media.ts';
 import { MediaControl } from './media-control.ts';
+import type { LayoutMode } from '../shared/embed-protocol.ts';
+import { QualityWatch } from './quality-watch.ts';
 import { access, sessionSettings, type PollAnswer, type State } from './reducer.ts';
 import { CommandError, type Heard } from './socket.ts';
 import { Store } from './store.ts';
@@ -47,24 +50,49 @@ const tabStorage = (() => {
   return { get, set };
 })();
 
+export interface ControllerOptions {
+  token: string | null;
+  embedded: boolean;
+  android: boolean;
+  /** false: no pre-join screen, the page joins at once with the default devices (the SDK's `prejoin: false`). */
+  prejoin?: boolean;
+  /** The layout to start with (the SDK's `layout`). */
+  layout?: LayoutMode;
+}
+
 export class RoomController {
   readonly store: Store;
   devices: Devices = NO_DEVICES;
   readonly deviceId: string;
-  readonly #opts: { token: string | null; embedded: boolean; android: boolean };
+  readonly #opts: ControllerOptions;
   readonly #connection: Connection;
   readonly #media: MediaControl;
   #waiting: WaitingRoom | null = null;
   #leaving = false;
+  /** The socket dropped and a new one is on its way: its `joined` resumes the media rather than starting it again. */
+  #resuming = false;
+  /** Why the meeting ended, as the room said just before its socket closed (the SDK's meeting-ended). */
+  #endedReason: EndedReason | null = null;
 
-  constructor(opts: { token: string | null; embedded: boolean; android: boolean; emit: Store['emit'] }) {
+  readonly #quality: QualityWatch;
+
+  constructor(opts: ControllerOptions & { emit: Store['emit'] }) {
     this.#opts = opts;
     this.store = new Store(opts.emit);
+    if (opts.layout) this.store.set({ layoutMode: opts.layout });
+    // a connection that stays poor: the page offers audio only (quality-watch.ts)
+    this.#quality = new QualityWatch(() => this.store.dispatch({ type: 'offer-audio-only', offered: true }));
+    this.store.subscribe(() => {
+      const s = this.state;
+      if (s.phase === 'room' || s.phase === 'reconnecting') this.#quality.observe(s.participantId ? s.quality[s.participantId] : undefined, s.audioOnly);
+      else this.#quality.stop();
+    });
     this.#connection = new Connection(this.store, { message: (m) => this.#onMessage(m), closed: (reason) => this.#closed(reason), failed: (code) => this.#fail(code) });
     this.#media = new MediaControl({ store: this.store, socket: () => this.#connection.socket, devices: () => this.devices, reopenDevices: () => this.openDevices() });
     let id = tabStorage.get(DEVICE_KEY);
     if (!id) {
-      id = crypto.randomUUID();
+      // randomUUID needs a secure context (https, or localhost): a plain-http trial on a LAN has none
+      id = typeof crypto.randomUUID === 'function' ? crypto.randomUUID() : Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
       tabStorage.set(DEVICE_KEY, id);
     }
     this.deviceId = id;
@@ -118,7 +146,10 @@ export class RoomController {
       document.title = session.meeting.title;
       this.store.set({ session, phase: 'prejoin', settings: sessionSettings(session, this.state.settings) });
       if (!access(this.state).send) this.store.set({ micOn: false, camOn: false });
+      else if (this.#opts.prejoin === false) await this.openDevices();
       else void this.openDevices();
+      // the platform already checked the devices: straight in
+      if (this.#opts.prejoin === false) await this.join();
     } catch (err) {
       this.#fail(err instanceof api.ApiError ? err.code : 'network_error');
     }
@@ -131,7 +162,7 @@ export class RoomController {
     try {
       this.devices = await openDevices(this.devices);
       enableTracks(this.devices.stream, this.state.micOn, this.state.camOn);
-      await this.#media.replace(this.devices.stream!);
+      await this.#media.replace();
     } catch {
       this.devices = { ...this.devices, stream: null, denied: true };
       this.store.set({ micOn: false, camOn: false });
@@ -184,13 +215,17 @@ export class RoomController {
 
   #onMessage(m: Heard): void {
     if (this.#media.client?.handle(m)) return;
+    if (m.type === 'ended') this.#endedReason = m.reason;
     const before = this.state;
     this.store.dispatch(m);
     if (m.type === 'joined') {
       this.#connection.joined();
-      // a `media` message may have come first and started it already; a new socket always starts again
+      // a `media` message may have come first and started it already; a socket that came back resumes
+      // the media it had, if the server kept it (a blip within the reconnect grace)
       const started = this.#media.client !== null && m.media.rev <= before.mediaRev;
-      if (m.media.available && !started) void this.#media.start();
+      if (m.media.available && started && this.#resuming) void this.#media.resume();
+      else if (m.media.available && !started) void this.#media.start();
+      this.#resuming = false;
     } else if (m.type === 'media' && this.state.mediaRev > before.mediaRev) {
       void this.#media.start();
     }
@@ -198,13 +233,20 @@ export class RoomController {
 
   /** The socket closed: true when that ends the visit (or leaves nothing to reconnect to), false to reconnect. */
   #closed(reason: CloseReason | null): boolean {
-    this.#media.stop();
+    const over = this.#endsVisit(reason);
+    // a drop keeps the media: its transports do not ride on the socket, and the server keeps them for the grace
+    if (over) this.#media.stop();
+    else this.#resuming = true;
+    return over;
+  }
+
+  #endsVisit(reason: CloseReason | null): boolean {
     switch (this.#leaving ? 'left' : reason) {
       case 'left':
         this.#over('left', 'left');
         return true;
       case 'meeting_ended':
-        this.#ended(null);
+        this.#ended(this.#endedReason);
         return true;
       case 'removed':
         this.#over('session_revoked', 'removed');
@@ -304,6 +346,44 @@ export class RoomController {
     await this.command({ type: 'end' });
   }
 
+  /** Host controls on a person: the spotlight for everyone (null: off), and turning their camera off. */
+  async spotlight(participantId: string | null): Promise<void> {
+    await this.command({ type: 'spotlight', participantId });
+  }
+
+  async stopCamera(participantId: string): Promise<void> {
+    await this.command({ type: 'stop-camera', participantId });
+  }
+
+  // ---- what the stage shows (layout.ts) ----------------------------------------------------------------
+
+  /** Pin a person big for this user only (null: unpin). */
+  pin(participantId: string | null): void {
+    this.store.dispatch({ type: 'pin', participantId });
+  }
+
+  setLayout(mode: LayoutMode): void {
+    this.store.dispatch({ type: 'set-layout', mode });
+  }
+
+  setPage(page: number): void {
+    this.store.dispatch({ type: 'set-page', page });
+  }
+
+  /** The stage laid out a page of that many (the SDK hears `page-changed`). */
+  paged(page: number, pages: number): void {
+    this.store.dispatch({ type: 'paged', page, pages });
+  }
+
+  /** Receive no video (the server pauses it all) or video again. */
+  setAudioOnly(on: boolean): void {
+    this.store.dispatch({ type: 'audio-only', on });
+  }
+
+  declineAudioOnly(): void {
+    this.store.dispatch({ type: 'offer-audio-only', offered: false });
+  }
+
   clearNotice(): void {
     this.store.set({ notice: null });
   }
@@ -330,6 +410,7 @@ export class RoomController {
   }
 
   #finish(code: string): void {
+    this.#quality.stop();
     this.#waiting?.close();
     this.#media.close();
     stopTracks(this.devices.stream);
@@ -346,9 +427,12 @@ export class RoomController {
     this.store.set({ phase: 'error', outcome: { code, title, text } });
   }
 
-  /** The SDK's commands. */
-  onEmbedCommand(command: EmbedCommand): void {
-    if (command === 'mute') void this.toggleMic(false);
+  /** The SDK's commands (their values were checked by isEmbedCommand). */
+  onEmbedCommand(command: EmbedCommand, value?: unknown): void {
+    if (command === 'set-layout') this.setLayout(value as LayoutMode);
+    else if (command === 'set-page') this.setPage(value as number);
+    else if (command === 'audio-only') this.setAudioOnly(value as boolean);
+    else if (command === 'mute') void this.toggleMic(false);
     else if (command === 'unmute') void this.toggleMic(true);
     else if (command === 'toggleVideo') void this.toggleCamera();
     else if (command === 'raiseHand') void this.raiseHand(true);

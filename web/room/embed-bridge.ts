@@ -11,7 +11,7 @@ import { EMBED_SOURCE, EMBED_VERSION, FRAME_ID, FRAME_PARAM, isEmbedCommand, PAR
 export interface EmbedBridge {
   readonly parentOrigin: string;
   emit(e: EmbedEvent): void;
-  onCommand(handler: (command: EmbedCommand) => void): void;
+  onCommand(handler: (command: EmbedCommand, value?: unknown) => void): void;
 }
 
 function allowedOrigins(): string[] {
@@ -41,7 +41,7 @@ export function embedBridge(): EmbedBridge | null {
     onCommand(handler) {
       window.addEventListener('message', (e) => {
         if (e.source !== window.parent || e.origin !== parentOrigin || !isEmbedCommand(e.data, frameId)) return;
-        handler(e.data.command);
+        handler(e.data.command, e.data.value);
       });
     },
   };

@@ -1,6 +1,6 @@
 import type { PollView, RosterEntry } from '../../src/core/room.ts';
 import type { EmbedEvent, EmbedParticipant, EmbedPoll } from '../shared/embed-protocol.ts';
-import { me, type Action, type State } from './reducer.ts';
+import { me, MEDIA_ERROR_TEXT, type Action, type State } from './reducer.ts';
 
 /**
  * The SDK events (docs/sdk.md) a message means, read from the state before and after it: pure, like the
@@ -24,16 +24,33 @@ function rosterEvents(before: State, after: State): EmbedEvent[] {
   return out;
 }
 
+/**
+ * The polls a `joined` brings: one open when the user came in is as new to them as one opened later.
+ * A reconnect's `joined` tells only what changed while the socket was down (a poll opened or closed
+ * meanwhile); the polls the page already knew are not told again.
+ */
+function classroomPollEvents(before: State, after: State): EmbedEvent[] {
+  const out: EmbedEvent[] = [];
+  for (const p of after.polls) {
+    const was = before.polls.find((x) => x.pollId === p.pollId);
+    if (!was && p.status === 'OPEN') out.push({ event: 'poll-opened', data: { poll: poll(p) } });
+    if (p.status === 'CLOSED' && was?.status === 'OPEN') out.push({ event: 'poll-closed', data: { poll: poll(p) } });
+  }
+  return out;
+}
+
 export function embedEvents(before: State, m: Action, after: State): EmbedEvent[] {
   switch (m.type) {
     case 'joined': {
       const self = me(after);
       const meeting = after.session?.meeting;
       // a reconnect joins again: the customer's page heard `joined` once
-      return before.participantId === null && self && meeting ? [{ event: 'joined', data: { participant: participant(self), meeting: { id: meeting.id, title: meeting.title } } }] : [];
+      const joined: EmbedEvent[] = before.participantId === null && self && meeting ? [{ event: 'joined', data: { participant: participant(self), meeting: { id: meeting.id, title: meeting.title } } }] : [];
+      return [...joined, ...classroomPollEvents(before, after)];
     }
     case 'roster':
-      return rosterEvents(before, after);
+      // a roster before this page's own `joined` is the room as it was: nobody joined it since
+      return before.participantId === null ? [] : rosterEvents(before, after);
     case 'locked':
       return before.roomLocked === after.roomLocked ? [] : [{ event: after.roomLocked ? 'room-locked' : 'room-unlocked', data: {} }];
     case 'poll': {
@@ -48,6 +65,15 @@ export function embedEvents(before: State, m: Action, after: State): EmbedEvent[
       if (was?.status !== 'OPEN' || q.status !== 'ANSWERED') return [];
       return [{ event: 'question-answered', data: { question: { id: q.questionId, text: q.text, answer: q.answer, answeredLive: q.answeredLive, yours: before.ownQuestions.includes(q.questionId) } } }];
     }
+    case 'active-speaker': {
+      if (before.activeSpeaker === after.activeSpeaker) return [];
+      const p = after.roster.find((x) => x.participantId === after.activeSpeaker);
+      return [{ event: 'active-speaker', data: { participant: p ? participant(p) : null } }];
+    }
+    case 'paged':
+      return before.page === after.page && before.pages === after.pages ? [] : [{ event: 'page-changed', data: { page: after.page, pages: after.pages } }];
+    case 'media-error':
+      return before.mediaError === after.mediaError ? [] : [{ event: 'media-error', data: { code: after.mediaError, message: after.mediaError ? MEDIA_ERROR_TEXT[after.mediaError] : null } }];
     case 'error':
       return [{ event: 'error', data: { code: m.error.code, message: after.outcome?.text ?? m.error.message } }];
     default:

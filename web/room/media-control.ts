@@ -1,8 +1,11 @@
 import type { Devices } from './devices.ts';
+import type { MediaSource } from '../../src/core/room-access.ts';
+import type { ProducerPauseReason } from '../../src/core/room-protocol.ts';
 import { MediaClient } from './media.ts';
 import { access } from './reducer.ts';
 import { CommandError, type RoomSocket } from './socket.ts';
 import type { Store } from './store.ts';
+import { ViewReporter } from './view-reporter.ts';
 
 /**
  * What this person sends and receives in the room: media started (and started again whenever the room's
@@ -17,12 +20,20 @@ export class MediaControl {
   readonly #reopenDevices: () => Promise<void>;
   #starting: Promise<void> = Promise.resolve();
   #screen: MediaStream | null = null;
+  /** What the page shows, told to the server whenever it changes (view-reporter.ts). */
+  readonly view: ViewReporter;
 
   constructor(o: { store: Store; socket: () => RoomSocket | null; devices: () => Devices; reopenDevices: () => Promise<void> }) {
     this.#store = o.store;
     this.#socket = o.socket;
     this.#devices = o.devices;
     this.#reopenDevices = o.reopenDevices;
+    this.view = new ViewReporter(
+      (view) => this.client?.view(view) ?? null,
+      () => this.#store.state.audioOnly,
+      () => this.#store.state.participantId,
+    );
+    o.store.subscribe(() => this.view.schedule());
   }
 
   /** Starts (or restarts) media; starts run one after another, and a newer one supersedes an older one. */
@@ -37,34 +48,64 @@ export class MediaControl {
     const { send } = access(this.#store.state);
     const again = this.client?.sending() ?? null;
     this.client?.close();
-    const media = new MediaClient(socket, () => this.#store.changed(), send);
+    const media = new MediaClient(socket, send, {
+      changed: () => this.#store.changed(),
+      closedByServer: (source, reason) => this.#closedByServer(source, reason),
+      shown: () => this.view.shown,
+      mediaError: (code) => {
+        if (this.client === media) this.#store.dispatch({ type: 'media-error', code });
+      },
+      rebuild: () => {
+        if (this.client === media) void this.start();
+      },
+      // a blocked network stays reported while the media starts again; it clears once a path connects
+      initialError: this.#store.state.mediaError,
+      // media stopped arriving: a dead socket is found now (not after the heartbeat), and its reconnect resumes the media
+      stalled: () => void this.#socket()?.probe(1000),
+    });
     this.client = media;
     try {
       await media.start();
-      if (!send) return;
-      const stream = this.#devices().stream;
-      const [mic] = stream?.getAudioTracks() ?? [];
-      const [cam] = stream?.getVideoTracks() ?? [];
-      // the microphone is produced even when off (paused), so unmuting is instant and hosts see its state
-      if (mic) {
-        await media.send('mic', mic);
-        if (!this.#store.state.micOn) await media.setOn('mic', false);
-        else if (media.heldByServer.has('mic')) this.#store.set({ micOn: false });
+      if (this.client === media) this.view.restart();
+      if (this.client === media && !media.receivesVideo) {
+        this.#store.set({ notice: "This browser cannot play the class's video. You can hear the class; for video, open the link in a current Chrome, Edge, Firefox or Safari." });
       }
-      if (cam && this.#store.state.camOn) await media.send('camera', cam);
+      if (!send) return;
+      await this.#sendDevices(media);
       if (again) for (const [source, track] of again) if (source === 'screen' || source === 'screen-audio') await media.send(source, track).catch(() => {});
     } catch (err) {
       if (this.client === media) this.#store.set({ notice: err instanceof CommandError ? err.message : 'Could not start audio and video.' });
     }
   }
 
-  /** New devices replace what was being sent. */
-  async replace(stream: MediaStream): Promise<void> {
-    if (!this.client) return;
-    const [a] = stream.getAudioTracks();
-    const [v] = stream.getVideoTracks();
-    if (a && this.client.producers.has('mic')) await this.client.send('mic', a);
-    if (v && this.client.producers.has('camera')) await this.client.send('camera', v);
+  /**
+   * The devices' tracks, sent: a new track replaces the one sent for its source, and one not sent yet
+   * starts (the devices may open after the media started: a quick Join, a slow camera). The microphone
+   * is produced even when off (paused), so unmuting is instant and hosts see its state.
+   */
+  async #sendDevices(media: MediaClient): Promise<void> {
+    const stream = this.#devices().stream;
+    const [mic] = stream?.getAudioTracks() ?? [];
+    const [cam] = stream?.getVideoTracks() ?? [];
+    if (mic) {
+      const started = !media.producers.has('mic');
+      await media.send('mic', mic);
+      if (started && !this.#store.state.micOn) await media.setOn('mic', false);
+      else if (started && media.heldByServer.has('mic')) this.#store.set({ micOn: false });
+    }
+    if (cam && (media.producers.has('camera') || this.#store.state.camOn)) await media.send('camera', cam);
+  }
+
+  /** New devices (or the first ones, opened after the media started): sent, after any start under way. */
+  replace(): Promise<void> {
+    this.#starting = this.#starting.then(async () => {
+      const media = this.client;
+      if (!media || !access(this.#store.state).send) return;
+      await this.#sendDevices(media).catch((err) => {
+        if (this.client === media) this.#store.set({ notice: err instanceof CommandError ? err.message : 'Could not send your camera or microphone.' });
+      });
+    });
+    return this.#starting;
   }
 
   /** The microphone button. */
@@ -126,12 +167,47 @@ export class MediaControl {
     }
   }
 
+  /** The server closed a producer: its capture stops and its button says so (a screen share the setting no longer allows, a camera a host turned off). */
+  #closedByServer(source: MediaSource, reason: ProducerPauseReason): void {
+    if (source === 'screen') {
+      this.#stopScreen();
+      this.#store.set({ screenOn: false, notice: reason === 'policy' ? 'Screen sharing was turned off for you in this meeting.' : 'Your screen share was stopped.' });
+    } else if (source === 'camera') {
+      const track = this.#devices().stream?.getVideoTracks()[0];
+      if (track) track.enabled = false;
+      this.#store.set({ camOn: false, notice: reason === 'stopped-by-host' ? 'A host turned off your camera. You can turn it on again.' : 'Your camera was turned off.' });
+    }
+  }
+
   #stopScreen(): void {
     this.#screen?.getTracks().forEach((t) => t.stop());
     this.#screen = null;
   }
 
-  /** The socket closed: its transports are gone with it. */
+  /**
+   * The room socket came back: the media carries on over it if the server kept it (a blip within the
+   * reconnect grace: nobody else sees anything close, the screen share and the microphone go on);
+   * otherwise it starts again and sends the same tracks.
+   */
+  resume(): Promise<void> {
+    this.#starting = this.#starting.then(async () => {
+      const socket = this.#socket();
+      const media = this.client;
+      if (!socket) return;
+      if (media) {
+        const resumed = await media.resume(socket).catch(() => false);
+        if (resumed && this.client === media) {
+          this.view.restart();
+          await this.#sendDevices(media).catch(() => {});
+          return;
+        }
+      }
+      await this.#startNow();
+    });
+    return this.#starting;
+  }
+
+  /** The socket closed for good: its transports are gone with it. */
   stop(): void {
     this.client?.close();
     this.client = null;

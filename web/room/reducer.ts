@@ -1,7 +1,8 @@
 import type { ClassroomState, ClientSettings, PollResults, PollView, QuestionView, RosterEntry } from '../../src/core/room.ts';
 import { RoomAccess, type MediaSource, type RoomRole } from '../../src/core/room-access.ts';
-import type { WaitingListEntry } from '../../src/core/room-protocol.ts';
+import type { MediaHealth, WaitingListEntry } from '../../src/core/room-protocol.ts';
 import { describe, type Session } from './api.ts';
+import type { LayoutMode, MediaErrorCode } from '../shared/embed-protocol.ts';
 import type { Heard } from './socket.ts';
 
 /**
@@ -41,6 +42,8 @@ export interface State {
   activeSpeaker: string | null;
   /** 0 (lost) to 5 (excellent), per participant */
   quality: Record<string, number>;
+  /** Hosts and cohosts: each person's media health (media-health), by participant id. */
+  health: Record<string, MediaHealth>;
   /** what each participant sends, from media-state */
   sources: Record<string, Partial<Record<MediaSource, 'on' | 'off'>>>;
   /** short messages for the user (and screen readers) */
@@ -70,7 +73,33 @@ export interface State {
   upvoted: string[];
   ownQuestions: string[];
   redirectAt: number | null;
+  /** Who a host put in the spotlight (big on every page), or null. */
+  spotlight: string | null;
+  /** Whom this user pinned (big on their page only), or null. */
+  pinned: string | null;
+  layoutMode: LayoutMode;
+  /** The page of tiles shown (1-based) and how many there are, as the stage last laid them out (layout.ts). */
+  page: number;
+  pages: number;
+  /** People who spoke, the most recent first (the first page follows them: layout.ts). */
+  speakers: string[];
+  /** This user receives no video (their choice, or the page's offer taken on a poor connection). */
+  audioOnly: boolean;
+  /** The page offers audio only: this user's connection stayed poor (quality-watch.ts). */
+  audioOnlyOffered: boolean;
+  /** This user's audio and video cannot get through their network, and why (media.ts); null when they can. */
+  mediaError: MediaErrorCode | null;
 }
+
+/** What the room tells a person whose media cannot get through, and what to try (the SDK's `media-error` carries it too). */
+export const MEDIA_ERROR_TEXT: Record<MediaErrorCode, string> = {
+  media_blocked: "Your network is blocking the class's audio and video. Try another network (a phone's hotspot works), or ask your school's IT to allow this class's media server.",
+  relay_unreachable: "Your network is blocking the class's audio and video, and the class's relay could not be reached either. Try another network (a phone's hotspot works), or ask your school's IT to allow TCP port 443 to the class's relay.",
+  ice_failed: "The class's audio and video could not get through your network. Reload the page; if it happens again, try another network or ask your school's IT.",
+};
+
+/** How many recent speakers the page remembers: more than a page holds. */
+const SPEAKERS_KEPT = 32;
 
 export const initialState: State = {
   phase: 'loading',
@@ -82,6 +111,7 @@ export const initialState: State = {
   waitingList: [],
   activeSpeaker: null,
   quality: {},
+  health: {},
   sources: {},
   notice: null,
   mediaAvailable: false,
@@ -100,6 +130,15 @@ export const initialState: State = {
   upvoted: [],
   ownQuestions: [],
   redirectAt: null,
+  spotlight: null,
+  pinned: null,
+  layoutMode: 'grid',
+  page: 1,
+  pages: 1,
+  speakers: [],
+  audioOnly: false,
+  audioOnlyOffered: false,
+  mediaError: null,
 };
 
 /** What the page's own commands were answered, as the reducer takes it (the rest of their answers are server messages' shapes). */
@@ -107,7 +146,17 @@ export type PageAction =
   | { type: 'unmute-asked' }
   | { type: 'poll-answered'; pollId: string; answer: PollAnswer }
   | { type: 'question-asked'; question: QuestionView }
-  | { type: 'question-upvoted'; questionId: string };
+  | { type: 'question-upvoted'; questionId: string }
+  | { type: 'pin'; participantId: string | null }
+  | { type: 'set-layout'; mode: LayoutMode }
+  /** The user (or the SDK) asked for a page. */
+  | { type: 'set-page'; page: number }
+  /** The stage laid out this page of that many (after clamping the page asked for). */
+  | { type: 'paged'; page: number; pages: number }
+  | { type: 'audio-only'; on: boolean }
+  | { type: 'offer-audio-only'; offered: boolean }
+  /** This user's media stopped getting through (a code), or gets through again (null). */
+  | { type: 'media-error'; code: MediaErrorCode | null };
 
 export type Action = Heard | PageAction;
 
@@ -170,6 +219,7 @@ export function reduce(s: State, m: Action): State {
         mediaAvailable: m.media.available,
         mediaRev: Math.max(s.mediaRev, m.media.rev),
         roomLocked: m.locked === true,
+        spotlight: m.spotlight ?? null,
       };
     case 'roster':
       return { ...s, roster: m.participants };
@@ -217,13 +267,24 @@ export function reduce(s: State, m: Action): State {
       for (const p of m.participants) sources[p.participantId] = p.sources;
       return { ...s, sources };
     }
-    case 'active-speaker':
-      return { ...s, activeSpeaker: m.participantId };
+    case 'active-speaker': {
+      const id = m.participantId;
+      const speakers = id === null ? s.speakers : [id, ...s.speakers.filter((x) => x !== id)].slice(0, SPEAKERS_KEPT);
+      return { ...s, activeSpeaker: id, speakers };
+    }
+    case 'spotlight': {
+      if (m.participantId === s.spotlight) return s;
+      const who = s.roster.find((p) => p.participantId === m.participantId);
+      const notice = m.participantId === null ? 'The spotlight was turned off.' : m.participantId === s.participantId ? 'A host put you in the spotlight: everyone sees you big.' : `${who?.name ?? 'Someone'} is in the spotlight.`;
+      return { ...s, spotlight: m.participantId, notice };
+    }
     case 'network-quality': {
       const quality = { ...s.quality };
       for (const p of m.participants) quality[p.participantId] = p.quality;
       return { ...s, quality };
     }
+    case 'media-health':
+      return { ...s, health: Object.fromEntries(m.participants.map((p) => [p.participantId, p])) };
     case 'error': {
       const [title, text] = describe(m.error.code);
       return { ...s, phase: 'error', outcome: { code: m.error.code, title, text } };
@@ -239,6 +300,25 @@ export function reduce(s: State, m: Action): State {
     }
     case 'question-upvoted':
       return { ...s, upvoted: [...s.upvoted, m.questionId] };
+    case 'pin':
+      return { ...s, pinned: m.participantId === s.participantId ? null : m.participantId };
+    case 'set-layout':
+      return { ...s, layoutMode: m.mode };
+    case 'set-page':
+      return { ...s, page: Math.max(1, Math.floor(m.page) || 1) };
+    case 'paged':
+      return m.page === s.page && m.pages === s.pages ? s : { ...s, page: m.page, pages: m.pages };
+    case 'audio-only':
+      return {
+        ...s,
+        audioOnly: m.on,
+        audioOnlyOffered: false,
+        notice: m.on ? 'Audio only: you hear everyone and receive no video.' : 'Video is back on.',
+      };
+    case 'offer-audio-only':
+      return { ...s, audioOnlyOffered: m.offered && !s.audioOnly };
+    case 'media-error':
+      return m.code === s.mediaError ? s : { ...s, mediaError: m.code };
     default:
       // media events for the media objects (media.ts), and the waiting room's messages (waiting.ts)
       return s;

@@ -18,10 +18,20 @@ export class CommandError extends Error {
   }
 }
 
+/** A command not answered this long is given up (a socket whose TCP died answers nothing, and closes late if ever). */
+export const ASK_TIMEOUT_MS = 60_000;
+/** How often an idle socket checks it is alive, and how long a check waits for its answer. */
+export const HEARTBEAT_MS = 10_000;
+export const HEARTBEAT_TIMEOUT_MS = 5000;
+
 export class RoomSocket {
   readonly #ws: WebSocket;
   readonly #pending = new Map<string, { resolve(a: Ack): void; reject(e: Error): void }>();
   #next = 0;
+  #dead = false;
+  /** The page found it dead (a probe went unanswered): the network changed under it, and a new socket may go at once. */
+  foundDead = false;
+  #heartbeat: ReturnType<typeof setInterval> | null = null;
   onMessage: (m: Heard) => void = () => {};
   /** `reason` null: the connection dropped (or the server gave no code of the protocol's). */
   onClose: (reason: CloseReason | null) => void = () => {};
@@ -37,6 +47,9 @@ export class RoomSocket {
       this.#ws.addEventListener('close', () => reject(new Error('closed before it opened')), { once: true });
     });
     this.opened.catch(() => {});
+    this.opened.then(() => {
+      this.#heartbeat = setInterval(() => void this.probe(HEARTBEAT_TIMEOUT_MS), HEARTBEAT_MS);
+    }, () => {});
     this.#ws.addEventListener('message', (e) => {
       let m: ServerMessage;
       try {
@@ -53,23 +66,63 @@ export class RoomSocket {
       }
       this.onMessage(m);
     });
-    this.#ws.addEventListener('close', (e) => {
-      for (const p of this.#pending.values()) p.reject(new CommandError('connection_closed', 'The connection closed.'));
-      this.#pending.clear();
-      this.onClose(closeReason(e.code));
-    });
+    this.#ws.addEventListener('close', (e) => this.#gone(closeReason(e.code)));
   }
 
   get open(): boolean {
-    return this.#ws.readyState === WebSocket.OPEN;
+    return !this.#dead && this.#ws.readyState === WebSocket.OPEN;
+  }
+
+  /**
+   * Whether the server still answers: a ping, given up after `timeoutMs`. A socket that does not answer
+   * is dead (the network under it changed: its TCP connection is gone, and the browser may not say so
+   * for minutes); it is closed now, as if it had dropped, and the room connects again.
+   */
+  async probe(timeoutMs: number): Promise<boolean> {
+    if (this.#dead) return false;
+    try {
+      await this.ask({ type: 'ping' }, timeoutMs);
+      return true;
+    } catch (e) {
+      if (e instanceof CommandError && e.code === 'timeout' && !this.#dead) {
+        this.foundDead = true;
+        this.#gone(null);
+      }
+      return false;
+    }
+  }
+
+  /** The socket is over (closed, or found dead): every command waiting is refused, and the room hears it once. */
+  #gone(reason: CloseReason | null): void {
+    if (this.#dead) return;
+    this.#dead = true;
+    if (this.#heartbeat) clearInterval(this.#heartbeat);
+    for (const p of this.#pending.values()) p.reject(new CommandError('connection_closed', 'The connection closed.'));
+    this.#pending.clear();
+    this.onClose(reason);
+    if (this.#ws.readyState === WebSocket.OPEN || this.#ws.readyState === WebSocket.CONNECTING) this.#ws.close(1000);
   }
 
   /** Sends a command and resolves with its ack's fields; a refusal rejects with a CommandError carrying the code. */
-  async ask<M extends Command>(message: M): Promise<AckResult<M['type']>> {
+  async ask<M extends Command>(message: M, timeoutMs = ASK_TIMEOUT_MS): Promise<AckResult<M['type']>> {
     await this.opened;
+    if (this.#dead) throw new CommandError('connection_closed', 'The connection closed.');
     const id = `c${++this.#next}`;
     const ack = await new Promise<Ack>((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject });
+      const timer = setTimeout(() => {
+        this.#pending.delete(id);
+        reject(new CommandError('timeout', 'The server did not answer.'));
+      }, timeoutMs);
+      this.#pending.set(id, {
+        resolve: (a) => {
+          clearTimeout(timer);
+          resolve(a);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      });
       this.#ws.send(JSON.stringify({ ...message, id }));
     });
     if (!ack.ok) throw new CommandError(ack.error.code, ack.error.message);
@@ -78,6 +131,7 @@ export class RoomSocket {
   }
 
   close(): void {
+    if (this.#heartbeat) clearInterval(this.#heartbeat);
     this.#ws.close(1000);
   }
 }

@@ -23,10 +23,11 @@ export interface RoomConnection extends ConnectionIdentity {
   readonly connectionId: string;
   readonly closed: boolean;
   /**
-   * Consumers the server offered this socket (consumer-new) whose resume it has not sent yet: those
-   * resumes are the server's own step, so the gateway does not charge them to the session's budget.
+   * Consumers the server offered this socket (consumer-new) that it has not answered yet (consumer-ready
+   * or consumer-close): those answers are the server's own step, so the gateway does not charge them to
+   * the session's budget.
    */
-  resumesOwed: number;
+  acksOwed: number;
   /** One text frame. */
   send(text: string): void;
   end(reason: CloseReason): void;

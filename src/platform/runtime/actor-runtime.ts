@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { createActor, type AnyActor, type AnyStateMachine } from 'xstate';
 import type { DisconnectEffect, SendEffect } from '../../core/actor-effects.ts';
 import { iso, type Clock } from '../../core/clock.ts';
+import { ActorState, readActorState, writeState, type StateWrite } from './actor-state.ts';
 import type { ActorMessage } from '../cluster/cluster.ts';
 import { assertEpoch } from '../cluster/fencing.ts';
 import { ActorUnavailableError } from '../cluster/cluster.ts';
@@ -35,6 +36,12 @@ export interface ActorDefinition<Context = Record<string, unknown>, Effect exten
   orgOf(context: Context): string;
   /** Sent to a fresh actor before anything else. */
   init?: (at: number) => Record<string, unknown>;
+  /**
+   * Transitions after which the deltas before them must not be kept: the runtime writes the whole state
+   * into the snapshot row and deletes the deltas in the transition's transaction (say, a person's erasure:
+   * no earlier delta may still name them). Otherwise a transition writes its delta (actor-state.ts).
+   */
+  compact?(event: Record<string, unknown>, before: Context, after: Context): boolean;
   /** Writes the actor's state back to its domain row, in the snapshot's transaction. */
   project?(tx: Db, entityId: string, context: Context, at: number): Promise<void>;
   /** Carries out a definition's own effects (anything but outbox, timers, sends, disconnects and the reply) in the transition's transaction. */
@@ -43,6 +50,37 @@ export interface ActorDefinition<Context = Record<string, unknown>, Effect exten
   followUps?(entityId: string, before: Context, after: Context): { actorId: string; event: Record<string, unknown> }[];
   /** Bus messages to every node once a transition has committed (e.g. drop cached copies of a row the projection changed). */
   notices?(entityId: string, before: Context, after: Context): { channel: string; message: Record<string, unknown> }[];
+  /**
+   * The HTTP answer to a command that carried `answerTo` (an idempotent request's key), built in the
+   * transition's transaction after the projection from the actor's reply, so the change and the stored
+   * answer commit together. Not called for a refusal.
+   */
+  answer?(tx: Db, entityId: string, context: Context, reply: Record<string, unknown>): Promise<Answer> | Answer;
+}
+
+/** An idempotent request's key, carried by the one command whose change its stored answer must commit with. */
+export interface AnswerTo {
+  scope: string;
+  key: string;
+  /** When the request reserved the key (a request whose key was taken over must not write to it). */
+  reservedAt: string;
+}
+
+/** An HTTP answer as the idempotency store keeps it. */
+export interface Answer {
+  status?: number;
+  headers?: Record<string, string>;
+  /** The body's `data`; whatever else the route's answer holds is stored with it, as JSON. */
+  data?: unknown;
+}
+
+/** Stores `answer` as the answer to `to`'s key, in the transition's transaction; throws if the key is no longer that request's. */
+export type StoreAnswer = (tx: Db, to: AnswerTo, answer: Answer) => Promise<void>;
+
+function answerToOf(v: unknown): AnswerTo | undefined {
+  if (typeof v !== 'object' || v === null) return undefined;
+  const { scope, key, reservedAt } = v as Record<string, unknown>;
+  return typeof scope === 'string' && typeof key === 'string' && typeof reservedAt === 'string' ? { scope, key, reservedAt } : undefined;
 }
 
 /**
@@ -74,6 +112,8 @@ interface Entry {
   shard: number;
   epoch: number;
   lastUsed: number;
+  /** What Postgres holds of it: what its next delta is taken against. */
+  state: ActorState;
 }
 
 type Effect = { type: string; [k: string]: unknown };
@@ -87,9 +127,11 @@ export const MAILBOX_LIMIT = 64;
 
 /**
  * Runs the actors of the shards this node owns. One event at a time per actor (a mailbox); after
- * each transition the snapshot, the outbox rows, the timers and the domain projection commit in one
- * transaction fenced by the shard's epoch, and only then do sends, disconnects and the reply go out.
- * A failed commit drops the in-memory actor, so memory never runs ahead of the database.
+ * each transition what changed in its snapshot (a delta, or the whole snapshot when compacting:
+ * actor-state.ts), the outbox rows, the timers and the domain projection commit in one transaction
+ * fenced by the shard's epoch, and only then do sends, disconnects and the reply go out. A failed
+ * commit drops the in-memory actor, so memory never runs ahead of the database. An actor passivated
+ * or handed over with deltas pending is compacted first.
  */
 export class ActorRuntime {
   readonly #sql: Sql;
@@ -97,6 +139,7 @@ export class ActorRuntime {
   readonly #log: Logger;
   readonly #definitions = new Map<string, ActorDefinition>();
   readonly #entries = new Map<string, Entry>();
+  readonly #storeAnswer: StoreAnswer | undefined;
   readonly #tails = new Map<string, Promise<unknown>>();
   readonly #depth = new Map<string, number>();
   /** Events taken into a mailbox, and events refused because it was full (for monitoring). */
@@ -121,6 +164,8 @@ export class ActorRuntime {
     send: (actorId: string, event: Record<string, unknown>) => Promise<void>;
     /** How definitions' notices reach every node (the bus's `publish`). */
     publish: (channel: string, message: Record<string, unknown>) => Promise<void>;
+    /** Where a command's answer to an idempotent request is stored, in the command's transaction (the idempotency store). */
+    storeAnswer?: StoreAnswer;
   }) {
     this.#sql = opts.sql;
     this.#clock = opts.clock;
@@ -130,6 +175,7 @@ export class ActorRuntime {
     this.#sink = opts.sink;
     this.#send = opts.send;
     this.#publish = opts.publish;
+    this.#storeAnswer = opts.storeAnswer;
     for (const d of opts.definitions) this.#definitions.set(d.name, d);
   }
 
@@ -137,22 +183,58 @@ export class ActorRuntime {
   readonly handle = (msg: ActorMessage, shard: number, epoch: number): Promise<unknown> =>
     this.#mailbox(`${epoch}:${msg.actorId}`, () => this.#process(msg.actorId, msg.event, shard, epoch));
 
-  /** Stops every in-memory actor of a shard (handed over or lost); their state is already in Postgres. */
+  /** Stops every in-memory actor of a shard (lost); their state is already in Postgres. */
   dropShard(shard: number): void {
     for (const [id, e] of this.#entries) if (e.shard === shard) this.#drop(id);
   }
 
-  /** Drops actors unused for `idleMs`; the next message rehydrates them from their snapshot. */
+  /** Stops the actors of a shard being handed over, compacting those with deltas first (while its epoch is still this node's). */
+  async releaseShard(shard: number): Promise<void> {
+    await Promise.all([...this.#entries].filter(([, e]) => e.shard === shard).map(([id, e]) => this.#passivate(id, e)));
+    this.dropShard(shard); // any loaded again meanwhile
+  }
+
+  /**
+   * Drops actors unused for `idleMs`; the next message rehydrates them from Postgres. The deltas of one
+   * are compacted into its snapshot row through its mailbox, so a message that arrives meanwhile loads
+   * the compacted row.
+   */
   passivateIdle(idleMs: number): number {
     const cutoff = performance.now() - idleMs;
     let n = 0;
     for (const [id, e] of this.#entries) {
       if (e.lastUsed < cutoff && !this.#tails.has(`${e.epoch}:${id}`)) {
-        this.#drop(id);
+        void this.#passivate(id, e);
         n++;
       }
     }
     return n;
+  }
+
+  /** Drops the actor now; writes its whole state into its snapshot row (fenced) when deltas are pending. */
+  #passivate(actorId: string, entry: Entry): Promise<void> {
+    this.#drop(actorId);
+    if (!entry.state.pending) return Promise.resolve();
+    return this.#mailbox(`${entry.epoch}:${actorId}`, () => this.#compact(actorId, entry)).catch(() => {});
+  }
+
+  /** A compaction outside a transition; when it fails the deltas stay (and load), so a warning is all. */
+  async #compact(actorId: string, entry: Entry): Promise<void> {
+    const w = entry.state.planCompaction();
+    if (w.kind === 'none') return;
+    try {
+      await transaction(this.#sql, async (tx) => {
+        await assertEpoch(tx, entry.shard, entry.epoch);
+        await writeState(tx, this.#key(actorId, entry), w, this.#clock.now());
+      });
+      entry.state.committed(w);
+    } catch (err) {
+      this.#log.warn({ err, actorId }, 'actor not compacted when it was dropped: its deltas stay');
+    }
+  }
+
+  #key(actorId: string, e: Entry) {
+    return { actorId, kind: e.def.name, shard: e.shard, version: e.def.version };
   }
 
   /** Ids of the actors of a definition (by name) held in memory here. */
@@ -221,8 +303,9 @@ export class ActorRuntime {
     return { def, entityId: actorId.slice(i + 1) };
   }
 
-  async #process(actorId: string, raw: Record<string, unknown>, shard: number, epoch: number): Promise<unknown> {
+  async #process(actorId: string, message: Record<string, unknown>, shard: number, epoch: number): Promise<unknown> {
     const { def, entityId } = this.#definitionOf(actorId);
+    const { answerTo, ...raw } = message;
     const parsed = def.events.safeParse({ ...raw, at: this.#clock.now() });
     if (!parsed.success) throw validationError(parsed.error, 'body');
     let entry = this.#entries.get(actorId);
@@ -232,31 +315,28 @@ export class ActorRuntime {
     }
     entry ??= await this.#load(actorId, def, entityId, shard, epoch);
     entry.lastUsed = performance.now();
-    return this.#apply(actorId, entry, parsed.data as Record<string, unknown>);
+    return this.#apply(actorId, entry, parsed.data as Record<string, unknown>, answerToOf(answerTo));
   }
 
   async #load(actorId: string, def: ActorDefinition, entityId: string, shard: number, epoch: number): Promise<Entry> {
-    const [row] = await this.#sql<{ machineVersion: number; snapshot: unknown }[]>`
-      select machine_version, snapshot from actor_snapshots where actor_id = ${actorId}`;
+    const stored = await readActorState(this.#sql, actorId, def.version);
     let actor: AnyActor;
-    let fresh = false;
-    if (row && row.machineVersion === def.version) {
-      actor = createActor(def.machine, { snapshot: row.snapshot as never, input: undefined as never });
+    if (stored?.state) {
+      actor = createActor(def.machine, { snapshot: stored.state as never, input: undefined as never });
     } else {
-      if (row) this.#log.warn({ actorId, stored: row.machineVersion, current: def.version }, 'snapshot of an older machine version: rebuilt from its row');
+      if (stored) this.#log.warn({ actorId, stored: stored.machineVersion, current: def.version }, 'snapshot of an older machine version: rebuilt from its row');
       const input = await def.input(this.#sql, entityId);
       if (!input) throw new AppError('not_found', { message: `No ${def.name} ${entityId}.` });
       actor = createActor(def.machine, { input });
-      fresh = true;
     }
     actor.start();
-    const entry: Entry = { actor, def, entityId, shard, epoch, lastUsed: performance.now() };
+    const entry: Entry = { actor, def, entityId, shard, epoch, lastUsed: performance.now(), state: new ActorState(stored, actor) };
     this.#entries.set(actorId, entry);
-    if (fresh && def.init) await this.#apply(actorId, entry, def.init(this.#clock.now()));
+    if (!stored?.state && def.init) await this.#apply(actorId, entry, def.init(this.#clock.now()));
     return entry;
   }
 
-  async #apply(actorId: string, entry: Entry, event: Record<string, unknown>): Promise<unknown> {
+  async #apply(actorId: string, entry: Entry, event: Record<string, unknown>, answerTo?: AnswerTo): Promise<unknown> {
     const { actor, def, entityId, shard, epoch } = entry;
     const effects: Effect[] = [];
     const before = actor.getSnapshot().context as Record<string, unknown>;
@@ -273,14 +353,18 @@ export class ActorRuntime {
     }
     const context = snap.context as Record<string, unknown>;
     const at = event.at as number;
+    const reply = (effects.find((e) => e.type === 'reply')?.body as Record<string, unknown> | undefined) ?? { ok: true };
+    let write: StateWrite;
+    try {
+      write = entry.state.plan(actor.getPersistedSnapshot(), def.compact?.(event, before, context) === true);
+    } catch (err) {
+      this.#drop(actorId);
+      throw err;
+    }
     try {
       await transaction(this.#sql, async (tx) => {
         await assertEpoch(tx, shard, epoch);
-        // the column `kind` holds the definition's name (renaming it would break nodes of the previous release mid-upgrade)
-        await tx`insert into actor_snapshots (actor_id, kind, shard, machine_version, snapshot, updated_at)
-          values (${actorId}, ${def.name}, ${shard}, ${def.version}, ${tx.json(actor.getPersistedSnapshot() as never)}, ${iso(at)})
-          on conflict (actor_id) do update set snapshot = excluded.snapshot, machine_version = excluded.machine_version,
-            shard = excluded.shard, updated_at = excluded.updated_at`;
+        await writeState(tx, this.#key(actorId, entry), write, at);
         if (event.type === 'TIMER') await tx`delete from actor_timers where actor_id = ${actorId} and name = ${event.name as string}`;
         for (const e of effects) {
           if (e.type === 'outbox') await this.#outbox.emit(tx, def.orgOf(context), e.eventType as EventType, e.data as Record<string, unknown>, at, { background: e.background === true });
@@ -291,6 +375,9 @@ export class ActorRuntime {
           else if (def.effect && e.type !== 'send' && e.type !== 'disconnect' && e.type !== 'reply') await def.effect(tx, entityId, context, e, at, this.#env);
         }
         await def.project?.(tx, entityId, context, at);
+        if (answerTo && def.answer && this.#storeAnswer && reply.ok !== false) {
+          await this.#storeAnswer(tx, answerTo, await def.answer(tx, entityId, context, reply));
+        }
       });
     } catch (err) {
       this.#drop(actorId);
@@ -300,6 +387,7 @@ export class ActorRuntime {
       // the database holds, and the caller may retry, as with any actor_unavailable.
       throw new ActorUnavailableError({ message: `The change was not confirmed by the database (${(err as Error).message}); retry.`, cause: err });
     }
+    entry.state.committed(write);
     const room = effects.filter((e): e is RoomEffect & Effect => e.type === 'send' || e.type === 'disconnect');
     if (room.length) this.#sink.deliver(actorId, room);
     for (const n of def.notices?.(entityId, before, context) ?? []) {
@@ -308,6 +396,6 @@ export class ActorRuntime {
     for (const f of def.followUps?.(entityId, before, context) ?? []) {
       this.#send(f.actorId, f.event).catch((err) => this.#log.warn({ err, from: actorId, to: f.actorId }, 'follow-up not delivered'));
     }
-    return (effects.find((e) => e.type === 'reply')?.body as unknown) ?? { ok: true };
+    return reply;
   }
 }

@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import type { Refusal } from '../../core/actor-effects.ts';
 import type { Cluster } from '../../platform/cluster/cluster.ts';
 import { AppError, errorCatalog, type ErrorCode } from '../../core/errors.ts';
+import { takeAnswerTo } from '../idempotency.ts';
 
 /** An event's fields as a caller gives them: the schema's shape without `type` and the host-stamped `at`. */
 export type Args<TEvent extends { type: string }, T extends TEvent['type']> = Omit<Extract<TEvent, { type: T }>, 'type' | 'at'>;
@@ -50,9 +51,14 @@ export class ActorClient<TEvent extends { type: string }, TReplies extends Recor
     return event;
   }
 
-  /** Asks and waits for the reply; a refusal is thrown. */
+  /**
+   * Asks and waits for the reply; a refusal is thrown. The first ask of an idempotent request in `actor`
+   * mode carries its key, so the actor stores the request's answer with the change (IdempotencyMode).
+   */
   async ask<T extends TEvent['type']>(entityId: string, type: T, ...[args]: ArgList<TEvent, T>): Promise<TReplies[T]> {
-    const reply = await this.#cluster.ask<TReplies[T] | Refusal>(this.#actorId(entityId), this.#event(type, (args ?? {}) as Args<TEvent, T>));
+    const event = this.#event(type, (args ?? {}) as Args<TEvent, T>);
+    const answerTo = takeAnswerTo();
+    const reply = await this.#cluster.ask<TReplies[T] | Refusal>(this.#actorId(entityId), answerTo ? { ...event, answerTo } : event);
     if (reply.ok === false) throw refusalError(reply as Refusal);
     return reply as TReplies[T];
   }

@@ -28,6 +28,7 @@ export class MeetingClient extends ActorClient<MeetingEvent, MeetingReplies> {
   hand = (id: string, ...args: ArgList<MeetingEvent, 'HAND'>) => this.ask(id, 'HAND', ...args);
   lowerAllHands = (id: string, ...args: ArgList<MeetingEvent, 'LOWER_ALL_HANDS'>) => this.ask(id, 'LOWER_ALL_HANDS', ...args);
   lock = (id: string, ...args: ArgList<MeetingEvent, 'LOCK'>) => this.ask(id, 'LOCK', ...args);
+  spotlight = (id: string, ...args: ArgList<MeetingEvent, 'SPOTLIGHT'>) => this.ask(id, 'SPOTLIGHT', ...args);
   openPoll = (id: string, ...args: ArgList<MeetingEvent, 'OPEN_POLL'>) => this.ask(id, 'OPEN_POLL', ...args);
   answerPoll = (id: string, ...args: ArgList<MeetingEvent, 'ANSWER_POLL'>) => this.ask(id, 'ANSWER_POLL', ...args);
   closePoll = (id: string, ...args: ArgList<MeetingEvent, 'CLOSE_POLL'>) => this.ask(id, 'CLOSE_POLL', ...args);
@@ -57,6 +58,7 @@ export class WaitingRoomClient extends ActorClient<WaitingRoomEvent, WaitingRoom
   deny = (id: string, ...args: ArgList<WaitingRoomEvent, 'DENY'>) => this.ask(id, 'DENY', ...args);
   leave = (id: string, ...args: ArgList<WaitingRoomEvent, 'LEAVE'>) => this.ask(id, 'LEAVE', ...args);
   status = (id: string, ...args: ArgList<WaitingRoomEvent, 'STATUS'>) => this.ask(id, 'STATUS', ...args);
+  list = (id: string, ...args: ArgList<WaitingRoomEvent, 'LIST'>) => this.ask(id, 'LIST', ...args);
   timer = (id: string, ...args: ArgList<WaitingRoomEvent, 'TIMER'>) => this.ask(id, 'TIMER', ...args);
   meetingEnded = (id: string, ...args: ArgList<WaitingRoomEvent, 'MEETING_ENDED'>) => this.ask(id, 'MEETING_ENDED', ...args);
 }

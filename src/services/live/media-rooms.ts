@@ -26,10 +26,13 @@ export interface MediaRelayRequest {
 
 /**
  * Signaling requests of one participant waiting behind the one being handled. An honest client has a
- * handful in flight (transports, producers, a resume per new consumer); the gateway's budgets bound a
+ * handful in flight (transports, producers, an answer per new consumer); the gateway's budgets bound a
  * flood long before this, so reaching it means requests pile up faster than the worker answers them.
  */
 export const MAX_QUEUED_PER_PEER = 64;
+
+/** How often each open room checks itself with its meeting actor (MediaRooms.reconcile). */
+export const RECONCILE_MS = 30_000;
 
 export interface MediaRoomsOptions {
   nodeId: string;
@@ -55,11 +58,47 @@ export class MediaRooms {
   readonly #rooms = new Map<string, Promise<RoomMedia>>();
   /** Each participant's signaling, one request at a time. */
   readonly #signaling = new InOrder(MAX_QUEUED_PER_PEER);
+  /** Rooms found with nobody's media in them at the last reconcile. */
+  readonly #idle = new Set<string>();
+  readonly #reconciler: NodeJS.Timeout;
   #closed = false;
 
   constructor(o: MediaRoomsOptions) {
     this.#o = o;
     o.pool.on('replaced', (index) => void this.#workerReplaced(index));
+    this.#reconciler = setInterval(() => void this.reconcile(), RECONCILE_MS);
+    this.#reconciler.unref();
+  }
+
+  /**
+   * Each open room checks itself with its meeting actor: the roster, settings and placement come over
+   * the bus at most once, so one lost (the last roster of a class, a placement that moved) is mended
+   * here; a room whose meeting is no longer live or whose media moved away closes; a room nobody has
+   * media in at two checks in a row closes.
+   */
+  async reconcile(): Promise<void> {
+    for (const [meetingId, pending] of [...this.#rooms]) {
+      const room = await pending.catch(() => null);
+      if (!room || room.closed) continue;
+      try {
+        const state = await this.#o.rooms.meeting.roomState(meetingId);
+        if (state.status !== 'LIVE' || !this.#hosts(state.media, room.placementRev)) {
+          this.#close(meetingId, room, state.status !== 'LIVE' ? 'its meeting is no longer live' : 'the placement moved');
+          continue;
+        }
+        room.applyState({ rev: state.rev, roster: state.roster, settings: state.settings });
+        if (state.roster.length === 0) {
+          this.#close(meetingId, room, 'the room emptied');
+          continue;
+        }
+      } catch (err) {
+        this.#o.log.warn({ err, meetingId }, 'could not reconcile a room\'s media with its meeting');
+      }
+      if (room.closed) continue;
+      if (room.peers > 0) this.#idle.delete(meetingId);
+      else if (this.#idle.has(meetingId)) this.#close(meetingId, room, 'nobody has media in it');
+      else this.#idle.add(meetingId);
+    }
   }
 
   /** Rooms open here now. */
@@ -68,9 +107,9 @@ export class MediaRooms {
   }
 
   /** The rooms open here, their participants with media, and their producers and consumers (for the metrics). */
-  async counts(): Promise<{ rooms: number; participants: number; producers: number; consumers: number }> {
+  async counts(): Promise<{ rooms: number; participants: number; producers: number; consumers: number; relayed: number }> {
     const rooms = await Promise.all([...this.#rooms.values()].map((r) => r.catch(() => null)));
-    const total = { rooms: 0, participants: 0, producers: 0, consumers: 0 };
+    const total = { rooms: 0, participants: 0, producers: 0, consumers: 0, relayed: 0 };
     for (const room of rooms) {
       if (!room) continue;
       const c = room.counts();
@@ -78,6 +117,7 @@ export class MediaRooms {
       total.participants += c.participants;
       total.producers += c.producers;
       total.consumers += c.consumers;
+      total.relayed += c.relayed;
     }
     return total;
   }
@@ -96,7 +136,7 @@ export class MediaRooms {
     const p = r.participantId;
     switch (q.type) {
       case 'media-join':
-        return room.join(p, r.roomRole, r.roomRev);
+        return room.join(p, r.roomRole, r.roomRev, q.resume === true);
       case 'transport-create':
         return room.createTransport(p, q.direction);
       case 'transport-connect':
@@ -113,12 +153,18 @@ export class MediaRooms {
         return room.resumeProducer(p, q.producerId);
       case 'producer-close':
         return room.closeProducerById(p, q.producerId);
-      case 'consumer-resume':
-        return room.resumeConsumer(p, q.consumerId);
-      case 'consumer-pause':
-        return room.pauseConsumer(p, q.consumerId);
-      case 'consumer-layers':
-        return room.setConsumerLayers(p, q.consumerId, q.spatialLayer, q.temporalLayer);
+      case 'media-resync':
+        return room.resync(p) as unknown as Record<string, unknown>;
+      case 'stop-camera':
+        return room.stopCamera(p, r.roomRole, q.participantId);
+      case 'view':
+        return room.setView(p, q.tiles, q.audioOnly === true);
+      case 'consumer-ready':
+        return room.consumerReady(p, q.consumerId);
+      case 'consumer-close':
+        return room.consumerClose(p, q.consumerId);
+      case 'media-report':
+        return room.report(p, q);
     }
   }
 
@@ -143,6 +189,7 @@ export class MediaRooms {
 
   close(): void {
     this.#closed = true;
+    clearInterval(this.#reconciler);
     for (const [meetingId, pending] of this.#rooms) void pending.then((room) => this.#close(meetingId, room, 'shutting down'), () => {});
     this.#rooms.clear();
   }
@@ -153,6 +200,7 @@ export class MediaRooms {
 
   #close(meetingId: string, room: RoomMedia, why: string): void {
     room.close();
+    this.#idle.delete(meetingId);
     void this.#rooms.get(meetingId)?.then((r) => {
       if (r === room) this.#rooms.delete(meetingId);
     }, () => {});

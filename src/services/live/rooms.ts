@@ -16,6 +16,7 @@ import { newId } from '../../platform/ids.ts';
 import { pollOptions } from '../../core/classroom.ts';
 import { voterHash } from '../polls.ts';
 import { SIGNALING_TYPES, type ClientMessage, type MediaEvent, type SignalingRequest } from '../../core/room-protocol.ts';
+import type { TurnRelays } from './turn.ts';
 
 /** What this node knows of a room it holds sockets for, kept current by the room's own messages. */
 interface RoomView {
@@ -43,10 +44,17 @@ export interface RoomsOptions {
   sweepMs?: number;
   /** Keys who a person is in polls and Q&A (voterHash): derived from the server's secret, the same on every node. */
   voterKey: Buffer;
+  /** The TURN relays media sessions may use (AULA_TURN_URLS); null: none configured. */
+  turn?: TurnRelays | null;
+  /** Told of each media request answered: ICE restarts and resumed media sessions are counted (metrics). */
+  signaled?: (type: SignalingRequest['type'], answer: Record<string, unknown>) => void;
 }
 
-/** Resumes a socket may owe at most (a receiver in the largest room, with room to spare for a media restart). */
-const MAX_OWED_RESUMES = 2_000;
+/** How often sockets' TURN credentials are checked for renewal. */
+const TURN_RENEW_CHECK_MS = 30_000;
+
+/** Consumer answers a socket may owe at most (a receiver in the largest room, with room to spare for a media restart). */
+const MAX_OWED_ACKS = 2_000;
 
 /** How long a relayed signaling request may take. */
 const RELAY_TIMEOUT_MS = 5000;
@@ -65,6 +73,7 @@ export class Rooms implements EffectSink {
   readonly #o: RoomsOptions;
   readonly #views = new Map<string, RoomView>();
   #sweep: NodeJS.Timeout | null = null;
+  #turnRenewal: NodeJS.Timeout | null = null;
 
   constructor(o: RoomsOptions) {
     this.#o = o;
@@ -80,10 +89,21 @@ export class Rooms implements EffectSink {
       this.#sweep = setInterval(() => void this.sweepDeadNodes().catch((err) => o.log.warn({ err }, 'connection sweep failed')), sweepMs);
       this.#sweep.unref();
     }
+    if (o.turn) {
+      const turn = o.turn;
+      this.#turnRenewal = setInterval(() => void turn.renewDue(), TURN_RENEW_CHECK_MS);
+      this.#turnRenewal.unref();
+    }
   }
 
   stop(): void {
     if (this.#sweep) clearInterval(this.#sweep);
+    if (this.#turnRenewal) clearInterval(this.#turnRenewal);
+  }
+
+  /** The TURN relays this node hands out, when configured (renewal runs on its own; tests drive it). */
+  get turnRelays(): TurnRelays | null {
+    return this.#o.turn ?? null;
   }
 
   /** The placement this node knows for a room it holds sockets of (tests and status). */
@@ -119,7 +139,7 @@ export class Rooms implements EffectSink {
       const text = JSON.stringify(m.type === 'media' ? { type: 'media', rev: m.media?.rev ?? 0, available: m.media !== null } : m);
       const offer = m.type === 'consumer-new';
       for (const c of audience) {
-        if (offer && c.resumesOwed < MAX_OWED_RESUMES) c.resumesOwed++;
+        if (offer && c.acksOwed < MAX_OWED_ACKS) c.acksOwed++;
         c.send(text);
       }
     }
@@ -187,6 +207,7 @@ export class Rooms implements EffectSink {
         roster: reply.roster,
         settings: reply.settings,
         locked: reply.locked,
+        spotlight: reply.spotlight,
         classroom: reply.classroom,
         media: { rev: media?.rev ?? 0, available: media !== null },
       }),
@@ -255,6 +276,9 @@ export class Rooms implements EffectSink {
       case 'lock':
         this.#edge(c, 'lock');
         return strip(await meeting.lock(m, { by, locked: msg.locked }));
+      case 'spotlight':
+        this.#edge(c, 'spotlight', msg.participantId ?? undefined);
+        return strip(await meeting.spotlight(m, { by, participantId: msg.participantId }));
       case 'floor':
         this.#edge(c, 'floor', msg.participantId);
         return strip(await meeting.floor(m, { participantId: msg.participantId, by, give: msg.give }));
@@ -313,6 +337,7 @@ export class Rooms implements EffectSink {
     if (!view?.media) throw new AppError('media_unavailable', { message: 'The room has no media server yet; wait for the media message.' });
     const d = request.type === 'produce' ? RoomAccess.produce(request.source, c.role, view.settings) : request.type === 'transport-create' && request.direction === 'send' ? RoomAccess.sends(c.role) : null;
     if (d) throw refused(d);
+    if (request.type === 'stop-camera') this.#edge(c, 'stop-camera', request.participantId);
     const payload: MediaRelayRequest = {
       meetingId: c.meetingId,
       placementRev: view.media.rev,
@@ -322,7 +347,11 @@ export class Rooms implements EffectSink {
       request,
     };
     try {
-      return (await this.#o.cluster.call(view.media.nodeId, 'media', payload as unknown as Record<string, unknown>, { timeoutMs: RELAY_TIMEOUT_MS })) as Record<string, unknown>;
+      const answer = (await this.#o.cluster.call(view.media.nodeId, 'media', payload as unknown as Record<string, unknown>, { timeoutMs: RELAY_TIMEOUT_MS })) as Record<string, unknown>;
+      this.#o.signaled?.(request.type, answer);
+      // the relays are this node's to hand out: it holds the socket, and renews them on it
+      if (request.type === 'media-join') return { ...answer, ...(this.#o.turn ? await this.#o.turn.grant(c) : { iceServers: [], iceServersExpireAt: null }) };
+      return answer;
     } catch (err) {
       if (err instanceof NodeUnavailableError) {
         this.#checkPlacements();

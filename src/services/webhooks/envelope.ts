@@ -46,7 +46,11 @@ export function liveSecrets(row: SecretColumns, sealer: Sealer, now: number): st
   return out;
 }
 
-export type AttemptTrigger = 'EVENT' | 'TEST' | 'REDELIVERY';
+/** What made a delivery attempt, and how it went: the delivery log's `trigger` and `status`. */
+export const DELIVERY_TRIGGERS = ['EVENT', 'TEST', 'REDELIVERY'] as const;
+export const DELIVERY_STATUSES = ['SUCCEEDED', 'FAILED', 'SKIPPED'] as const;
+export type AttemptTrigger = (typeof DELIVERY_TRIGGERS)[number];
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 export interface AttemptInput {
   url: string;
@@ -79,7 +83,9 @@ export function sendAttempt(a: AttemptInput): Promise<DeliveryResult> {
   });
 }
 
-export interface AttemptRecord {
+/** A `webhook_attempts` row, one attempt in the delivery log, as postgres.js reads it. */
+export interface AttemptRow {
+  id: string;
   endpointId: string;
   orgId: string;
   messageId: string | null;
@@ -87,14 +93,29 @@ export interface AttemptRecord {
   eventType: string;
   attempt: number;
   trigger: AttemptTrigger;
+  status: DeliveryStatus;
+  statusCode: number | null;
+  durationMs: number | null;
+  responseBody: string | null;
+  errorKind: string | null;
+  errorMessage: string | null;
+  nextAttemptAt: Date | null;
+  createdAt: Date;
+}
+
+/** An attempt as it is written: the row, its timestamps as ISO text. */
+export type AttemptValues = Omit<AttemptRow, 'nextAttemptAt' | 'createdAt'> & { nextAttemptAt: string | null; createdAt: string };
+
+/** What happened in one attempt, before it is a row (attemptRow makes its row). */
+export type AttemptRecord = Pick<AttemptRow, 'endpointId' | 'orgId' | 'messageId' | 'eventId' | 'eventType' | 'attempt' | 'trigger'> & {
   /** When the attempt started (or, for SKIPPED, when the event found the endpoint disabled). */
   at: number;
   result: DeliveryResult | 'SKIPPED';
   nextAttemptAt?: number | null;
-}
+};
 
-/** One row of the delivery log (column names as postgres.js maps them), with a new id. */
-export function attemptRow(r: AttemptRecord): Record<string, unknown> & { id: string } {
+/** One row of the delivery log, with a new id. */
+export function attemptRow(r: AttemptRecord): AttemptValues {
   const res = r.result === 'SKIPPED' ? null : r.result;
   return {
     id: newId('whd', r.at),

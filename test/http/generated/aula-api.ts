@@ -594,6 +594,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/meetings/{slug}/network-check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Before joining: throwaway transports to try each path to the media server (UDP, TCP, relay).
+         * @description The page connects one probe per path (mediasoup-client, a data channel; the relay probe with `iceTransportPolicy: "relay"` and the `iceServers` given) and sends its DTLS parameters to `/network-check/:transportId/connect`; a probe whose connection reaches `connected` is a path that works. Probes close after 20 seconds; a new check closes the session's last one. See docs/networks.md.
+         */
+        post: operations["postApiV1MeetingsSlugNetworkCheck"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/meetings/{slug}/network-check/{transportId}/connect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The page's DTLS parameters for one of its probes. */
+        post: operations["postApiV1MeetingsSlugNetworkCheckTransportIdConnect"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/orgs/{orgId}/meetings/{id}/waiting-room/status/{queueId}": {
         parameters: {
             query?: never;
@@ -625,6 +662,63 @@ export interface paths {
         put?: never;
         /** The room token (mediaToken) once a host has admitted the caller. */
         post: operations["postApiV1OrgsOrgIdMeetingsIdToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/orgs/{orgId}/meetings/{id}/network-check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Before joining: throwaway transports to try each path to the media server (UDP, TCP, relay).
+         * @description The page connects one probe per path (mediasoup-client, a data channel; the relay probe with `iceTransportPolicy: "relay"` and the `iceServers` given) and sends its DTLS parameters to `/network-check/:transportId/connect`; a probe whose connection reaches `connected` is a path that works. Probes close after 20 seconds; a new check closes the session's last one. See docs/networks.md.
+         */
+        post: operations["postApiV1OrgsOrgIdMeetingsIdNetworkCheck"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/orgs/{orgId}/meetings/{id}/network-check/{transportId}/connect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The page's DTLS parameters for one of its probes. */
+        post: operations["postApiV1OrgsOrgIdMeetingsIdNetworkCheckTransportIdConnect"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/public/meetings/{id}/waiting-room": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who waits in the meeting's waiting room now, oldest first.
+         * @description So a backend can admit or deny (`POST .../waiting-room/:queueId/admit`) without listening to `participant.waiting`. Empty when nobody waits, the meeting has no waiting room, or it ended.
+         */
+        get: operations["getApiV1PublicMeetingsIdWaitingRoom"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -6054,6 +6148,209 @@ export interface operations {
             };
         };
     };
+    postApiV1MeetingsSlugNetworkCheck: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            routerRtpCapabilities: {
+                                [key: string]: unknown;
+                            };
+                            probes: {
+                                /**
+                                 * @description udp: UDP to the media server; tcp: ICE/TCP to it; relay: through the TURN relays.
+                                 * @enum {string}
+                                 */
+                                kind: "udp" | "tcp" | "relay";
+                                transportId: string;
+                                iceParameters: {
+                                    [key: string]: unknown;
+                                };
+                                iceCandidates: {
+                                    [key: string]: unknown;
+                                }[];
+                                dtlsParameters: {
+                                    [key: string]: unknown;
+                                };
+                                sctpParameters: {
+                                    [key: string]: unknown;
+                                } | null;
+                            }[];
+                            iceServers: {
+                                urls: string[];
+                                username: string;
+                                credential: string;
+                            }[];
+                            iceServersExpireAt: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description `access_token_expired`, `session_revoked`, `auth_missing`, `auth_malformed`, `session_invalid` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `session_wrong_meeting`, `user_deactivated` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `media_unavailable`, `room_busy`, `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiV1MeetingsSlugNetworkCheckTransportIdConnect: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: string;
+                transportId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    dtlsParameters: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: Record<string, never>;
+                    };
+                };
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `access_token_expired`, `session_revoked`, `auth_missing`, `auth_malformed`, `session_invalid` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `session_wrong_meeting`, `user_deactivated` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getApiV1OrgsOrgIdMeetingsIdWaitingRoomStatusQueueId: {
         parameters: {
             query?: never;
@@ -6218,6 +6515,329 @@ export interface operations {
             /** @description `waiting_expired`, `meeting_ended` */
             410: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiV1OrgsOrgIdMeetingsIdNetworkCheck: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            routerRtpCapabilities: {
+                                [key: string]: unknown;
+                            };
+                            probes: {
+                                /**
+                                 * @description udp: UDP to the media server; tcp: ICE/TCP to it; relay: through the TURN relays.
+                                 * @enum {string}
+                                 */
+                                kind: "udp" | "tcp" | "relay";
+                                transportId: string;
+                                iceParameters: {
+                                    [key: string]: unknown;
+                                };
+                                iceCandidates: {
+                                    [key: string]: unknown;
+                                }[];
+                                dtlsParameters: {
+                                    [key: string]: unknown;
+                                };
+                                sctpParameters: {
+                                    [key: string]: unknown;
+                                } | null;
+                            }[];
+                            iceServers: {
+                                urls: string[];
+                                username: string;
+                                credential: string;
+                            }[];
+                            iceServersExpireAt: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description `access_token_expired`, `session_revoked`, `auth_missing`, `auth_malformed`, `session_invalid` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `session_wrong_meeting`, `user_deactivated` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `media_unavailable`, `room_busy`, `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiV1OrgsOrgIdMeetingsIdNetworkCheckTransportIdConnect: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+                id: string;
+                transportId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    dtlsParameters: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: Record<string, never>;
+                    };
+                };
+            };
+            /** @description `validation_failed` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `access_token_expired`, `session_revoked`, `auth_missing`, `auth_malformed`, `session_invalid` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `session_wrong_meeting`, `user_deactivated` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiV1PublicMeetingsIdWaitingRoom: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string & (unknown & unknown);
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            entries: {
+                                queueId: string;
+                                userId: string;
+                                name: string;
+                                role: string;
+                                /** @description When they started waiting. */
+                                requestedAt: string;
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `auth_missing`, `auth_malformed`, `api_key_invalid`, `api_key_revoked`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `meeting_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {

@@ -15,7 +15,12 @@ export interface Counts {
   pollWaiting: boolean;
   /** Open questions (their count shows to hosts). */
   openQuestions: number;
+  /** Raised hands (their count shows to hosts on People, beside the waiting). */
+  hands: number;
 }
+
+/** Whether this browser can share a screen at all (phones' browsers cannot): the button is not offered where it cannot work. */
+const canShareScreen = (): boolean => typeof navigator !== 'undefined' && typeof navigator.mediaDevices?.getDisplayMedia === 'function';
 
 export function Controls({
   media: s,
@@ -35,16 +40,18 @@ export function Controls({
   act: Pick<RoomController, 'toggleMic' | 'toggleCamera' | 'toggleScreen' | 'raiseHand' | 'leave' | 'endForEveryone'>;
 }) {
   const { waiting, pollWaiting, openQuestions } = counts;
+  const hands = may.host ? counts.hands : 0;
+  const peopleLabel = ['People', waiting ? `${waiting} waiting` : '', hands ? `${hands} ${hands === 1 ? 'hand' : 'hands'} raised` : ''].filter(Boolean).join(', ');
   return (
     <nav class="controls" aria-label="Meeting controls">
       {may.send && <Toggle label={s.micOn ? 'Mute' : 'Unmute'} on={s.micOn} icon="mic" onClick={() => void act.toggleMic()} />}
       {may.send && <Toggle label={s.camOn ? 'Stop video' : 'Start video'} on={s.camOn} icon="cam" onClick={() => void act.toggleCamera()} />}
-      {may.shareScreen && <Toggle label={s.screenOn ? 'Stop sharing' : 'Share screen'} on={s.screenOn} icon="screen" onClick={() => void act.toggleScreen()} />}
+      {may.shareScreen && canShareScreen() && <Toggle label={s.screenOn ? 'Stop sharing' : 'Share screen'} on={s.screenOn} icon="screen" onClick={() => void act.toggleScreen()} />}
       <Toggle label={handUp ? 'Lower hand' : 'Raise hand'} on={handUp} icon="hand" onClick={() => void act.raiseHand(!handUp)} />
-      <button class={`ctl${panel === 'people' ? ' on' : ''}`} aria-pressed={panel === 'people'} aria-label={`People${waiting ? `, ${waiting} waiting` : ''}`} title="People" onClick={() => onPanel('people')}>
+      <button class={`ctl${panel === 'people' ? ' on' : ''}`} aria-pressed={panel === 'people'} aria-label={peopleLabel} title="People" onClick={() => onPanel('people')}>
         <Icon name="people" />
         <span class="ctl-label">People</span>
-        {waiting > 0 && <span class="count">{waiting}</span>}
+        {waiting + hands > 0 && <span class={`count${hands > 0 ? ' hands' : ''}`}>{waiting + hands}</span>}
       </button>
       <button class={`ctl${panel === 'polls' ? ' on' : ''}`} aria-pressed={panel === 'polls'} aria-label={`Polls${pollWaiting ? ', a poll is waiting for your answer' : ''}`} title="Polls" onClick={() => onPanel('polls')}>
         <Icon name="poll" />
@@ -57,7 +64,7 @@ export function Controls({
         {may.host && openQuestions > 0 && <span class="count">{openQuestions}</span>}
       </button>
       {may.host ? (
-        <LeaveMenu onLeave={() => void act.leave()} onEnd={() => void act.endForEveryone()} />
+        <LeaveMenu onLeave={() => void act.leave()} onEnd={() => confirm('End the meeting for everyone? Everyone leaves and nobody can join again.') && void act.endForEveryone()} />
       ) : (
         <button class="ctl leave" aria-label="Leave" title="Leave" onClick={() => void act.leave()}>
           <Icon name="leave" />

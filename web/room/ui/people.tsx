@@ -1,6 +1,8 @@
 import type { RosterEntry } from '../../../src/core/room.ts';
 import { RoomAccess, type RoomRole } from '../../../src/core/room-access.ts';
 import type { RoomController } from '../controller.ts';
+import type { MediaHealth } from '../../../src/core/room-protocol.ts';
+import { healthLine, standing, STANDING_LABEL } from '../health.ts';
 import type { State } from '../reducer.ts';
 import { Avatar, Icon } from './common.tsx';
 import { Panel } from './panel.tsx';
@@ -9,19 +11,55 @@ import { Panel } from './panel.tsx';
 
 const ROLE_LABEL: Record<RoomRole, string> = { HOST: 'Host', COHOST: 'Co-host', PARTICIPANT: 'Participant', VIEWER: 'Viewer' };
 
+const pct = (v: number | null) => (v === null ? 'n/a' : `${Math.round(v * 100)}%`);
+const rate = (bps: number) => (bps >= 1_000_000 ? `${(bps / 1_000_000).toFixed(1)} Mbit/s` : `${Math.round(bps / 1000)} kbit/s`);
+
+/** For hosts: one person's connection, and its details on click (round trip, loss, bitrate, relayed or direct, audio only). */
+function Connection({ name, health: h, quality }: { name: string; health: MediaHealth | undefined; quality: number | undefined }) {
+  const st = standing(h, quality);
+  if (!st) return null;
+  return (
+    <details class={`health ${st}`}>
+      <summary aria-label={`${name}: ${STANDING_LABEL[st]}. Details`}>{STANDING_LABEL[st]}</summary>
+      {h && (
+        <dl class="small">
+          <dt>Round trip</dt>
+          <dd>{h.rttMs === null ? 'n/a' : `${h.rttMs} ms`}</dd>
+          <dt>Loss in / out</dt>
+          <dd>
+            {pct(h.lossDown)} / {pct(h.lossUp)}
+          </dd>
+          <dt>Receiving / sending</dt>
+          <dd>
+            {rate(h.bitrateDown)} / {rate(h.bitrateUp)}
+          </dd>
+          <dt>Path</dt>
+          <dd>{h.error ? 'None gets through' : h.relayed ? 'Through a relay' : 'Direct'}</dd>
+          {h.audioOnly && (
+            <>
+              <dt>Video</dt>
+              <dd>Audio only</dd>
+            </>
+          )}
+        </dl>
+      )}
+    </details>
+  );
+}
+
 export function People({
   room: s,
   role,
   act,
   onClose,
 }: {
-  room: Pick<State, 'roster' | 'participantId' | 'sources' | 'waitingList' | 'roomLocked'>;
+  room: Pick<State, 'roster' | 'participantId' | 'sources' | 'waitingList' | 'roomLocked' | 'spotlight' | 'pinned' | 'health' | 'quality'>;
   role: RoomRole;
-  act: Pick<RoomController, 'command' | 'admitAll'>;
+  act: Pick<RoomController, 'command' | 'admitAll' | 'pin'>;
   onClose: () => void;
 }) {
   const host = RoomAccess.isHost(role);
-  const may = (command: 'lower-hand' | 'mute' | 'allow-unmute' | 'remove', target: RosterEntry) => RoomAccess.command(command, role, target.roomRole) === null;
+  const may = (command: 'lower-hand' | 'mute' | 'allow-unmute' | 'remove' | 'spotlight' | 'stop-camera', target: RosterEntry) => RoomAccess.command(command, role, target.roomRole) === null;
   const sorted = [...s.roster].sort((a, b) => (a.handRaisedAt && b.handRaisedAt ? a.handRaisedAt.localeCompare(b.handRaisedAt) : a.handRaisedAt ? -1 : b.handRaisedAt ? 1 : a.joinedAt.localeCompare(b.joinedAt)));
   const hands = sorted.filter((p) => p.handRaisedAt);
   return (
@@ -52,8 +90,13 @@ export function People({
         </section>
       )}
       {host && (
+        <p class="muted small" id="room-health" role="status">
+          {healthLine(s.roster, s.health, s.quality)}
+        </p>
+      )}
+      {host && (
         <div class="row-actions">
-          <button class="btn small" onClick={() => void act.command({ type: 'mute-all' })}>
+          <button class="btn small" onClick={() => confirm('Mute everyone? They can ask to unmute, and you can allow it.') && void act.command({ type: 'mute-all' })}>
             Mute all
           </button>
           {hands.length > 0 && (
@@ -75,6 +118,10 @@ export function People({
           const unmute = !me && (p.micLocked || p.askedToUnmute) && may('allow-unmute', p);
           const mute = !me && !(p.micLocked || p.askedToUnmute) && may('mute', p);
           const remove = !me && may('remove', p);
+          const spotlit = s.spotlight === p.participantId;
+          const spotlight = p.roomRole !== 'VIEWER' && may('spotlight', p);
+          const stopCamera = !me && src.camera === 'on' && may('stop-camera', p);
+          const pinned = s.pinned === p.participantId;
           return (
             <li key={p.participantId} class={p.connected ? '' : 'away'}>
               <Avatar name={p.name} />
@@ -88,6 +135,7 @@ export function People({
                   {p.connected ? '' : ' · reconnecting'}
                   {p.askedToUnmute ? ' · asks to unmute' : ''}
                 </span>
+                {host && !me && <Connection name={p.name} health={s.health[p.participantId]} quality={s.quality[p.participantId]} />}
               </div>
               <span class="states">
                 {p.handRaisedAt && (
@@ -102,8 +150,22 @@ export function People({
                   <Icon name="cam" off={src.camera !== 'on'} />
                 </span>
               </span>
-              {(lower || unmute || mute || remove) && (
-                <span class="actions">
+              <span class="actions">
+                {!me && p.roomRole !== 'VIEWER' && (
+                  <button class="btn small" aria-pressed={pinned} aria-label={pinned ? `Unpin ${p.name}` : `Pin ${p.name}`} onClick={() => act.pin(pinned ? null : p.participantId)}>
+                    {pinned ? 'Unpin' : 'Pin'}
+                  </button>
+                )}
+                {spotlight && (
+                  <button class="btn small" aria-pressed={spotlit} aria-label={spotlit ? `Remove ${p.name} from the spotlight` : `Spotlight ${p.name} for everyone`} onClick={() => void act.command({ type: 'spotlight', participantId: spotlit ? null : p.participantId })}>
+                    {spotlit ? 'Remove spotlight' : 'Spotlight'}
+                  </button>
+                )}
+                {stopCamera && (
+                  <button class="btn small" aria-label={`Stop ${p.name}'s camera`} onClick={() => void act.command({ type: 'stop-camera', participantId: p.participantId })}>
+                    Stop camera
+                  </button>
+                )}
                   {lower && (
                     <button class="btn small" aria-label={`Lower ${p.name}'s hand`} onClick={() => void act.command({ type: 'lower-hand', participantId: p.participantId })}>
                       Lower hand
@@ -124,8 +186,7 @@ export function People({
                       Remove
                     </button>
                   )}
-                </span>
-              )}
+              </span>
             </li>
           );
         })}

@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Session } from '../api.ts';
 import type { RoomController } from '../controller.ts';
 import type { Devices } from '../devices.ts';
+import { checkPaths, pathSummary, type PathResult, type PathResults } from '../path-check.ts';
 import { Avatar, Toggle } from './common.tsx';
 
 /** Pre-join: the camera preview, the microphone's level, the choice of devices, and the Join button. */
@@ -49,6 +50,35 @@ function MicMeter({ stream, on }: { stream: MediaStream | null; on: boolean }) {
   return (
     <div class="meter" role="meter" aria-label="Microphone level" aria-valuemin={0} aria-valuemax={100} aria-valuenow={Math.round(level * 100)}>
       <div style={{ transform: `scaleX(${level})` }} />
+    </div>
+  );
+}
+
+const PATH_LABEL = { udp: 'UDP', tcp: 'TCP', relay: 'Relay' } as const;
+const RESULT_LABEL: Record<PathResult, string> = { checking: 'checking', ok: 'works', blocked: 'blocked', none: 'not available' };
+
+/** Which paths to the class's media server this network allows (path-check.ts), as Meet and Zoom show before joining. */
+function NetworkCheck({ session }: { session: Session }) {
+  const [r, setR] = useState<PathResults | null>(null);
+  useEffect(() => {
+    let live = true;
+    void checkPaths(session, (x) => live && setR(x)).catch(() => {});
+    return () => {
+      live = false;
+    };
+  }, [session.accessToken]);
+  if (!r) return null;
+  const summary = pathSummary(r);
+  return (
+    <div class={`network-check ${summary.level}`} id="network-check" role="status" aria-live="polite">
+      <p>{summary.text}</p>
+      <ul class="small">
+        {(['udp', 'tcp', 'relay'] as const).map((k) => (
+          <li key={k} data-path={k} data-result={r[k]}>
+            {PATH_LABEL[k]}: {RESULT_LABEL[r[k]]}
+          </li>
+        ))}
+      </ul>
     </div>
   );
 }
@@ -109,6 +139,7 @@ export function PreJoin({
             <Toggle label="Camera" on={camOn} onClick={() => act.preset('cam', !camOn)} icon="cam" />
           </div>
         )}
+        <NetworkCheck session={s} />
         <p class="muted">
           Joining as <strong id="display-name">{s.user.displayName}</strong>
         </p>

@@ -1,8 +1,10 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { RoomController } from '../controller.ts';
 import type { RemoteTrack } from '../media.ts';
 import type { ProducerPauseReason } from '../../../src/core/room-protocol.ts';
-import { access, me as meOf, type State } from '../reducer.ts';
+import { SHORTCUTS, shortcutOf } from '../shortcuts.ts';
+import { access, me as meOf, MEDIA_ERROR_TEXT, type State } from '../reducer.ts';
+import { Icon } from './common.tsx';
 import { Controls, type PanelName } from './controls.tsx';
 import { People } from './people.tsx';
 import { PollsPanel } from './polls.tsx';
@@ -37,6 +39,12 @@ export type RoomActions = Pick<
   | 'upvoteQuestion'
   | 'answerQuestion'
   | 'dismissQuestion'
+  | 'pin'
+  | 'setLayout'
+  | 'setPage'
+  | 'paged'
+  | 'setAudioOnly'
+  | 'declineAudioOnly'
 >;
 
 /** The room: the top bar, the connection and mute banners, the stage with a side panel, notices, and the controls. */
@@ -53,6 +61,25 @@ export function Room({ state: s, media, act }: { state: State; media: RoomMedia;
     const t = setTimeout(() => act.clearNotice(), 6000);
     return () => clearTimeout(t);
   }, [s.notice]);
+  const help = useRef<HTMLDialogElement>(null);
+  // the keyboard shortcuts (shortcuts.ts): read the state when the key comes, not when the listener was made
+  const now = useRef({ may, handUp: !!me?.handRaisedAt });
+  now.current = { may, handUp: !!me?.handRaisedAt };
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const action = shortcutOf(e, e.target as HTMLElement | null);
+      if (!action || help.current?.open) return;
+      const { may: m, handUp } = now.current;
+      if ((action === 'mic' || action === 'camera') && !m.send) return;
+      e.preventDefault();
+      if (action === 'mic') void act.toggleMic();
+      else if (action === 'camera') void act.toggleCamera();
+      else if (action === 'hand') void act.raiseHand(!handUp);
+      else help.current?.showModal();
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, []);
   return (
     <div class="room">
       <header class="topbar">
@@ -66,10 +93,51 @@ export function Room({ state: s, media, act }: { state: State; media: RoomMedia;
           </span>
         )}
         {me && <Quality value={s.quality[me.participantId]} />}
+        <span class="view-switch" role="group" aria-label="Layout">
+          <button class="btn small" aria-pressed={s.layoutMode === 'grid'} onClick={() => act.setLayout('grid')} title="Everyone in a grid">
+            <Icon name="layout" />
+            <span class="label">Grid</span>
+          </button>
+          <button class="btn small" aria-pressed={s.layoutMode === 'speaker'} onClick={() => act.setLayout('speaker')} title="The speaker big, the others beside">
+            <Icon name="speaker" />
+            <span class="label">Speaker</span>
+          </button>
+          <button class="btn small" id="audio-only" aria-pressed={s.audioOnly} onClick={() => act.setAudioOnly(!s.audioOnly)} title="Receive no video, to save your connection">
+            <Icon name="audio" />
+            <span class="label">Audio only</span>
+          </button>
+        </span>
+        <button class="btn small" id="shortcuts" aria-label="Keyboard shortcuts" title="Keyboard shortcuts (?)" onClick={() => help.current?.showModal()}>
+          ?
+        </button>
       </header>
       {s.phase !== 'room' && (
         <div class="banner" role="status" id="connection">
           {s.phase === 'reconnecting' ? 'Reconnecting…' : 'Connecting…'}
+        </div>
+      )}
+      {s.screenOn && (
+        <div class="banner" role="status" id="presenting">
+          You are presenting your screen.
+          <button class="btn small" aria-label="Stop presenting" onClick={() => void act.toggleScreen()}>
+            Stop
+          </button>
+        </div>
+      )}
+      {s.mediaError && (
+        <div class="banner error" role="alert" id="media-error">
+          {MEDIA_ERROR_TEXT[s.mediaError]}
+        </div>
+      )}
+      {s.audioOnlyOffered && (
+        <div class="banner warn" role="status" id="audio-only-offer">
+          Your connection is poor. Switch to audio only? You will still hear everyone.
+          <button class="btn small" onClick={() => act.setAudioOnly(true)}>
+            Switch to audio only
+          </button>
+          <button class="btn small" onClick={() => act.declineAudioOnly()}>
+            Not now
+          </button>
         </div>
       )}
       {(locked || held === 'floor') && (
@@ -85,11 +153,35 @@ export function Room({ state: s, media, act }: { state: State; media: RoomMedia;
         </div>
       )}
       <div class="body">
-        <Stage room={s} remote={media.remote} own={{ camera: s.camOn ? media.camera : null, micOn: s.micOn && held === undefined }} />
+        <Stage
+          room={s}
+          remote={media.remote}
+          own={{ camera: s.camOn ? media.camera : null, micOn: s.micOn && held === undefined }}
+          act={{ pin: (id) => act.pin(id), setPage: (page) => act.setPage(page), paged: (page, pages) => act.paged(page, pages), showPeople: () => setPanel('people') }}
+        />
         {panel === 'people' && <People room={s} role={may.role} act={act} onClose={() => setPanel(null)} />}
         {panel === 'polls' && <PollsPanel classroom={s} host={may.host} act={act} onClose={() => setPanel(null)} />}
         {panel === 'qa' && <QuestionsPanel classroom={s} host={may.host} act={act} onClose={() => setPanel(null)} />}
       </div>
+      <dialog ref={help} class="help" id="help" aria-labelledby="help-title">
+        <h2 id="help-title">Keyboard shortcuts</h2>
+        <dl>
+          {SHORTCUTS.map((k) => (
+            <>
+              <dt>
+                <kbd>{k.key}</kbd>
+              </dt>
+              <dd>{k.label}</dd>
+            </>
+          ))}
+        </dl>
+        <p class="small">They work anywhere in the room except while you type.</p>
+        <form method="dialog">
+          <button class="btn" autoFocus>
+            Close
+          </button>
+        </form>
+      </dialog>
       <div class="toast" role="status" aria-live="polite" id="notice">
         {s.notice && <span>{s.notice}</span>}
       </div>
@@ -101,6 +193,7 @@ export function Room({ state: s, media, act }: { state: State; media: RoomMedia;
           waiting: may.host ? s.waitingList.length : 0,
           pollWaiting: !may.host && openPoll !== undefined && !s.answers[openPoll.pollId],
           openQuestions: s.questions.filter((q) => q.status === 'OPEN').length,
+          hands: s.roster.filter((p) => p.handRaisedAt).length,
         }}
         panel={panel}
         onPanel={toggle}
