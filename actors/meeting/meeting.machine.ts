@@ -41,6 +41,8 @@ export const MEETING_TIMERS = {
   erase: (userId: string) => `${ERASE_TIMER_PREFIX}${userId}`,
 } as const;
 const RECONNECT_PREFIX = 'reconnect:';
+/** The hosts hear of one person refused at the locked door at most this often. */
+export const KNOCK_INTERVAL_MS = 60_000;
 
 
 /** The host command an event is, for RoomAccess. */
@@ -50,6 +52,7 @@ const COMMANDS: Partial<Record<MeetingEvent['type'], HostCommand>> = {
   MUTE: 'mute',
   MUTE_ALL: 'mute',
   ALLOW_UNMUTE: 'allow-unmute',
+  ALLOW_UNMUTE_ALL: 'allow-unmute',
   FLOOR: 'floor',
   LOWER_ALL_HANDS: 'lower-hand',
   LOCK: 'lock',
@@ -106,6 +109,8 @@ const notInRoom = (refusal: ReturnType<typeof refuse>) =>
     MUTE: { actions: refusal },
     MUTE_ALL: { actions: refusal },
     ALLOW_UNMUTE: { actions: refusal },
+    ALLOW_UNMUTE_ALL: { actions: refusal },
+    KNOCK: { actions: 'replyNotTold' },
     ASK_UNMUTE: { actions: refusal },
     HAND: { actions: refusal },
     LOWER_ALL_HANDS: { actions: refusal },
@@ -443,6 +448,38 @@ export const meetingMachine = setup({
       enqueue.emit({ type: 'reply', body: { ok: true } });
     }),
 
+    /** ALLOW_UNMUTE_ALL: every lock lifted, each told; one roster. */
+    allowUnmuteAll: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, 'ALLOW_UNMUTE_ALL');
+      const e = event;
+      const targets = Object.values(context.participants).filter((p) => p.micLocked).sort(byJoin);
+      if (targets.length) {
+        const participants = { ...context.participants };
+        for (const p of targets) participants[p.participantId] = { ...p, micLocked: false, askedToUnmute: false };
+        const rev = context.rev + 1;
+        enqueue.assign({ participants, rev });
+        for (const p of targets) enqueue.emit({ type: 'send', to: { participantId: p.participantId }, message: { type: 'unmute-allowed', by: e.by } });
+        enqueue.emit(rosterMessage(participants, rev));
+      }
+      enqueue.emit({ type: 'reply', body: { ok: true, allowed: targets.map((p) => p.participantId) } });
+    }),
+
+    /** KNOCK: the hosts hear that someone was kept out of the locked room, once a minute per person at most. */
+    knock: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, 'KNOCK');
+      const at = event.at;
+      const knocks = Object.fromEntries(Object.entries(context.knocks ?? {}).filter(([, t]) => at - t < KNOCK_INTERVAL_MS));
+      const told = context.locked === true && knocks[event.userId] === undefined;
+      if (told) {
+        knocks[event.userId] = at;
+        enqueue.emit({ type: 'send', to: { role: 'hosts' }, message: { type: 'knock', userId: event.userId, name: event.name, at: iso(at) } });
+      }
+      enqueue.assign({ knocks });
+      enqueue.emit({ type: 'reply', body: { ok: true, told } });
+    }),
+
+    replyNotTold: enqueueActions(({ enqueue }) => enqueue.emit({ type: 'reply', body: { ok: true, told: false } })),
+
     askUnmute: enqueueActions(({ context, event, enqueue }) => {
       assertEvent(event, 'ASK_UNMUTE');
       const p = context.participants[event.participantId]!;
@@ -591,8 +628,8 @@ export const meetingMachine = setup({
         ...(e.scheduledStart !== undefined ? { scheduledStart: iso(Date.parse(e.scheduledStart)) } : {}),
         ...(e.scheduledEnd !== undefined ? { scheduledEnd: iso(Date.parse(e.scheduledEnd)) } : {}),
       };
-      const settings = { ...context.settings };
-      for (const [k, v] of Object.entries(e.settings ?? {}) as [keyof typeof settings, boolean | undefined][]) if (v !== undefined) settings[k] = v;
+      // only the settings the update names change (undefined: not named)
+      const settings = { ...context.settings, ...Object.fromEntries(Object.entries(e.settings ?? {}).filter(([, v]) => v !== undefined)) };
       const planMaxMinutes = e.planMaxMinutes ?? context.planMaxMinutes;
       if (e.maxParticipants !== undefined) enqueue.assign({ maxParticipants: e.maxParticipants });
       const noShowFloor = e.notBefore !== undefined ? Date.parse(e.notBefore) : context.noShowFloor;
@@ -675,6 +712,8 @@ export const meetingMachine = setup({
           { guard: not('targetPresent'), actions: R.notFound },
           { actions: 'allowUnmute' },
         ],
+        ALLOW_UNMUTE_ALL: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'allowUnmuteAll' }],
+        KNOCK: { actions: 'knock' },
         FLOOR: [
           { guard: 'policyRefuses', actions: 'refusePolicy' },
           { guard: not('targetPresent'), actions: R.notFound },

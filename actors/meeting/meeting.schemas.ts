@@ -3,6 +3,7 @@ import { ENDED_REASONS, MEETING_STATUSES, USER_ROLES } from '../../src/core/doma
 import { ROOM_ROLES } from '../../src/core/room-access.ts';
 import { DEVICES, MEETING_KINDS } from '../../src/core/room.ts';
 import { POLL_LIMITS, POLL_TYPES, QUESTION_LIMITS } from '../../src/core/classroom.ts';
+import { CHAT_MODES } from '../../src/core/chat.ts';
 
 export const id = z.string().min(1).max(255);
 /** Milliseconds since the epoch, stamped by the host from its injected clock. */
@@ -30,6 +31,9 @@ export const roomSettings = z.object({
   allowStudentScreenShare: z.boolean(),
   recordAutomatically: z.boolean(),
   waitingRoom: z.boolean(),
+  /** Optional: snapshots made before the chat had settings read as CHAT_DEFAULTS. */
+  chat: z.enum(CHAT_MODES).optional(),
+  privateChatToHosts: z.boolean().optional(),
 });
 
 /** What the host builds from the meeting row to create the actor. */
@@ -108,6 +112,13 @@ export const muteEvent = ev('MUTE', { participantId: id, by: id });
 export const muteAllEvent = ev('MUTE_ALL', { by: id });
 /** A host lets a muted participant unmute again (permission, not a forced unmute). */
 export const allowUnmuteEvent = ev('ALLOW_UNMUTE', { participantId: id, by: id });
+/** A host lets every muted participant unmute again (the locks of MUTE and MUTE_ALL are lifted; lecture mode's floor is not given). */
+export const allowUnmuteAllEvent = ev('ALLOW_UNMUTE_ALL', { by: id });
+/**
+ * Someone was refused at the door of this locked room (the join-token exchange says so): the hosts are
+ * told, at most once a minute per person (KNOCK_INTERVAL_MS), so they can unlock or let them be.
+ */
+export const knockEvent = ev('KNOCK', { userId: id, name: z.string().min(1).max(300) });
 /** A participant whose microphone is locked (host mute, lecture mode) asks the hosts to let them speak. */
 export const askUnmuteEvent = ev('ASK_UNMUTE', { participantId: id });
 /** A participant raises or lowers their own hand, or a host lowers someone's (`by` is who asks). */
@@ -191,6 +202,8 @@ export const meetingEvent = z.discriminatedUnion('type', [
   muteEvent,
   muteAllEvent,
   allowUnmuteEvent,
+  allowUnmuteAllEvent,
+  knockEvent,
   askUnmuteEvent,
   handEvent,
   lowerAllHandsEvent,

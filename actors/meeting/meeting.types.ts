@@ -70,6 +70,8 @@ export interface MeetingContext {
   attendanceFinalizedAt?: number | null;
   /** A host locked the room (absent in older snapshots: unlocked). */
   locked?: boolean;
+  /** When each person refused at the locked door last made the hosts hear of it (ms; pruned after KNOCK_INTERVAL_MS). */
+  knocks?: Record<string, number>;
   /** Who a host put in the spotlight (absent in older snapshots: nobody). Kept while they are away; pages show it only for someone in the room. */
   spotlight?: string | null;
   /** The meeting's own cap on people in the room (null: the plan's alone), and the plan's (absent in older snapshots: none). */
@@ -248,6 +250,9 @@ export interface MeetingReplies {
   MUTE: Ok;
   MUTE_ALL: { ok: true; muted: string[] };
   ALLOW_UNMUTE: Ok;
+  ALLOW_UNMUTE_ALL: { ok: true; allowed: string[] };
+  /** `told`: the hosts heard of it (false: the room is not locked, or this person knocked within the minute). */
+  KNOCK: { ok: true; told: boolean };
   ASK_UNMUTE: Ok;
   HAND: { ok: true; raisedAt: string | null; lowered: string[] };
   LOWER_ALL_HANDS: { ok: true; lowered: string[] };

@@ -1,6 +1,7 @@
 import { ERASED_NAME } from '../../src/core/domain.ts';
 import type { Occupancy } from '../../src/core/room-access.ts';
 import { iso } from '../../src/core/actor-effects.ts';
+import { CHAT_DEFAULTS } from '../../src/core/chat.ts';
 import type {
   ClientSettings,
   MeetingContext,
@@ -146,6 +147,8 @@ export const clientSettings = (c: Pick<MeetingContext, 'settings'>): ClientSetti
   muteOnEntry: c.settings.muteOnEntry,
   lectureMode: c.settings.lectureMode,
   allowStudentScreenShare: c.settings.allowStudentScreenShare,
+  chat: c.settings.chat ?? CHAT_DEFAULTS.chat,
+  privateChatToHosts: c.settings.privateChatToHosts ?? CHAT_DEFAULTS.privateChatToHosts,
 });
 
 /** The roster to everyone, stamped with the room revision it was made at. */

@@ -154,7 +154,7 @@ export class ClassRoom {
       state: {
         rev: 1,
         roster: participants.map((p) => rosterEntry(p.participantId, p.role === 'teacher' ? 'HOST' : 'PARTICIPANT')),
-        settings: { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false },
+        settings: { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false, chat: 'everyone', privateChatToHosts: true },
       },
     });
     self = new ClassRoom(o, pool, room, participants);

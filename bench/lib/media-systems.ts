@@ -178,7 +178,7 @@ export async function aulaSystem(kind: Kind, producers: number, receivers: numbe
     initialOutgoingBitrate: 1_000_000,
     emit,
     log,
-    state: { rev: 1, roster, settings: { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false } },
+    state: { rev: 1, roster, settings: { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false, chat: 'everyone', privateChatToHosts: true } },
   });
   let caps: RtpCapabilities | null = null;
   const sys: MediaSystem = {

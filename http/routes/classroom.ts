@@ -1,6 +1,7 @@
 import { route } from '../route.ts';
-import { meetingPolls, meetingQuestions } from '../schemas/classroom.ts';
-import { idParam } from '../schemas/common.ts';
+import { chatRecord, meetingPolls, meetingQuestions } from '../schemas/classroom.ts';
+import { z } from 'zod';
+import { idParam, pageQuery } from '../schemas/common.ts';
 
 const tag = 'Polls and Q&A';
 
@@ -34,5 +35,25 @@ export const classroomRoutes = [
       errors: ['meeting_not_found'],
     },
     async ({ app, db, apiKey, params }) => ({ data: await app.services.questions.ofMeeting(db, apiKey!.orgId, params.id) }),
+  ),
+  route(
+    {
+      method: 'get',
+      path: '/public/meetings/:id/chat',
+      tag,
+      auth: 'apiKey',
+      scope: 'meetings:read',
+      summary: "A meeting's public chat, oldest first.",
+      description: 'Messages to the room only: private conversations with the hosts and messages a host deleted are not listed. docs/chat.md.',
+      params: idParam,
+      query: z.strictObject(pageQuery),
+      response: z.array(chatRecord),
+      list: true,
+      errors: ['meeting_not_found'],
+    },
+    async ({ app, db, apiKey, params, query }) => {
+      const page = await app.services.chat.ofMeeting(db, apiKey!.orgId, params.id, query);
+      return { data: page.items, nextCursor: page.nextCursor };
+    },
   ),
 ];

@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { POLL_STATUSES, POLL_TYPES, QUESTION_STATUSES } from '../../src/core/classroom.ts';
 import type { MeetingPolls, PollOption, PollRecord, PollResponse, QuizScore } from '../../src/services/polls.ts';
 import type { MeetingQuestions, QuestionRecord } from '../../src/services/questions.ts';
+import type { ChatRecord } from '../../src/services/chat.ts';
+import { USER_ROLES } from '../../src/core/domain.ts';
+import { ROOM_ROLES } from '../../src/core/room-access.ts';
 import { schemaOf } from './common.ts';
 import { memberUser } from './enrollments.ts';
 
@@ -85,5 +88,21 @@ export const meetingQuestions = schemaOf<MeetingQuestions>()(
     meetingId: z.string(),
     externalMeetingId: z.string().nullable(),
     questions: z.array(questionRecord).describe('In the order they were asked, dismissed ones included.'),
+  }),
+);
+
+export const chatRecord = schemaOf<ChatRecord>()(
+  z.object({
+    messageId: z.string(),
+    meetingId: z.string(),
+    sender: z.object({
+      userId: z.string(),
+      externalId: z.string(),
+      name: z.string().describe('The name the room showed ("Deleted user" once the person deleted their account).'),
+      role: z.enum(USER_ROLES),
+      roomRole: z.enum(ROOM_ROLES),
+    }),
+    text: z.string(),
+    sentAt: z.string(),
   }),
 );

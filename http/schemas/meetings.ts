@@ -3,6 +3,7 @@ import { ENDED_REASONS, MEETING_STATUSES } from '../../src/core/domain.ts';
 import { ROOM_ROLES } from '../../src/core/room-access.ts';
 import { DEFAULT_EXPIRY_SECONDS, MAX_EXPIRY_SECONDS, type JoinLinkInput, type JoinLinkRecord } from '../../src/services/join-links.ts';
 import { MEETING_KINDS } from '../../src/core/room.ts';
+import { CHAT_MODES } from '../../src/core/chat.ts';
 import { ACCESS_MODES, type MeetingCreate, type MeetingListQuery, type MeetingRecord, type MeetingUpdate } from '../../src/services/meetings.ts';
 import { externalId, httpsUrl, isoDate, pageQuery, schemaOf } from './common.ts';
 
@@ -12,6 +13,8 @@ const meetingSettings = z.strictObject({
   recordAutomatically: z.boolean().optional().describe('Default false.'),
   lectureMode: z.boolean().optional().describe('Only hosts and cohosts send audio until a host gives a student the floor. Default false.'),
   allowStudentScreenShare: z.boolean().optional().describe('Default true for MEETING, false for CLASS.'),
+  chat: z.enum(CHAT_MODES).optional().describe('The room\'s chat: everyone writes to the room (default), only hosts and cohosts do (hosts-only), or off. Hosts change it live in the room too.'),
+  privateChatToHosts: z.boolean().optional().describe('Students may write privately to the hosts (never to each other). Default true.'),
   maxParticipants: z
     .number()
     .int()
@@ -92,6 +95,8 @@ export const meetingRecord = schemaOf<MeetingRecord>()(
       recordAutomatically: z.boolean(),
       lectureMode: z.boolean(),
       allowStudentScreenShare: z.boolean(),
+      chat: z.enum(CHAT_MODES),
+      privateChatToHosts: z.boolean(),
       maxParticipants: z.number().int().nullable(),
     }),
     access: z.object({ mode: z.enum(ACCESS_MODES) }),

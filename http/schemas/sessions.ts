@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CHAT_MODES } from '../../src/core/chat.ts';
 import { ROOM_ROLES } from '../../src/core/room-access.ts';
 import { MEETING_KINDS, WAITING_STATUSES, type MeetingSession } from '../../src/core/room.ts';
 import { schemaOf } from './common.ts';
@@ -29,6 +30,8 @@ export const meetingSession = schemaOf<MeetingSession>()(
         lectureMode: z.boolean(),
         allowStudentScreenShare: z.boolean(),
         recordAutomatically: z.boolean(),
+        chat: z.enum(CHAT_MODES),
+        privateChatToHosts: z.boolean(),
       }),
     }),
     user: z.object({ id: z.string(), externalId: z.string(), displayName: z.string() }),

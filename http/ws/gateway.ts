@@ -43,6 +43,9 @@ export const CLASSROOM_LIMITS = {
   'ask-question': { capacity: 3, perSecond: 1 / 10 },
   'upvote-question': { capacity: 10, perSecond: 1 },
   'answer-poll': { capacity: 5, perSecond: 1 },
+  /** A few lines in a row, then one every two seconds: a conversation, not a flood of the class's screens. */
+  'chat-send': { capacity: 5, perSecond: 1 / 2 },
+  react: { capacity: 5, perSecond: 1 / 2 },
 } as const;
 
 /**
@@ -86,6 +89,8 @@ const limitNames: Record<SessionLimit, string> = {
   'ask-question': 'questions',
   'upvote-question': 'upvotes',
   'answer-poll': 'poll answers',
+  'chat-send': 'chat messages',
+  react: 'reactions',
   produce: 'new producers (cameras, microphones, screens)',
   'transport-create': 'new media transports',
 };

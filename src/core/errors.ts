@@ -76,6 +76,7 @@ export const errorCatalog = {
   // in the room (media gateway)
   produce_not_allowed: { status: 403, message: 'Your room role may not send this kind of media in this meeting.' },
   muted_by_host: { status: 403, message: 'A host muted your microphone; ask to unmute and wait until a host allows it.' },
+  chat_not_allowed: { status: 403, message: 'The meeting\'s chat settings do not let you send this message.' },
   floor_required: { status: 403, message: 'This is a lecture: only hosts speak until a host gives you the floor.' },
   command_rate_limited: { status: 429, message: 'Too many commands on this connection; slow down.', retryable: true },
   room_busy: { status: 503, message: 'The room has too many commands waiting; retry shortly.', retryable: true },

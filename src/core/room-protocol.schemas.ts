@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { MEDIA_SOURCES } from './room-access.ts';
 import { draftProblem, POLL_LIMITS, POLL_TYPES, QUESTION_LIMITS } from './classroom.ts';
+import { CHAT_LIMITS, CHAT_MODES, REACTIONS } from './chat.ts';
 import { MEDIA_ERROR_CODES, MEDIA_KINDS, PROTOCOL_LIMITS, TRANSPORT_DIRECTIONS, VIEW_SOURCES, type ClientMessage, type RoomCommand, type SignalingRequest } from './room-protocol.ts';
 
 /**
@@ -55,6 +56,7 @@ const roomCommands = [
   z.object({ type: z.literal('mute'), id: cid, participantId: ref }),
   z.object({ type: z.literal('mute-all'), id: cid }),
   z.object({ type: z.literal('allow-unmute'), id: cid, participantId: ref }),
+  z.object({ type: z.literal('allow-unmute-all'), id: cid }),
   z.object({ type: z.literal('ask-unmute'), id: cid }),
   z.object({ type: z.literal('raise-hand'), id: cid }),
   z.object({ type: z.literal('lower-hand'), id: cid, participantId: ref.optional() }),
@@ -72,6 +74,12 @@ const roomCommands = [
   z.object({ type: z.literal('dismiss-question'), id: cid, questionId: ref }),
   z.object({ type: z.literal('admit'), id: cid, queueId: ref }),
   z.object({ type: z.literal('deny'), id: cid, queueId: ref }),
+  z.object({ type: z.literal('chat-send'), id: cid, text: z.string().trim().min(1).max(CHAT_LIMITS.textChars), privateTo: ref.optional() }),
+  z.object({ type: z.literal('chat-delete'), id: cid, messageId: ref }),
+  z
+    .object({ type: z.literal('chat-settings'), id: cid, chat: z.enum(CHAT_MODES).optional(), privateChatToHosts: z.boolean().optional() })
+    .refine((m) => m.chat !== undefined || m.privateChatToHosts !== undefined, { message: 'give chat, privateChatToHosts or both' }),
+  z.object({ type: z.literal('react'), id: cid, emoji: z.enum(REACTIONS) }),
 ] as const;
 
 const signalingRequests = [

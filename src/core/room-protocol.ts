@@ -1,6 +1,7 @@
 import type { EndedReason, MeetingStatus, UserRole } from './domain.ts';
 import type { MediaSource } from './room-access.ts';
 import type { PollType } from './classroom.ts';
+import type { ChatMessageView, ChatMode, ChatSettings, Reaction } from './chat.ts';
 import type { ClassroomState, ClientSettings, PollResults, PollView, QuestionView, RoomMessage, RosterEntry, WaitingStatus } from './room.ts';
 
 /**
@@ -78,6 +79,8 @@ export type RoomCommand =
   | { type: 'mute'; id?: string; participantId: string }
   | { type: 'mute-all'; id?: string }
   | { type: 'allow-unmute'; id?: string; participantId: string }
+  /** Hosts and cohosts: every muted participant may unmute again. */
+  | { type: 'allow-unmute-all'; id?: string }
   | { type: 'ask-unmute'; id?: string }
   | { type: 'raise-hand'; id?: string }
   /** Without participantId: your own hand; another's: hosts and cohosts. */
@@ -103,7 +106,18 @@ export type RoomCommand =
   | { type: 'answer-question'; id?: string; questionId: string; answer?: string }
   | { type: 'dismiss-question'; id?: string; questionId: string }
   | { type: 'admit'; id?: string; queueId: string }
-  | { type: 'deny'; id?: string; queueId: string };
+  | { type: 'deny'; id?: string; queueId: string }
+  /**
+   * A chat message (src/core/chat.ts says who may write what): to the room, or privately: `privateTo`
+   * 'hosts' (a student to the hosts) or a student's participantId (a host to that student).
+   */
+  | { type: 'chat-send'; id?: string; text: string; privateTo?: string }
+  /** Hosts and cohosts: the message leaves everyone's chat (and the API's). */
+  | { type: 'chat-delete'; id?: string; messageId: string }
+  /** Hosts and cohosts: the meeting's chat settings, changed live (the meeting's settings change with them). */
+  | { type: 'chat-settings'; id?: string; chat?: ChatMode; privateChatToHosts?: boolean }
+  /** A quick reaction: floats over the sender's tile on every page for a few seconds. */
+  | { type: 'react'; id?: string; emoji: Reaction };
 
 // ---- client to server: media signaling (relayed to the node that hosts the room's media) -------
 
@@ -208,6 +222,7 @@ export interface AckResults {
   mute: Empty;
   'mute-all': { muted: string[] };
   'allow-unmute': Empty;
+  'allow-unmute-all': { allowed: string[] };
   'ask-unmute': Empty;
   'raise-hand': { raisedAt: string | null };
   'lower-hand': { lowered: string[] };
@@ -226,6 +241,10 @@ export interface AckResults {
   'dismiss-question': Empty;
   admit: WaitingEntryResult;
   deny: WaitingEntryResult;
+  'chat-send': { message: ChatMessageView };
+  'chat-delete': Empty;
+  'chat-settings': { settings: ChatSettings };
+  react: Empty;
   'media-join': { routerRtpCapabilities: MediasoupObject; resumed: boolean; iceServers: IceServer[]; iceServersExpireAt: string | null };
   'transport-create': { transportId: string; iceParameters: MediasoupObject; iceCandidates: MediasoupObject[]; dtlsParameters: MediasoupObject };
   'transport-connect': Empty;
@@ -388,11 +407,19 @@ export interface ErrorMessage {
   error: ProtocolError;
 }
 
+/** The chat and reactions, to those who see them (Chat.sees): not the meeting actor's, they are not in its state. */
+export type ChatEvent =
+  | { type: 'chat'; message: ChatMessageView }
+  /** Once after `joined`: the newest messages this person sees (CHAT_LIMITS.history), oldest first. */
+  | { type: 'chat-history'; messages: ChatMessageView[] }
+  | { type: 'chat-deleted'; messageId: string }
+  | { type: 'reaction'; participantId: string; emoji: Reaction };
+
 /** The room's own messages as a socket sees them: `media` is told as MediaPlacedMessage (where the media lives stays the server's). */
 export type RoomEvent = Exclude<RoomMessage, { type: 'media' }>;
 
 /** Everything a room socket hears. */
-export type ServerMessage = Ack | JoinedMessage | RoomEvent | MediaPlacedMessage | MediaEvent | TurnCredentialsMessage | WaitingListMessage | WaitingMessage | ErrorMessage;
+export type ServerMessage = Ack | JoinedMessage | RoomEvent | ChatEvent | MediaPlacedMessage | MediaEvent | TurnCredentialsMessage | WaitingListMessage | WaitingMessage | ErrorMessage;
 
 // ---- close codes --------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@
  * these shapes, and the actors' and HTTP's zod schemas are checked against them.
  */
 import type { PollStatus, PollType } from './classroom.ts';
+import type { ChatSettings } from './chat.ts';
 import type { EndedReason } from './domain.ts';
 import type { RoomRole } from './room-access.ts';
 
@@ -83,7 +84,7 @@ export interface ClassroomState {
 }
 
 /** The settings a client of the room needs (a part of the meeting's settings). */
-export interface ClientSettings {
+export interface ClientSettings extends ChatSettings {
   waitingRoom: boolean;
   muteOnEntry: boolean;
   lectureMode: boolean;
@@ -117,6 +118,8 @@ export type RoomMessage =
   | { type: 'unmute-allowed'; by: string }
   /** To the participant: you were given the floor (true) or it was taken back. */
   | { type: 'floor'; give: boolean; by: string }
+  /** To hosts: someone was kept out of the locked room (at most once a minute per person): unlock to let them in. */
+  | { type: 'knock'; userId: string; name: string; at: string }
   /** To hosts: a participant asks to speak. */
   | { type: 'unmute-requested'; participantId: string; name: string }
   /** To everyone: a host locked or unlocked the room. */
@@ -151,7 +154,7 @@ export interface MeetingSession {
     title: string;
     status: string;
     orgId: string;
-    settings: { muteOnEntry: boolean; lectureMode: boolean; allowStudentScreenShare: boolean; recordAutomatically: boolean };
+    settings: { muteOnEntry: boolean; lectureMode: boolean; allowStudentScreenShare: boolean; recordAutomatically: boolean } & ChatSettings;
   };
   user: { id: string; externalId: string; displayName: string };
   redirectUrl: string | null;

@@ -18,6 +18,7 @@ import { Classes } from '../services/classes.ts';
 import { Attendance } from '../services/attendance.ts';
 import { Polls, VOTER_KEY_PURPOSE } from '../services/polls.ts';
 import { Questions } from '../services/questions.ts';
+import { ChatLog } from '../services/chat.ts';
 import { Usage } from '../services/usage.ts';
 import { Enrollments } from '../services/enrollments.ts';
 import { Idempotency } from '../services/idempotency.ts';
@@ -164,6 +165,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
     : null;
   const turn = config.AULA_TURN_URLS?.length && config.AULA_TURN_SECRET ? new TurnRelays({ urls: config.AULA_TURN_URLS, secret: config.AULA_TURN_SECRET, clock, sql, log }) : null;
   const networkCheck = new NetworkCheck({ pool, turn, log });
+  const chat = new ChatLog(clock, meetings);
   roomService = new Rooms({
     sql,
     clients,
@@ -177,6 +179,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
     sweepMs: redis ? 2000 : 0,
     voterKey: deriveKey(secret, VOTER_KEY_PURPOSE),
     turn,
+    chat,
     signaled: (type, answer) => metrics.mediaSignal(type, answer),
   });
   const app: App = {
@@ -210,6 +213,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
       attendance: new Attendance(meetings, classes),
       polls: new Polls(meetings),
       questions: new Questions(meetings),
+      chat,
       usage: new Usage(),
       invitations: new Invitations(clock, users, meetings),
       joinLinks: new JoinLinks(clock, tokens, users, meetings),

@@ -23,6 +23,7 @@ import type { ApiKeys } from './api-keys.ts';
 import type { Attendance } from './attendance.ts';
 import type { Polls } from './polls.ts';
 import type { Questions } from './questions.ts';
+import type { ChatLog } from './chat.ts';
 import type { Usage } from './usage.ts';
 import type { Classes } from './classes.ts';
 import type { Enrollments } from './enrollments.ts';
@@ -81,6 +82,8 @@ export interface App {
     /** Polls and quizzes, and Q&A, of meetings (written by the meeting actors). */
     polls: Polls;
     questions: Questions;
+    /** The rooms' chat (its rows; the rooms service tells the room). */
+    chat: ChatLog;
     /** Usage per day against the plan's limits. */
     usage: Usage;
     invitations: Invitations;

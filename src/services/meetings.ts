@@ -22,6 +22,7 @@ export const ACCESS_MODES = ['ORG_MEMBERS', 'ENROLLED', 'INVITED'] as const;
 
 export type AccessMode = (typeof ACCESS_MODES)[number];
 import { MEETING_KINDS, type MeetingKind } from '../core/room.ts';
+import { CHAT_DEFAULTS, type ChatMode } from '../core/chat.ts';
 
 /** A meeting's settings, every one decided (the defaults of its kind where it was created without them). */
 export type MeetingSettings = {
@@ -30,6 +31,9 @@ export type MeetingSettings = {
   recordAutomatically: boolean;
   lectureMode: boolean;
   allowStudentScreenShare: boolean;
+  /** The room's chat (src/core/chat.ts): who writes to the room, and whether students may write privately to the hosts. */
+  chat: ChatMode;
+  privateChatToHosts: boolean;
   /** At most this many people in the room at once (hosts included; they still get in); null: the plan's cap. */
   maxParticipants: number | null;
 }; // a type, not an interface: it is stored as JSON
@@ -192,6 +196,8 @@ const defaults = (kind: MeetingKind, s: Partial<MeetingSettings> = {}): MeetingS
   recordAutomatically: s.recordAutomatically ?? false,
   lectureMode: s.lectureMode ?? false,
   allowStudentScreenShare: s.allowStudentScreenShare ?? kind === 'MEETING',
+  chat: s.chat ?? CHAT_DEFAULTS.chat,
+  privateChatToHosts: s.privateChatToHosts ?? CHAT_DEFAULTS.privateChatToHosts,
   maxParticipants: s.maxParticipants ?? null,
 });
 

@@ -274,7 +274,15 @@ export class Sessions {
     this.#assertUser(user, claims);
     const meeting = await this.#meetings.get(db, claims.o, claims.m);
     assertOpen(meeting);
-    assertAdmits(meeting, claims.r);
+    try {
+      assertAdmits(meeting, claims.r);
+    } catch (err) {
+      // someone at the locked door: the hosts hear of it (the actor tells them at most once a minute per person)
+      if (err instanceof AppError && err.code === 'meeting_locked') {
+        this.#rooms.meeting.knock(meeting.id, { userId: user.id, name: claims.n ?? user.fullName }).catch(() => undefined);
+      }
+      throw err;
+    }
     if (meeting.status === 'SCHEDULED') assertCanStart(await this.#meetings.liveLoad(db, claims.o, 'fresh'));
     await this.#checkAccess(db, meeting, user, claims.r);
 
@@ -422,6 +430,8 @@ export class Sessions {
           muteOnEntry: meeting.settings.muteOnEntry,
           lectureMode: meeting.settings.lectureMode,
           allowStudentScreenShare: meeting.settings.allowStudentScreenShare,
+          chat: meeting.settings.chat,
+          privateChatToHosts: meeting.settings.privateChatToHosts,
           recordAutomatically: meeting.settings.recordAutomatically,
         },
       },

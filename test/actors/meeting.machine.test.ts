@@ -167,7 +167,7 @@ t.test('the first JOIN starts the meeting: meeting.started, plan-cap timer, part
     ok: true,
     participantId: 'par_teacher',
     roster,
-    settings: { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false },
+    settings: { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false, chat: 'everyone', privateChatToHosts: true },
     rev: 1,
     media: null,
     locked: false,
@@ -198,7 +198,7 @@ t.test('muteOnEntry: everyone but hosts and cohosts enters muted; settings are i
     [['Ada', false, false], ['Carol', false, false], ['Alice', true, false], ['Bob', true, false]],
     'entering muted is not a lock: the participant may unmute',
   );
-  t.strictSame(body.settings, { waitingRoom: false, muteOnEntry: true, lectureMode: true, allowStudentScreenShare: false });
+  t.strictSame(body.settings, { waitingRoom: false, muteOnEntry: true, lectureMode: true, allowStudentScreenShare: false, chat: 'everyone', privateChatToHosts: true });
 });
 
 t.test('a reconnect within the grace emits no leave/join pair', async (t) => {
@@ -524,7 +524,7 @@ t.test('UPDATE in a live room: new settings go to everyone, a new plan cap re-ar
   const fx = r.send({ type: 'UPDATE', settings: { allowStudentScreenShare: true }, planMaxMinutes: 300, at: T0 + 5 * MIN });
   t.same(timers(fx), [`set plan-cap@${300 * MIN}`]);
   t.same(ofType(fx, 'send'), [
-    { type: 'send', to: { all: true }, message: { type: 'settings', rev: 3, settings: { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: true } } },
+    { type: 'send', to: { all: true }, message: { type: 'settings', rev: 3, settings: { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: true, chat: 'everyone', privateChatToHosts: true } } },
   ]);
   t.same(r.send({ type: 'TIMER', name: 'plan-cap', at: T0 + 40 * MIN }), [], 'the old cap no longer ends it');
   t.equal(r.state, 'live');
@@ -565,7 +565,7 @@ t.test('meeting.* data has the keys and values of meetingEventData in src/servic
     hostUserId: 'usr_teacher',
     scheduledStart: new Date(T0),
     durationMinutes: 60,
-    settings: { ...baseInput.settings, maxParticipants: null },
+    settings: { chat: 'everyone', privateChatToHosts: true, ...baseInput.settings, maxParticipants: null },
     accessMode: 'ORG_MEMBERS',
     locked: false,
     atCapacity: false,

@@ -26,7 +26,7 @@ const room = await RoomMedia.open({
   initialOutgoingBitrate: 1_000_000,
   emit: () => {},
   log,
-  state: { rev: 1, roster: [], settings: { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false } },
+  state: { rev: 1, roster: [], settings: { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false, chat: 'everyone', privateChatToHosts: true } },
 });
 t.teardown(() => room.close());
 

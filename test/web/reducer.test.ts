@@ -1,5 +1,5 @@
 import t from 'tap';
-import type { ClassroomState, PollView, QuestionView, RosterEntry } from '../../src/core/room.ts';
+import type { ClassroomState, ClientSettings, PollView, QuestionView, RosterEntry } from '../../src/core/room.ts';
 import type { RoomRole } from '../../src/core/room-access.ts';
 import type { Session } from '../../web/room/api.ts';
 import { embedEvents } from '../../web/room/embed-events.ts';
@@ -17,7 +17,7 @@ const session = (role: RoomRole = 'PARTICIPANT'): Session => ({
   mediaUrl: 'ws://127.0.0.1/api/v1/meetings/m/media',
   role,
   waitingRoom: null,
-  meeting: { id: 'mtg_1', kind: 'MEETING', slug: 'm', title: 'Physics', status: 'LIVE', orgId: 'org_1', settings: { muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false, recordAutomatically: false } },
+  meeting: { id: 'mtg_1', kind: 'MEETING', slug: 'm', title: 'Physics', status: 'LIVE', orgId: 'org_1', settings: { muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false, recordAutomatically: false, chat: 'everyone', privateChatToHosts: true } },
   user: { id: 'usr_1', externalId: 's1', displayName: 'Sam' },
   redirectUrl: null,
 });
@@ -53,7 +53,7 @@ const question = (id: string, over: Partial<QuestionView> = {}): QuestionView =>
 });
 
 const noClassroom: ClassroomState = { polls: [], pollResults: [], answeredPolls: [], questions: [], upvotedQuestions: [], ownQuestions: [] };
-const settings = { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false };
+const settings: ClientSettings = { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false, chat: 'everyone', privateChatToHosts: true };
 
 /** Deeply frozen, so a reducer that changed what it was given would throw. */
 function frozen<T>(v: T): T {

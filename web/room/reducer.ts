@@ -107,7 +107,7 @@ export const initialState: State = {
   session: null,
   participantId: null,
   roster: [],
-  settings: { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false },
+  settings: { waitingRoom: false, muteOnEntry: false, lectureMode: false, allowStudentScreenShare: false, chat: 'everyone', privateChatToHosts: true },
   waitingList: [],
   activeSpeaker: null,
   quality: {},
@@ -185,8 +185,8 @@ export const me = (s: Pick<State, 'roster' | 'participantId'>): RosterEntry | un
 
 /** The settings of the room, as the session's meeting gives them before the room socket does. */
 export function sessionSettings(s: Session, was: ClientSettings): ClientSettings {
-  const { muteOnEntry, lectureMode, allowStudentScreenShare } = s.meeting.settings;
-  return { ...was, muteOnEntry, lectureMode, allowStudentScreenShare };
+  const { muteOnEntry, lectureMode, allowStudentScreenShare, chat, privateChatToHosts } = s.meeting.settings;
+  return { ...was, muteOnEntry, lectureMode, allowStudentScreenShare, chat, privateChatToHosts };
 }
 
 const upsert = <T>(list: T[], item: T, same: (x: T) => boolean): T[] => (list.some(same) ? list.map((x) => (same(x) ? item : x)) : [...list, item]);

@@ -24,6 +24,8 @@ export class MeetingClient extends ActorClient<MeetingEvent, MeetingReplies> {
   mute = (id: string, ...args: ArgList<MeetingEvent, 'MUTE'>) => this.ask(id, 'MUTE', ...args);
   muteAll = (id: string, ...args: ArgList<MeetingEvent, 'MUTE_ALL'>) => this.ask(id, 'MUTE_ALL', ...args);
   allowUnmute = (id: string, ...args: ArgList<MeetingEvent, 'ALLOW_UNMUTE'>) => this.ask(id, 'ALLOW_UNMUTE', ...args);
+  allowUnmuteAll = (id: string, ...args: ArgList<MeetingEvent, 'ALLOW_UNMUTE_ALL'>) => this.ask(id, 'ALLOW_UNMUTE_ALL', ...args);
+  knock = (id: string, ...args: ArgList<MeetingEvent, 'KNOCK'>) => this.ask(id, 'KNOCK', ...args);
   askUnmute = (id: string, ...args: ArgList<MeetingEvent, 'ASK_UNMUTE'>) => this.ask(id, 'ASK_UNMUTE', ...args);
   hand = (id: string, ...args: ArgList<MeetingEvent, 'HAND'>) => this.ask(id, 'HAND', ...args);
   lowerAllHands = (id: string, ...args: ArgList<MeetingEvent, 'LOWER_ALL_HANDS'>) => this.ask(id, 'LOWER_ALL_HANDS', ...args);

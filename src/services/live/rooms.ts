@@ -17,6 +17,9 @@ import { pollOptions } from '../../core/classroom.ts';
 import { voterHash } from '../polls.ts';
 import { SIGNALING_TYPES, type ClientMessage, type MediaEvent, type SignalingRequest } from '../../core/room-protocol.ts';
 import type { TurnRelays } from './turn.ts';
+import type { ChatLog } from '../chat.ts';
+import { Chat, type ChatTarget } from '../../core/chat.ts';
+import type { ChatEvent } from '../../core/room-protocol.ts';
 
 /** What this node knows of a room it holds sockets for, kept current by the room's own messages. */
 interface RoomView {
@@ -46,6 +49,8 @@ export interface RoomsOptions {
   voterKey: Buffer;
   /** The TURN relays media sessions may use (AULA_TURN_URLS); null: none configured. */
   turn?: TurnRelays | null;
+  /** The chat's rows. */
+  chat: ChatLog;
   /** Told of each media request answered: ICE restarts and resumed media sessions are counted (metrics). */
   signaled?: (type: SignalingRequest['type'], answer: Record<string, unknown>) => void;
 }
@@ -212,6 +217,9 @@ export class Rooms implements EffectSink {
         media: { rev: media?.rev ?? 0, available: media !== null },
       }),
     );
+    // the chat so far (a late joiner or a reconnect sees the conversation); what is sent from now on comes as `chat`
+    const messages = await this.#o.chat.history(this.#o.sql, c.meetingId, c.userId, RoomAccess.isHost(c.role));
+    if (!c.closed) c.send(JSON.stringify({ type: 'chat-history', messages } satisfies ChatEvent));
   }
 
   /** A socket closed without leaving: the participant may come back within the reconnect grace. */
@@ -273,6 +281,9 @@ export class Rooms implements EffectSink {
       case 'allow-unmute':
         this.#edge(c, 'allow-unmute', msg.participantId);
         return strip(await meeting.allowUnmute(m, { participantId: msg.participantId, by }));
+      case 'allow-unmute-all':
+        this.#edge(c, 'allow-unmute');
+        return strip(await meeting.allowUnmuteAll(m, { by }));
       case 'lock':
         this.#edge(c, 'lock');
         return strip(await meeting.lock(m, { by, locked: msg.locked }));
@@ -318,9 +329,68 @@ export class Rooms implements EffectSink {
         this.#edge(c, msg.type);
         this.#o.log.info({ meetingId: m, queueId: msg.queueId, by: c.userId, via: 'room' }, msg.type === 'admit' ? 'waiting room: admitted' : 'waiting room: denied');
         return strip(await (msg.type === 'admit' ? this.#o.clients.waitingRoom.admit : this.#o.clients.waitingRoom.deny)(m, { queueId: msg.queueId, by: c.userId }));
+      case 'chat-send':
+        return { message: await this.#chat(c, msg.text, msg.privateTo) };
+      case 'chat-delete': {
+        this.#edge(c, 'chat');
+        const gone = await this.#o.chat.delete(this.#o.sql, m, msg.messageId, c.userId);
+        if (!gone) throw new AppError('not_found', { message: 'No such message in this meeting\'s chat.', details: { messageId: msg.messageId } });
+        this.#tell(m, gone.privateWith, { type: 'chat-deleted', messageId: msg.messageId });
+        return {};
+      }
+      case 'chat-settings': {
+        this.#edge(c, 'chat');
+        const [row] = await this.#o.sql<{ orgId: string }[]>`select org_id from meetings where id = ${m}`;
+        if (!row) throw new AppError('meeting_not_found');
+        const settings = { ...(msg.chat !== undefined ? { chat: msg.chat } : {}), ...(msg.privateChatToHosts !== undefined ? { privateChatToHosts: msg.privateChatToHosts } : {}) };
+        // the meeting's own settings change (meeting.updated, PATCH's path): the room hears them as `settings`
+        const updated = await this.#o.meetings.update(this.#o.sql, row.orgId, m, { settings });
+        return { settings: { chat: updated.settings.chat, privateChatToHosts: updated.settings.privateChatToHosts } };
+      }
+      case 'react':
+        this.#tell(m, null, { type: 'reaction', participantId: by, emoji: msg.emoji });
+        return {};
       default:
         throw new AppError('bad_request', { message: `unhandled command ${msg.type}` });
     }
+  }
+
+  /**
+   * A chat message: allowed by the settings this node last heard (Chat.send), stored, then told to those
+   * who see it: the room, or a student's conversation with the hosts.
+   */
+  async #chat(c: RoomConnection, text: string, privateTo: string | undefined) {
+    const view = this.#views.get(c.meetingId);
+    if (!view) throw new AppError('invalid_state', { message: 'Join the room before you chat.' });
+    let target: ChatTarget = { to: 'everyone' };
+    let privateWith: string | null = null;
+    if (privateTo === 'hosts') {
+      target = { to: 'hosts' };
+      privateWith = c.participantId;
+    } else if (privateTo !== undefined) {
+      const to = view.standing.get(privateTo);
+      if (!to) throw new AppError('not_found', { message: 'No such participant in the room.', details: { participantId: privateTo } });
+      target = { to: 'participant', role: to.roomRole };
+      privateWith = privateTo;
+    }
+    const d = Chat.send(c.role, target, view.settings);
+    if (d) throw refused(d);
+    const message = await this.#o.chat.add(this.#o.sql, { meetingId: c.meetingId, participantId: c.participantId, roomRole: c.role, privateWith, text });
+    this.#tell(c.meetingId, privateWith, { type: 'chat', message });
+    return message;
+  }
+
+  /** A chat event to those who see it: everyone, or the hosts and the one student of a private conversation. */
+  #tell(meetingId: string, privateWith: string | null, message: ChatEvent): void {
+    this.deliver(
+      meetingId,
+      privateWith === null
+        ? [{ type: 'send', to: { all: true }, message }]
+        : [
+            { type: 'send', to: { role: 'hosts' }, message },
+            { type: 'send', to: { participantId: privateWith }, message },
+          ],
+    );
   }
 
   /** RoomAccess at the edge: the socket's own role, and the target's as this node last heard it. */

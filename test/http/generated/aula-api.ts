@@ -497,6 +497,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/public/meetings/{id}/chat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A meeting's public chat, oldest first.
+         * @description Messages to the room only: private conversations with the hosts and messages a host deleted are not listed. docs/chat.md.
+         */
+        get: operations["getApiV1PublicMeetingsIdChat"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/public/usage": {
         parameters: {
             query?: never;
@@ -2505,6 +2525,9 @@ export interface operations {
                                 recordAutomatically: boolean;
                                 lectureMode: boolean;
                                 allowStudentScreenShare: boolean;
+                                /** @enum {string} */
+                                chat: "everyone" | "hosts-only" | "off";
+                                privateChatToHosts: boolean;
                                 maxParticipants: number | null;
                             };
                             access: {
@@ -2646,6 +2669,13 @@ export interface operations {
                         lectureMode?: boolean;
                         /** @description Default true for MEETING, false for CLASS. */
                         allowStudentScreenShare?: boolean;
+                        /**
+                         * @description The room's chat: everyone writes to the room (default), only hosts and cohosts do (hosts-only), or off. Hosts change it live in the room too.
+                         * @enum {string}
+                         */
+                        chat?: "everyone" | "hosts-only" | "off";
+                        /** @description Students may write privately to the hosts (never to each other). Default true. */
+                        privateChatToHosts?: boolean;
                         /** @description At most this many people in the room at once (hosts included; hosts and cohosts still get in); at most the plan's cap. null (default): the plan's cap. */
                         maxParticipants?: number | null;
                     };
@@ -2693,6 +2723,9 @@ export interface operations {
                                 recordAutomatically: boolean;
                                 lectureMode: boolean;
                                 allowStudentScreenShare: boolean;
+                                /** @enum {string} */
+                                chat: "everyone" | "hosts-only" | "off";
+                                privateChatToHosts: boolean;
                                 maxParticipants: number | null;
                             };
                             access: {
@@ -2852,6 +2885,9 @@ export interface operations {
                                 recordAutomatically: boolean;
                                 lectureMode: boolean;
                                 allowStudentScreenShare: boolean;
+                                /** @enum {string} */
+                                chat: "everyone" | "hosts-only" | "off";
+                                privateChatToHosts: boolean;
                                 maxParticipants: number | null;
                             };
                             access: {
@@ -2988,6 +3024,13 @@ export interface operations {
                         lectureMode?: boolean;
                         /** @description Default true for MEETING, false for CLASS. */
                         allowStudentScreenShare?: boolean;
+                        /**
+                         * @description The room's chat: everyone writes to the room (default), only hosts and cohosts do (hosts-only), or off. Hosts change it live in the room too.
+                         * @enum {string}
+                         */
+                        chat?: "everyone" | "hosts-only" | "off";
+                        /** @description Students may write privately to the hosts (never to each other). Default true. */
+                        privateChatToHosts?: boolean;
                         /** @description At most this many people in the room at once (hosts included; hosts and cohosts still get in); at most the plan's cap. null (default): the plan's cap. */
                         maxParticipants?: number | null;
                     };
@@ -3034,6 +3077,9 @@ export interface operations {
                                 recordAutomatically: boolean;
                                 lectureMode: boolean;
                                 allowStudentScreenShare: boolean;
+                                /** @enum {string} */
+                                chat: "everyone" | "hosts-only" | "off";
+                                privateChatToHosts: boolean;
                                 maxParticipants: number | null;
                             };
                             access: {
@@ -3196,6 +3242,9 @@ export interface operations {
                                 recordAutomatically: boolean;
                                 lectureMode: boolean;
                                 allowStudentScreenShare: boolean;
+                                /** @enum {string} */
+                                chat: "everyone" | "hosts-only" | "off";
+                                privateChatToHosts: boolean;
                                 maxParticipants: number | null;
                             };
                             access: {
@@ -3358,6 +3407,9 @@ export interface operations {
                                 recordAutomatically: boolean;
                                 lectureMode: boolean;
                                 allowStudentScreenShare: boolean;
+                                /** @enum {string} */
+                                chat: "everyone" | "hosts-only" | "off";
+                                privateChatToHosts: boolean;
                                 maxParticipants: number | null;
                             };
                             access: {
@@ -5554,6 +5606,136 @@ export interface operations {
             };
         };
     };
+    getApiV1PublicMeetingsIdChat: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100; default 50. */
+                limit?: number;
+                /** @description The nextCursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string & (unknown & unknown);
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            messageId: string;
+                            meetingId: string;
+                            sender: {
+                                userId: string;
+                                externalId: string;
+                                /** @description The name the room showed ("Deleted user" once the person deleted their account). */
+                                name: string;
+                                /** @enum {string} */
+                                role: "TEACHER" | "STUDENT" | "ADMIN";
+                                /** @enum {string} */
+                                roomRole: "HOST" | "COHOST" | "PARTICIPANT" | "VIEWER";
+                            };
+                            text: string;
+                            sentAt: string;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `auth_missing`, `auth_malformed`, `api_key_invalid`, `api_key_revoked`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `meeting_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getApiV1PublicUsage: {
         parameters: {
             query?: {
@@ -5735,6 +5917,9 @@ export interface operations {
                                     lectureMode: boolean;
                                     allowStudentScreenShare: boolean;
                                     recordAutomatically: boolean;
+                                    /** @enum {string} */
+                                    chat: "everyone" | "hosts-only" | "off";
+                                    privateChatToHosts: boolean;
                                 };
                             };
                             user: {
@@ -5886,6 +6071,9 @@ export interface operations {
                                     lectureMode: boolean;
                                     allowStudentScreenShare: boolean;
                                     recordAutomatically: boolean;
+                                    /** @enum {string} */
+                                    chat: "everyone" | "hosts-only" | "off";
+                                    privateChatToHosts: boolean;
                                 };
                             };
                             user: {
