@@ -86,7 +86,21 @@ export const pollView = (p: Poll): PollView => ({
   correct: p.status === 'CLOSED' ? p.correct : null,
 });
 
-export const pollResults = (p: Poll): PollResults => ({ pollId: p.pollId, answered: p.answered, votes: p.votes, texts: p.texts, correct: p.correct });
+/**
+ * A poll's results; `forHosts`: with who answered a named poll while it is open (user ids), so hosts see
+ * who has not. Never in an anonymous poll's, nor in the copy shared with everyone.
+ */
+export const pollResults = (p: Poll, forHosts = false): PollResults => ({
+  pollId: p.pollId,
+  answered: p.answered,
+  votes: p.votes,
+  texts: p.texts,
+  correct: p.correct,
+  ...(forHosts && !p.anonymous ? { answeredBy: p.answers.flatMap((a) => (a.user?.id ? [a.user.id] : [])) } : {}),
+});
+
+/** The results to those who see them: the hosts (with who answered), and everyone once shared. */
+const resultsEffects = (p: Poll): MeetingEffect[] => [...(p.shared ? [toAll({ type: 'poll-results', results: pollResults(p) })] : []), toHosts({ type: 'poll-results', results: pollResults(p, true) })];
 
 export const questionView = (q: Question): QuestionView => ({
   questionId: q.questionId,
@@ -107,7 +121,7 @@ export function classroomState(c: MeetingContext, voter: Voter, role: RoomRole):
   const questions = (c.questions ?? []).filter((q) => q.status !== 'DISMISSED');
   return {
     polls: polls.map(pollView),
-    pollResults: polls.filter((p) => RoomAccess.isHost(role) || p.shared).map(pollResults),
+    pollResults: polls.filter((p) => RoomAccess.isHost(role) || p.shared).map((p) => pollResults(p, RoomAccess.isHost(role))),
     answeredPolls: polls.filter((p) => p.answers.some((a) => isVoter(voter, a.voter))).map((p) => p.pollId),
     questions: questions.map(questionView),
     upvotedQuestions: questions.filter((q) => q.upvoters.some((u) => isVoter(voter, u))).map((q) => q.questionId),
@@ -231,7 +245,7 @@ export function classroomStep(c: MeetingContext, e: ClassroomEvent): ClassroomOu
         texts: [],
         answers: [],
       };
-      return { polls: [...polls, p], effects: [{ type: 'poll', poll: p }, toAll({ type: 'poll', poll: pollView(p) }), toHosts({ type: 'poll-results', results: pollResults(p) })], reply: { ok: true, poll: pollView(p) } };
+      return { polls: [...polls, p], effects: [{ type: 'poll', poll: p }, toAll({ type: 'poll', poll: pollView(p) }), ...resultsEffects(p)], reply: { ok: true, poll: pollView(p) } };
     }
     case 'ANSWER_POLL': {
       if (!poll) return noPoll();
@@ -252,7 +266,7 @@ export function classroomStep(c: MeetingContext, e: ClassroomEvent): ClassroomOu
         texts: text === null ? poll.texts : [...poll.texts, text].slice(-POLL_LIMITS.liveTexts),
         answers: poll.anonymous ? [...poll.answers, answer].sort(byContent) : [...poll.answers, answer],
       };
-      const effects: MeetingEffect[] = [(next.shared ? toAll : toHosts)({ type: 'poll-results', results: pollResults(next) })];
+      const effects = resultsEffects(next);
       return { polls: replace(polls, pollAt, next), effects, reply: { ok: true } };
     }
     case 'CLOSE_POLL': {

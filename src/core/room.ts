@@ -54,6 +54,8 @@ export interface PollResults {
   votes: number[];
   texts: string[];
   correct: number[];
+  /** To hosts and cohosts, while a named poll is open: the user ids of who answered (the page shows who has not). */
+  answeredBy?: string[];
 }
 
 /** A question as the room sees it (dismissed ones are gone from the room); the asker only when not anonymous. */

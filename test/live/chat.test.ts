@@ -203,3 +203,23 @@ t.test('a refused join to a locked room: the hosts hear of it, at most once a mi
   t.match(await host.ws.command({ type: 'lock', locked: false }), { ok: true, locked: false });
   t.equal((await s.exchange(dan.id)).status, 200, 'unlocked: in');
 });
+
+t.test('hosts see who answered a named poll while it is open; an anonymous poll and the shared copy never say', async (t) => {
+  const s = await school();
+  const host = await s.enter(s.teacher.id, 'HOST');
+  const amyUser = await s.user('s-amy', 'Amy Adams');
+  const amy = await s.enter(amyUser.id);
+  await s.enter((await s.user('s-ben', 'Ben Bell')).id);
+  const named = (await host.ws.command({ type: 'open-poll', question: 'Ready?', pollType: 'YES_NO' })).poll;
+  t.same((await host.ws.next((m) => m.type === 'poll-results' && m.results.pollId === named.pollId)).results.answeredBy, [], 'nobody yet');
+  await amy.ws.command({ type: 'answer-poll', pollId: named.pollId, choices: [0] });
+  t.same((await host.ws.next((m) => m.type === 'poll-results' && m.results.answered === 1)).results.answeredBy, [amyUser.id], 'the hosts see who answered');
+  await host.ws.command({ type: 'close-poll', pollId: named.pollId, share: true });
+  const shared = await amy.ws.next((m) => m.type === 'poll-results' && m.results.pollId === named.pollId);
+  t.notOk('answeredBy' in shared.results, 'the copy shared with everyone does not say who');
+
+  const anon = (await host.ws.command({ type: 'open-poll', question: 'Honestly?', pollType: 'YES_NO', anonymous: true })).poll;
+  await amy.ws.command({ type: 'answer-poll', pollId: anon.pollId, choices: [1] });
+  const r = await host.ws.next((m) => m.type === 'poll-results' && m.results.pollId === anon.pollId && m.results.answered === 1);
+  t.notOk('answeredBy' in r.results, 'an anonymous poll never says who answered');
+});
