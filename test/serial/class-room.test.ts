@@ -133,11 +133,11 @@ t.test('the spotlight: a host puts a student big on every page; hosts can turn a
   t.pass('the phone receives the spotlit student although they were on its other page');
   await screenshot(cp, 'class-phone-spotlight');
   await screenshot(tp, 'class-host-spotlight');
-  await tp.click('button[aria-label="Remove Node Student 3 from the spotlight"]');
+  await tp.click('button[aria-label="Remove spotlight from Node Student 3"]');
   await eventually(() => bp.evaluate(() => document.querySelector('.focus') === null), 5000);
   t.pass('the spotlight off: the grid again');
 
-  await tp.click(`button[aria-label="Stop Bea Laptop's camera"]`);
+  await tp.click(`button[aria-label="Stop camera of Bea Laptop"]`);
   await eventually(() => bp.evaluate(() => (window as any).aula.state.camOn === false), 5000);
   t.notOk((await inspect()).peers.find((p) => p.participantId === bid)!.producers.some((p) => p.source === 'camera'), 'no camera producer on the server');
   await tp.click('button[aria-label^="People"]');

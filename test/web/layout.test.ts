@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import type { RosterEntry } from '../../src/core/room.ts';
 import type { RoomRole } from '../../src/core/room-access.ts';
 import { person as rosterEntry } from '../helpers/roster.ts';
-import { gridFor, layout, pageSize, thumbnailsFit, type LayoutInput } from '../../web/room/layout.ts';
+import { gridFor, layout, pageSize, tallestTile, thumbnailsFit, type LayoutInput } from '../../web/room/layout.ts';
 
 // What the stage shows, decided from the room's state alone (web/room/layout.ts): no browser.
 
@@ -107,4 +107,20 @@ t.test('the grid fills the stage: four people at 1280x800 cover over 70% of it',
   t.equal(wide.columns, 4);
   t.ok(wide.tileWidth * 4 + 24 <= 1248 && ((wide.tileHeight * 4 + 24) <= 640), 'sixteen fit');
   t.same(gridFor(0, 100, 100, 8), { columns: 1, tileWidth: 0, tileHeight: 0 });
+});
+
+t.test('on a portrait stage (a phone held upright) tiles grow as tall as 3:4: one to three people fill most of it', async (t) => {
+  const phone = { width: 348, height: 600 };
+  const tallest = tallestTile(phone.width, phone.height);
+  t.equal(tallest, 3 / 4);
+  t.equal(tallestTile(1248, 640), 16 / 9, 'a landscape stage keeps 16:9');
+  const fill = (n: number) => {
+    const g = gridFor(n, phone.width, phone.height, 8, tallest);
+    return (n * g.tileWidth * g.tileHeight) / (phone.width * phone.height);
+  };
+  t.same(gridFor(1, phone.width, phone.height, 8, tallest), { columns: 1, tileWidth: 348, tileHeight: 464 }, 'one person: the whole width, 3:4');
+  t.ok(gridFor(1, phone.width, phone.height, 8).tileHeight < 200, 'where a 16:9 tile would leave two thirds empty');
+  for (const n of [1, 2, 3]) t.ok(fill(n) > 0.75, `${n}: ${(fill(n) * 100).toFixed(0)}% of the stage`);
+  const four = gridFor(4, phone.width, phone.height, 8, tallest);
+  t.ok(four.tileWidth / four.tileHeight >= 3 / 4 - 0.01 && four.tileWidth / four.tileHeight <= 16 / 9 + 0.01, 'never taller than 3:4 nor wider than 16:9');
 });

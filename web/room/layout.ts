@@ -114,16 +114,29 @@ export function layout(i: LayoutInput): Layout {
 }
 
 /**
- * The grid's columns for `count` 16:9 tiles in a `width` x `height` stage with `gap` between tiles: the
- * number of columns that makes the tiles largest, and their size in CSS pixels.
+ * The tallest a tile may be, as width over height: 16:9 on a landscape stage; on a portrait one (a phone
+ * held upright) as tall as 3:4, the camera's picture cropped at its sides as the phone apps crop it, so
+ * that one or two people fill the screen instead of a strip across its middle.
  */
-export function gridFor(count: number, width: number, height: number, gap: number): { columns: number; tileWidth: number; tileHeight: number } {
+export function tallestTile(width: number, height: number): number {
+  return height > width ? 3 / 4 : 16 / 9;
+}
+
+/**
+ * The grid's columns for `count` tiles in a `width` x `height` stage with `gap` between tiles: the
+ * number of columns that makes the tiles largest, and their size in CSS pixels. A tile is 16:9 where its
+ * cell is wider than that, else as tall as its cell and `tallest` (width over height) allow.
+ */
+export function gridFor(count: number, width: number, height: number, gap: number, tallest = 16 / 9): { columns: number; tileWidth: number; tileHeight: number } {
   let best = { columns: 1, tileWidth: 0, tileHeight: 0 };
   if (count <= 0 || width <= 0 || height <= 0) return best;
   for (let columns = 1; columns <= count; columns++) {
     const rows = Math.ceil(count / columns);
-    const w = Math.min((width - (columns - 1) * gap) / columns, (((height - (rows - 1) * gap) / rows) * 16) / 9);
-    if (w > best.tileWidth) best = { columns, tileWidth: Math.floor(w), tileHeight: Math.floor((w * 9) / 16) };
+    const cellWidth = (width - (columns - 1) * gap) / columns;
+    const cellHeight = (height - (rows - 1) * gap) / rows;
+    const w = Math.min(cellWidth, (cellHeight * 16) / 9);
+    const h = Math.min(cellHeight, w / Math.min(tallest, 16 / 9));
+    if (w * h > best.tileWidth * best.tileHeight) best = { columns, tileWidth: Math.floor(w), tileHeight: Math.floor(h) };
   }
   return best;
 }

@@ -1,11 +1,17 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { RoomController } from '../controller.ts';
 import type { Access, State } from '../reducer.ts';
-import { Icon, Toggle } from './common.tsx';
+import { Icon } from './common.tsx';
 import { LeaveMenu } from './leave-menu.tsx';
+import { MenuButton } from './menu.tsx';
 
-/** The room's control bar: microphone, camera, screen (each only when the role may), hand, the panels, and leaving. */
+/**
+ * The room's control bar: microphone, camera, screen (each only when the role may), hand, the panels,
+ * and leaving. On a narrow screen (a phone) the bar keeps the four that matter most in a class and
+ * Leave, and the rest go in a More menu, as Meet's phone app does.
+ */
 
-export type PanelName = 'people' | 'polls' | 'qa';
+export type PanelName = 'people' | 'polls' | 'qa' | 'chat';
 
 /** What the panel buttons show as counts. */
 export interface Counts {
@@ -17,10 +23,84 @@ export interface Counts {
   openQuestions: number;
   /** Raised hands (their count shows to hosts on People, beside the waiting). */
   hands: number;
+  /** Chat messages that came while the chat panel was closed. */
+  unreadChat?: number;
 }
 
 /** Whether this browser can share a screen at all (phones' browsers cannot): the button is not offered where it cannot work. */
 const canShareScreen = (): boolean => typeof navigator !== 'undefined' && typeof navigator.mediaDevices?.getDisplayMedia === 'function';
+
+/** The width below which the bar is the phone's (the same as room.css's narrow layout). */
+const NARROW = '(max-width: 640px)';
+
+/** How many controls a narrow bar shows besides Leave; the others go in More. */
+const NARROW_SLOTS = 4;
+
+/** The order in which the controls earn a place in the narrow bar: a host keeps People (the waiting and the hands) where a student keeps the hand. */
+const PRIORITY = ['mic', 'cam', 'hand', 'chat', 'people', 'polls', 'qa', 'screen'];
+const HOST_PRIORITY = ['mic', 'cam', 'people', 'chat', 'hand', 'polls', 'qa', 'screen'];
+
+function useMatches(query: string): boolean {
+  const [matches, setMatches] = useState(() => matchMedia(query).matches);
+  useEffect(() => {
+    const list = matchMedia(query);
+    const changed = () => setMatches(list.matches);
+    list.addEventListener('change', changed);
+    changed();
+    return () => list.removeEventListener('change', changed);
+  }, [query]);
+  return matches;
+}
+
+/** One control, drawn as a button of the bar or as an item of the More menu. */
+interface Control {
+  key: string;
+  /** What it shows, and its title. */
+  label: string;
+  /** Its accessible name: the label and what its badge says. */
+  name: string;
+  icon: string;
+  /** A toggle's state, or whether its panel is open. */
+  pressed: boolean;
+  /** Microphone and camera: drawn crossed out and red while off. */
+  device?: boolean;
+  /** The number on its badge (none at 0). */
+  count?: number;
+  /** The badge is a hand's colour (raised hands wait). */
+  hands?: boolean;
+  /** What More's name says of it while it is in the menu (a count, something waiting). */
+  note?: string;
+  onClick: () => void;
+}
+
+/**
+ * A control's count. The name already says it ("People, 2 waiting"), so the number is drawn by CSS from
+ * data-count: it is no text of the button's, which would then have to be part of its name, in order.
+ */
+function Badge({ c }: { c: Pick<Control, 'count' | 'hands'> }) {
+  return c.count ? <span class={`count${c.hands ? ' hands' : ''}`} data-count={c.count} aria-hidden="true" /> : null;
+}
+
+function BarButton({ c }: { c: Control }) {
+  const state = c.pressed ? ' on' : c.device ? ' off' : '';
+  return (
+    <button class={`ctl${state}`} aria-pressed={c.pressed} aria-label={c.name} title={c.label} onClick={c.onClick}>
+      <Icon name={c.icon} off={c.device && !c.pressed} />
+      <span class="ctl-label">{c.label}</span>
+      <Badge c={c} />
+    </button>
+  );
+}
+
+function MenuItem({ c }: { c: Control }) {
+  return (
+    <button role="menuitemcheckbox" aria-checked={c.pressed} class={`btn menu-item${c.device && !c.pressed ? ' off' : ''}`} aria-label={c.name} onClick={c.onClick}>
+      <Icon name={c.icon} off={c.device && !c.pressed} />
+      <span>{c.label}</span>
+      <Badge c={c} />
+    </button>
+  );
+}
 
 export function Controls({
   media: s,
@@ -39,30 +119,74 @@ export function Controls({
   onPanel: (name: PanelName) => void;
   act: Pick<RoomController, 'toggleMic' | 'toggleCamera' | 'toggleScreen' | 'raiseHand' | 'leave' | 'endForEveryone'>;
 }) {
+  const narrow = useMatches(NARROW);
+  const nav = useRef<HTMLElement>(null);
+  useEffect(() => {
+    // entering the room (Join, or a host's admission) removed the button that had the focus: the keyboard starts on the first control
+    if (document.activeElement === null || document.activeElement === document.body) nav.current?.querySelector<HTMLButtonElement>('button')?.focus();
+  }, []);
+
   const { waiting, pollWaiting, openQuestions } = counts;
   const hands = may.host ? counts.hands : 0;
-  const peopleLabel = ['People', waiting ? `${waiting} waiting` : '', hands ? `${hands} ${hands === 1 ? 'hand' : 'hands'} raised` : ''].filter(Boolean).join(', ');
+  const unread = counts.unreadChat ?? 0;
+  const peopleNote = [waiting ? `${waiting} waiting` : '', hands ? `${hands} ${hands === 1 ? 'hand' : 'hands'} raised` : ''].filter(Boolean).join(', ');
+  const questionsNote = openQuestions ? `${openQuestions} open` : '';
+  const panelControl = (key: PanelName, label: string, icon: string, note: string, count: number, more: Partial<Control> = {}): Control => ({
+    key,
+    label,
+    name: note ? `${label}, ${note}` : label,
+    icon,
+    pressed: panel === key,
+    count,
+    ...(note ? { note: `${label}: ${note}` } : {}),
+    onClick: () => onPanel(key),
+    ...more,
+  });
+  const controls: Control[] = [];
+  if (may.send) {
+    controls.push({ key: 'mic', label: s.micOn ? 'Mute' : 'Unmute', name: s.micOn ? 'Mute' : 'Unmute', icon: 'mic', pressed: s.micOn, device: true, onClick: () => void act.toggleMic() });
+    controls.push({ key: 'cam', label: s.camOn ? 'Stop video' : 'Start video', name: s.camOn ? 'Stop video' : 'Start video', icon: 'cam', pressed: s.camOn, device: true, onClick: () => void act.toggleCamera() });
+  }
+  if (may.shareScreen && canShareScreen()) {
+    const label = s.screenOn ? 'Stop sharing' : 'Share screen';
+    controls.push({ key: 'screen', label, name: label, icon: 'screen', pressed: s.screenOn, onClick: () => void act.toggleScreen() });
+  }
+  controls.push({ key: 'hand', label: handUp ? 'Lower hand' : 'Raise hand', name: handUp ? 'Lower hand' : 'Raise hand', icon: 'hand', pressed: handUp, onClick: () => void act.raiseHand(!handUp) });
+  controls.push(panelControl('people', 'People', 'people', peopleNote, waiting + hands, { hands: hands > 0 }));
+  controls.push(panelControl('chat', 'Chat', 'chat', unread ? `${unread} unread` : '', unread));
+  controls.push(panelControl('polls', 'Polls', 'poll', pollWaiting ? 'a poll is waiting for your answer' : '', pollWaiting ? 1 : 0));
+  controls.push(panelControl('qa', 'Q&A', 'qa', questionsNote, may.host ? openQuestions : 0));
+
+  const order = may.host ? HOST_PRIORITY : PRIORITY;
+  const inBar = narrow ? new Set(controls.map((c) => c.key).sort((a, b) => order.indexOf(a) - order.indexOf(b)).slice(0, NARROW_SLOTS)) : null;
+  const bar = inBar ? controls.filter((c) => inBar.has(c.key)) : controls;
+  const rest = inBar ? controls.filter((c) => !inBar.has(c.key)) : [];
+  const notes = rest.map((c) => c.note).filter(Boolean);
+  const waitingInMore = rest.reduce((n, c) => n + (c.count ?? 0), 0);
   return (
-    <nav class="controls" aria-label="Meeting controls">
-      {may.send && <Toggle label={s.micOn ? 'Mute' : 'Unmute'} on={s.micOn} icon="mic" onClick={() => void act.toggleMic()} />}
-      {may.send && <Toggle label={s.camOn ? 'Stop video' : 'Start video'} on={s.camOn} icon="cam" onClick={() => void act.toggleCamera()} />}
-      {may.shareScreen && canShareScreen() && <Toggle label={s.screenOn ? 'Stop sharing' : 'Share screen'} on={s.screenOn} icon="screen" onClick={() => void act.toggleScreen()} />}
-      <Toggle label={handUp ? 'Lower hand' : 'Raise hand'} on={handUp} icon="hand" onClick={() => void act.raiseHand(!handUp)} />
-      <button class={`ctl${panel === 'people' ? ' on' : ''}`} aria-pressed={panel === 'people'} aria-label={peopleLabel} title="People" onClick={() => onPanel('people')}>
-        <Icon name="people" />
-        <span class="ctl-label">People</span>
-        {waiting + hands > 0 && <span class={`count${hands > 0 ? ' hands' : ''}`}>{waiting + hands}</span>}
-      </button>
-      <button class={`ctl${panel === 'polls' ? ' on' : ''}`} aria-pressed={panel === 'polls'} aria-label={`Polls${pollWaiting ? ', a poll is waiting for your answer' : ''}`} title="Polls" onClick={() => onPanel('polls')}>
-        <Icon name="poll" />
-        <span class="ctl-label">Polls</span>
-        {pollWaiting && <span class="count">1</span>}
-      </button>
-      <button class={`ctl${panel === 'qa' ? ' on' : ''}`} aria-pressed={panel === 'qa'} aria-label={`Q&A${openQuestions ? `, ${openQuestions} open` : ''}`} title="Q&A" onClick={() => onPanel('qa')}>
-        <Icon name="qa" />
-        <span class="ctl-label">Q&amp;A</span>
-        {may.host && openQuestions > 0 && <span class="count">{openQuestions}</span>}
-      </button>
+    <nav class={`controls${narrow ? ' narrow' : ''}`} aria-label="Meeting controls" ref={nav}>
+      {bar.map((c) => (
+        <BarButton key={c.key} c={c} />
+      ))}
+      {rest.length > 0 && (
+        <MenuButton
+          id="more-menu"
+          label="More"
+          buttonLabel={notes.length ? `More, ${notes.join(', ')}` : 'More'}
+          buttonClass="ctl more"
+          button={
+            <>
+              <Icon name="more" />
+              <span class="ctl-label">More</span>
+              <Badge c={{ count: waitingInMore, hands: rest.some((c) => c.hands) }} />
+            </>
+          }
+        >
+          {rest.map((c) => (
+            <MenuItem key={c.key} c={c} />
+          ))}
+        </MenuButton>
+      )}
       {may.host ? (
         <LeaveMenu onLeave={() => void act.leave()} onEnd={() => confirm('End the meeting for everyone? Everyone leaves and nobody can join again.') && void act.endForEveryone()} />
       ) : (

@@ -139,14 +139,14 @@ export function People({
               </div>
               <span class="states">
                 {p.handRaisedAt && (
-                  <span title="Hand raised" aria-label="Hand raised" class="hand">
+                  <span role="img" title="Hand raised" aria-label="Hand raised" class="hand">
                     <Icon name="hand" />
                   </span>
                 )}
-                <span aria-label={src.mic === 'on' ? 'Microphone on' : 'Microphone off'} title={src.mic === 'on' ? 'Microphone on' : 'Microphone off'}>
+                <span role="img" aria-label={src.mic === 'on' ? 'Microphone on' : 'Microphone off'} title={src.mic === 'on' ? 'Microphone on' : 'Microphone off'}>
                   <Icon name="mic" off={src.mic !== 'on'} />
                 </span>
-                <span aria-label={src.camera === 'on' ? 'Camera on' : 'Camera off'} title={src.camera === 'on' ? 'Camera on' : 'Camera off'}>
+                <span role="img" aria-label={src.camera === 'on' ? 'Camera on' : 'Camera off'} title={src.camera === 'on' ? 'Camera on' : 'Camera off'}>
                   <Icon name="cam" off={src.camera !== 'on'} />
                 </span>
               </span>
@@ -157,35 +157,35 @@ export function People({
                   </button>
                 )}
                 {spotlight && (
-                  <button class="btn small" aria-pressed={spotlit} aria-label={spotlit ? `Remove ${p.name} from the spotlight` : `Spotlight ${p.name} for everyone`} onClick={() => void act.command({ type: 'spotlight', participantId: spotlit ? null : p.participantId })}>
+                  <button class="btn small" aria-pressed={spotlit} aria-label={spotlit ? `Remove spotlight from ${p.name}` : `Spotlight ${p.name} for everyone`} onClick={() => void act.command({ type: 'spotlight', participantId: spotlit ? null : p.participantId })}>
                     {spotlit ? 'Remove spotlight' : 'Spotlight'}
                   </button>
                 )}
                 {stopCamera && (
-                  <button class="btn small" aria-label={`Stop ${p.name}'s camera`} onClick={() => void act.command({ type: 'stop-camera', participantId: p.participantId })}>
+                  <button class="btn small" aria-label={`Stop camera of ${p.name}`} onClick={() => void act.command({ type: 'stop-camera', participantId: p.participantId })}>
                     Stop camera
                   </button>
                 )}
-                  {lower && (
-                    <button class="btn small" aria-label={`Lower ${p.name}'s hand`} onClick={() => void act.command({ type: 'lower-hand', participantId: p.participantId })}>
-                      Lower hand
-                    </button>
-                  )}
-                  {unmute && (
-                    <button class="btn small" aria-label={`Allow ${p.name} to unmute`} onClick={() => void act.command({ type: 'allow-unmute', participantId: p.participantId })}>
-                      Allow unmute
-                    </button>
-                  )}
-                  {mute && (
-                    <button class="btn small" aria-label={`Mute ${p.name}`} onClick={() => void act.command({ type: 'mute', participantId: p.participantId })}>
-                      Mute
-                    </button>
-                  )}
-                  {remove && (
-                    <button class="btn small danger" aria-label={`Remove ${p.name}`} onClick={() => confirm(`Remove ${p.name} from the meeting?`) && void act.command({ type: 'remove', participantId: p.participantId })}>
-                      Remove
-                    </button>
-                  )}
+                {lower && (
+                  <button class="btn small" aria-label={`Lower hand of ${p.name}`} onClick={() => void act.command({ type: 'lower-hand', participantId: p.participantId })}>
+                    Lower hand
+                  </button>
+                )}
+                {unmute && (
+                  <button class="btn small" aria-label={`Allow unmute for ${p.name}`} onClick={() => void act.command({ type: 'allow-unmute', participantId: p.participantId })}>
+                    Allow unmute
+                  </button>
+                )}
+                {mute && (
+                  <button class="btn small" aria-label={`Mute ${p.name}`} onClick={() => void act.command({ type: 'mute', participantId: p.participantId })}>
+                    Mute
+                  </button>
+                )}
+                {remove && (
+                  <button class="btn small danger" aria-label={`Remove ${p.name}`} onClick={() => confirm(`Remove ${p.name} from the meeting?`) && void act.command({ type: 'remove', participantId: p.participantId })}>
+                    Remove
+                  </button>
+                )}
               </span>
             </li>
           );

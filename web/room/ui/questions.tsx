@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import type { QuestionView } from '../../../src/core/room.ts';
 import { QUESTION_LIMITS } from '../../../src/core/classroom.ts';
 import type { RoomController } from '../controller.ts';
@@ -26,6 +26,8 @@ export function QuestionsPanel({
 }) {
   const [text, setText] = useState('');
   const [anonymous, setAnonymous] = useState(false);
+  const [sent, setSent] = useState(false);
+  const input = useRef<HTMLTextAreaElement>(null);
   const byVotes = (a: QuestionView, b: QuestionView) => b.upvotes - a.upvotes || a.askedAt.localeCompare(b.askedAt);
   const open = s.questions.filter((q) => q.status === 'OPEN').sort(byVotes);
   const answered = s.questions.filter((q) => q.status === 'ANSWERED').sort((a, b) => (b.answeredAt ?? '').localeCompare(a.answeredAt ?? ''));
@@ -35,10 +37,26 @@ export function QuestionsPanel({
         class="ask"
         onSubmit={async (e) => {
           e.preventDefault();
-          if (text.trim() && (await act.askQuestion(text, anonymous))) setText('');
+          if (!text.trim()) return;
+          const asked = await act.askQuestion(text, anonymous);
+          if (asked) setText('');
+          setSent(asked);
+          // the Ask button, disabled once the field is empty, would drop the focus: it goes back to the field, and the status says the question went
+          input.current?.focus();
         }}
       >
-        <textarea aria-label="Your question" placeholder="Ask a question" maxLength={QUESTION_LIMITS.textChars} rows={2} value={text} onInput={(e) => setText(value(e))} />
+        <textarea
+          ref={input}
+          aria-label="Your question"
+          placeholder="Ask a question"
+          maxLength={QUESTION_LIMITS.textChars}
+          rows={2}
+          value={text}
+          onInput={(e) => {
+            setText(value(e));
+            setSent(false);
+          }}
+        />
         <div class="ask-row">
           <label class="check small">
             <input type="checkbox" checked={anonymous} onChange={(e) => setAnonymous(checked(e))} /> Ask anonymously
@@ -47,6 +65,9 @@ export function QuestionsPanel({
             Ask
           </button>
         </div>
+        <p class="small sent" role="status" id="question-status">
+          {sent ? 'Your question was sent.' : ''}
+        </p>
       </form>
       {open.length + answered.length === 0 && <p class="muted small empty">No questions yet.</p>}
       <ul class="questions">

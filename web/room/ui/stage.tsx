@@ -1,6 +1,6 @@
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { RosterEntry } from '../../../src/core/room.ts';
-import { gridFor, layout, pageSize, thumbnailsFit, type Focus } from '../layout.ts';
+import { gridFor, layout, pageSize, tallestTile, thumbnailsFit, type Focus } from '../layout.ts';
 import type { RemoteTrack } from '../media.ts';
 import type { State } from '../reducer.ts';
 import { Avatar, Icon } from './common.tsx';
@@ -105,12 +105,12 @@ function Tile({ p, me, micOn, video, speaking, quality, tag, pinned, spotlit, bi
       )}
       <figcaption>
         {!micOn && (
-          <span class="badge" title="Microphone off" aria-label="Microphone off">
+          <span class="badge" role="img" title="Microphone off" aria-label="Microphone off">
             <Icon name="mic" off />
           </span>
         )}
         {p.handRaisedAt && (
-          <span class="badge hand" title="Hand raised" aria-label="Hand raised">
+          <span class="badge hand" role="img" title="Hand raised" aria-label="Hand raised">
             <Icon name="hand" />
           </span>
         )}
@@ -145,7 +145,7 @@ export interface StageActions {
 const STRIP_NAMES = 12;
 
 export function Stage({ room: s, remote, own, act }: { room: StageState; remote: RemoteTrack[]; own: OwnMedia; act: StageActions }) {
-  const [stageRef, stage] = useSize<HTMLDivElement>();
+  const [stageRef, stage] = useSize<HTMLElement>();
   const [gridRef, grid] = useSize<HTMLDivElement>();
   const me = s.participantId;
   const kind = s.session?.meeting.kind;
@@ -191,11 +191,11 @@ export function Stage({ room: s, remote, own, act }: { room: StageState; remote:
   };
 
   const sharer = (f: Focus) => byId.get(f.participantId)?.name ?? 'Someone';
-  const cells = gridFor(L.tiles.length, grid.width, grid.height, GAP);
+  const cells = gridFor(L.tiles.length, grid.width, grid.height, GAP, tallestTile(grid.width, grid.height));
   const gridStyle = L.focus || cells.tileWidth === 0 ? undefined : { gridTemplateColumns: `repeat(${cells.columns}, ${cells.tileWidth}px)`, gridAutoRows: `${cells.tileHeight}px` };
   const stripPeople = L.strip.map((id) => byId.get(id)!).filter(Boolean);
   return (
-    <div ref={stageRef} class={`stage${L.focus ? ' focused' : ''}${L.focus?.source === 'screen' ? ' presenting' : ''}${s.audioOnly ? ' audio-only' : ''}`} aria-label="Stage">
+    <main ref={stageRef} class={`stage${L.focus ? ' focused' : ''}${L.focus?.source === 'screen' ? ' presenting' : ''}${s.audioOnly ? ' audio-only' : ''}`} aria-label="Stage">
       <div class="stage-main">
         {L.focus?.source === 'screen' && (
           <figure class="tile screen" aria-label={`${sharer(L.focus)} is presenting`} data-view-participant={L.focus.participantId} data-view-source="screen">
@@ -206,7 +206,7 @@ export function Stage({ room: s, remote, own, act }: { room: StageState; remote:
           </figure>
         )}
         {L.focus?.source === 'camera' && <div class="focus">{tile(L.focus.participantId, true)}</div>}
-        <div ref={gridRef} class={L.focus ? 'thumbs' : 'grid'} style={gridStyle} aria-label={L.pages > 1 ? `Page ${L.page} of ${L.pages}` : undefined}>
+        <div ref={gridRef} class={L.focus ? 'thumbs' : gridStyle ? 'grid sized' : 'grid'} style={gridStyle} role={L.pages > 1 ? 'group' : undefined} aria-label={L.pages > 1 ? `Page ${L.page} of ${L.pages}` : undefined}>
           {L.tiles.map((id) => tile(id))}
         </div>
       </div>
@@ -230,7 +230,7 @@ export function Stage({ room: s, remote, own, act }: { room: StageState; remote:
               {stripPeople.slice(0, STRIP_NAMES).map((p) => (
                 <li key={p.participantId} class={`chip${s.activeSpeaker === p.participantId ? ' speaking' : ''}`}>
                   {p.handRaisedAt && (
-                    <span class="hand" aria-label="Hand raised">
+                    <span class="hand" role="img" aria-label="Hand raised">
                       <Icon name="hand" />
                     </span>
                   )}
@@ -254,6 +254,6 @@ export function Stage({ room: s, remote, own, act }: { room: StageState; remote:
         .map((r) => (
           <TrackAudio key={r.consumerId} track={r.track} />
         ))}
-    </div>
+    </main>
   );
 }
