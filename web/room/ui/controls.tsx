@@ -123,7 +123,9 @@ export function Controls({
   const nav = useRef<HTMLElement>(null);
   useEffect(() => {
     // entering the room (Join, or a host's admission) removed the button that had the focus: the keyboard starts on the first control
-    if (document.activeElement === null || document.activeElement === document.body) nav.current?.querySelector<HTMLButtonElement>('button')?.focus();
+    // (not when the page has no focus to give: an embedding page keeps its own)
+    const lost = document.activeElement === null || document.activeElement === document.body;
+    if (lost && document.hasFocus()) nav.current?.querySelector<HTMLButtonElement>('button')?.focus();
   }, []);
 
   const { waiting, pollWaiting, openQuestions } = counts;
