@@ -21,6 +21,11 @@ if [ ! -x "$chromium_bin" ]; then
     echo "browser tests need Chromium at $chromium_bin (or set AULA_CHROMIUM)" >&2; fail=1
   fi
 fi
+# the room's reactions are emoji: pages (and their screenshots) show them as a student's device would
+if [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "installing Debian's emoji font for the browser tests"
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fonts-noto-color-emoji >/dev/null || fail=1
+fi
 # the relay tests run Debian's coturn with flags of their own (never its system service)
 if [ ! -x "${AULA_TURNSERVER:-/usr/bin/turnserver}" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

@@ -138,7 +138,7 @@ t.test('the room with each panel open, as host and as student: no serious or cri
 
   for (const [who, p] of [['the host', tp], ['the student', sp]] as const) {
     await clean(t, p, `${who}'s room`);
-    for (const [control, label] of [['People', 'People'], ['Polls', 'Polls'], ['Q&A', 'Questions']]) {
+    for (const [control, label] of [['People', 'People'], ['Polls', 'Polls'], ['Q&A', 'Questions'], ['Chat', 'Chat']]) {
       await p.click(`nav.controls button[title="${control}"]`);
       const panel = `aside[aria-label="${label}"]`;
       await p.waitForSelector(panel);
@@ -198,10 +198,10 @@ t.test('on a phone (360x740, Android): three people fill the stage, the title an
   await pp.keyboard.press('Enter');
   await pp.waitForSelector('#more-menu');
   const items = await pp.$$eval('#more-menu [role^="menuitem"]', (es) => es.map((e) => e.getAttribute('aria-label')));
-  t.same(items, ['Share screen', 'People', 'Polls, a poll is waiting for your answer', 'Q&A, 1 open'], 'the rest are in the menu');
+  t.same(items, ['Share screen', 'People', 'Polls, a poll is waiting for your answer', 'Q&A, 1 open', 'React'], 'the rest are in the menu');
   t.equal(await focused(pp), 'Share screen', 'on its first item');
   await pp.keyboard.press('ArrowUp');
-  t.equal(await focused(pp), 'Q&A, 1 open', 'the arrows wrap around');
+  t.equal(await focused(pp), 'React', 'the arrows wrap around');
   await pp.keyboard.press('Home');
   await pp.keyboard.press('ArrowDown');
   t.equal(await focused(pp), 'People');
@@ -214,8 +214,11 @@ t.test('on a phone (360x740, Android): three people fill the stage, the title an
   // a panel from the menu: it covers the stage, takes the focus, and gives it back to More
   await pp.keyboard.press('ArrowDown');
   await pp.waitForSelector('#more-menu');
+  await eventually(async () => (await focused(pp)) === 'Share screen');
   await pp.keyboard.press('ArrowDown');
+  await eventually(async () => (await focused(pp)) === 'People');
   await pp.keyboard.press('ArrowDown');
+  await eventually(async () => /^Polls/.test((await focused(pp)) ?? ''));
   await pp.keyboard.press('Enter');
   await pp.waitForSelector('aside[aria-label="Polls"]');
   t.ok(await focusIn(pp, 'aside[aria-label="Polls"] h2'), 'Polls, chosen in the menu, opens with the focus on its heading');

@@ -364,10 +364,10 @@ t.test('a quiz and Q&A in the page: the host opens a quiz, the student answers, 
   await tp.click('text=Open the poll');
   await tp.waitForSelector('li.poll.open');
 
-  // the student is told, answers from the panel
+  // the student is told (the poll pops up), answers from the panel
   await sp.waitForSelector('button[title="Polls"] .count');
   t.match(await sp.getAttribute('button[title="Polls"]', 'aria-label'), /waiting for your answer/);
-  await sp.click('button[title="Polls"]');
+  await sp.waitForSelector('aside[aria-label="Polls"]');
   await sp.click('label.choice:has-text("Mitochondrion")');
   await screenshot(sp, 'poll-answer');
   await sp.click('text=Send answer');

@@ -1,5 +1,6 @@
 import t from 'tap';
 import type { ClassroomState, ClientSettings, PollView, QuestionView, RosterEntry } from '../../src/core/room.ts';
+import type { ChatMessageView } from '../../src/core/chat.ts';
 import type { RoomRole } from '../../src/core/room-access.ts';
 import type { Session } from '../../web/room/api.ts';
 import { embedEvents } from '../../web/room/embed-events.ts';
@@ -352,4 +353,84 @@ t.test('the people already in the room when the user joins are not told to the S
   t.same(embedEvents(before, m, first).map((e) => e.event), ['joined'], 'joined only');
   const roster: Action = { type: 'roster', rev: 2, participants: [person('ann'), person('me'), person('bob')] };
   t.same(embedEvents(first, roster, run(first, roster)), [], 'the first roster after it, with the same people: nothing');
+});
+
+const chat = (id: string, from: string, over: Partial<ChatMessageView> = {}): ChatMessageView => ({
+  messageId: id,
+  participantId: from,
+  name: from,
+  roomRole: 'PARTICIPANT',
+  text: `message ${id}`,
+  sentAt: '2030-01-01T10:07:00Z',
+  privateWith: null,
+  ...over,
+});
+
+t.test('chat: the history is not unread, later messages from others are, once each; a reconnect counts what came meanwhile; deletions go', async (t) => {
+  let s = run(inRoom(), { type: 'chat-history', messages: [chat('c1', 'ann')] });
+  t.same(s.chat.map((m) => m.messageId), ['c1']);
+  t.equal(s.chatUnread, 0, 'what was said before joining is not unread');
+  s = run(s, { type: 'chat', message: chat('c2', 'ann') }, { type: 'chat', message: chat('c2', 'ann') }, { type: 'chat', message: chat('c3', 'me') });
+  t.same(s.chat.map((m) => m.messageId), ['c1', 'c2', 'c3'], 'once each (the ack and the broadcast)');
+  t.equal(s.chatUnread, 1, 'one\'s own message is not unread');
+  s = run(s, { type: 'chat-read' });
+  t.equal(s.chatUnread, 0);
+  s = run(s, { type: 'chat-history', messages: [chat('c1', 'ann'), chat('c2', 'ann'), chat('c3', 'me'), chat('c4', 'ann'), chat('c5', 'ann')] });
+  t.equal(s.chatUnread, 2, 'a reconnect\'s history: what came while the socket was down is unread');
+  s = run(s, { type: 'chat-deleted', messageId: 'c4' });
+  t.same(s.chat.map((m) => m.messageId), ['c1', 'c2', 'c3', 'c5']);
+});
+
+t.test('chat-message: the SDK hears each new message once, private ones marked, not the history', async (t) => {
+  const s = inRoom();
+  t.same(embedEvents(s, { type: 'chat-history', messages: [chat('c1', 'ann')] }, run(s, { type: 'chat-history', messages: [chat('c1', 'ann')] })), []);
+  const m = { type: 'chat' as const, message: chat('c2', 'ann', { name: 'Ann', privateWith: { participantId: 'me', name: 'me' } }) };
+  const after = run(s, m);
+  t.same(embedEvents(s, m, after), [{ event: 'chat-message', data: { message: { id: 'c2', from: { id: 'ann', name: 'Ann', role: 'PARTICIPANT' }, text: 'message c2', sentAt: '2030-01-01T10:07:00Z', private: true } } }]);
+  t.same(embedEvents(after, m, run(after, m)), [], 'not twice');
+});
+
+t.test('alerts: hosts get one for a raised hand, a knock, a new question, someone refused at the locked door; each goes when it no longer stands; students get none', async (t) => {
+  let s = inRoom('HOST');
+  s = run(s, { type: 'roster', rev: 2, participants: [person('me', { roomRole: 'HOST' }), person('ann', { name: 'Ann', handRaisedAt: '2030-01-01T10:08:00Z' })] });
+  t.match(s.alerts, [{ kind: 'hand', participantId: 'ann', name: 'Ann' }]);
+  s = run(s, { type: 'waiting-room', entries: [{ queueId: 'wr1', userId: 'usr_bo', name: 'Bo', role: 'STUDENT', requestedAt: '2030-01-01T10:08:00Z' }] });
+  s = run(s, { type: 'question', question: question('q1', { askedBy: { participantId: 'ann', name: 'Ann' }, text: 'Why?' }) });
+  s = run(s, { type: 'knock', userId: 'usr_cy', name: 'Cy', at: '2030-01-01T10:09:00Z' });
+  t.same(s.alerts.map((a) => a.kind), ['hand', 'waiting', 'question', 'knock']);
+  t.equal(new Set(s.alerts.map((a) => a.key)).size, 4, 'each with its own key');
+  s = run(s, { type: 'knock', userId: 'usr_cy', name: 'Cy', at: '2030-01-01T10:10:00Z' });
+  t.equal(s.alerts.filter((a) => a.kind === 'knock').length, 1, 'one per person');
+  s = run(s, { type: 'roster', rev: 3, participants: [person('me', { roomRole: 'HOST' }), person('ann', { name: 'Ann' })] });
+  s = run(s, { type: 'waiting-room', entries: [] });
+  s = run(s, { type: 'question', question: question('q1', { status: 'ANSWERED' }) });
+  t.same(s.alerts.map((a) => a.kind), ['knock'], 'the hand went down, the entry was let in, the question answered');
+  const key = s.alerts[0]!.key;
+  t.same(run(s, { type: 'alert-gone', key }).alerts, []);
+
+  let st = inRoom('PARTICIPANT');
+  st = run(st, { type: 'roster', rev: 2, participants: [person('me'), person('ann', { handRaisedAt: '2030-01-01T10:08:00Z' })] }, { type: 'question', question: question('q2') });
+  t.same(st.alerts, [], 'students get no alerts');
+  let own = inRoom('HOST', [person('me'), person('ann')], { ownQuestions: ['q3'] });
+  own = run(own, { type: 'roster', rev: 2, participants: [person('me', { roomRole: 'HOST', handRaisedAt: '2030-01-01T10:08:00Z' }), person('ann')] }, { type: 'question', question: question('q3') });
+  t.same(own.alerts, [], 'nor does a host for their own hand or question');
+});
+
+t.test('a poll opens: it pops up for a student once; a quiz they answered says whether they were right', async (t) => {
+  let s = run(inRoom(), { type: 'poll', poll: poll('p1', { quiz: true }) });
+  t.equal(s.pollPrompt, 'p1');
+  s = run(s, { type: 'poll-prompted' });
+  t.equal(s.pollPrompt, null);
+  s = run(s, { type: 'poll-answered', pollId: 'p1', answer: { choices: [1], text: null } });
+  s = run(s, { type: 'poll', poll: poll('p1', { quiz: true, status: 'CLOSED', correct: [0] }) });
+  t.equal(s.notice, 'Quiz closed: your answer is incorrect.');
+  const right = run(inRoom(), { type: 'poll', poll: poll('p2', { quiz: true }) }, { type: 'poll-answered', pollId: 'p2', answer: { choices: [0], text: null } }, { type: 'poll', poll: poll('p2', { quiz: true, status: 'CLOSED', correct: [0] }) });
+  t.equal(right.notice, 'Quiz closed: your answer is correct.');
+  t.equal(run(inRoom('HOST'), { type: 'poll', poll: poll('p3') }).pollPrompt, null, 'hosts run polls; nothing pops up for them');
+});
+
+t.test('reactions float until the page lets them go', async (t) => {
+  const s = run(inRoom(), { type: 'reaction', participantId: 'ann', emoji: '👏' }, { type: 'reaction', participantId: 'me', emoji: '🎉' });
+  t.match(s.reactions, [{ participantId: 'ann', emoji: '👏' }, { participantId: 'me', emoji: '🎉' }]);
+  t.same(run(s, { type: 'reaction-gone', key: s.reactions[0]!.key }).reactions.map((r) => r.emoji), ['🎉']);
 });

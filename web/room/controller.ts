@@ -13,6 +13,8 @@ import { access, sessionSettings, type PollAnswer, type State } from './reducer.
 import { CommandError, type Heard } from './socket.ts';
 import { Store } from './store.ts';
 import { WaitingRoom } from './waiting.ts';
+import { REACTION_SHOW_MS, type ChatMode, type Reaction } from '../../src/core/chat.ts';
+import { chime } from './chime.ts';
 
 /**
  * The page's one client object: everything that talks to the server or the browser. It arrives (the
@@ -21,6 +23,10 @@ import { WaitingRoom } from './waiting.ts';
  * (media-control.ts), gives the room's commands and leaves. The views (ui/) draw the store's state and
  * call the methods here.
  */
+
+/** How long an alert stays when nobody acts on it (it goes at once when what it tells no longer stands). */
+const ALERT_SHOW_MS = 15_000;
+const CHIME_KEY = 'aula:chime';
 
 /** A host's new poll, as the form gives it: the `open-poll` command with every field given. */
 export type PollDraft = Required<Omit<Command<'open-poll'>, 'type'>>;
@@ -75,6 +81,16 @@ export class RoomController {
   #endedReason: EndedReason | null = null;
 
   readonly #quality: QualityWatch;
+  /** The reactions and alerts whose leaving is timed already. */
+  readonly #timed = new Set<number>();
+  /** Hosts: a short sound with each new alert (their choice, remembered on this browser). */
+  chimeOn = (() => {
+    try {
+      return localStorage.getItem(CHIME_KEY) === '1';
+    } catch {
+      return false;
+    }
+  })();
 
   constructor(opts: ControllerOptions & { emit: Store['emit'] }) {
     this.#opts = opts;
@@ -86,6 +102,7 @@ export class RoomController {
       const s = this.state;
       if (s.phase === 'room' || s.phase === 'reconnecting') this.#quality.observe(s.participantId ? s.quality[s.participantId] : undefined, s.audioOnly);
       else this.#quality.stop();
+      this.#timeOut();
     });
     this.#connection = new Connection(this.store, { message: (m) => this.#onMessage(m), closed: (reason) => this.#closed(reason), failed: (code) => this.#fail(code) });
     this.#media = new MediaControl({ store: this.store, socket: () => this.#connection.socket, devices: () => this.devices, reopenDevices: () => this.openDevices() });
@@ -386,6 +403,84 @@ export class RoomController {
 
   clearNotice(): void {
     this.store.set({ notice: null });
+  }
+
+  /** Reactions float for a few seconds and alerts stay a while; a new alert chimes when the host asked for it. */
+  #timeOut(): void {
+    const s = this.state;
+    for (const r of s.reactions) {
+      if (this.#timed.has(r.key)) continue;
+      this.#timed.add(r.key);
+      setTimeout(() => this.store.dispatch({ type: 'reaction-gone', key: r.key }), REACTION_SHOW_MS);
+    }
+    for (const a of s.alerts) {
+      if (this.#timed.has(a.key)) continue;
+      this.#timed.add(a.key);
+      if (this.chimeOn) chime();
+      setTimeout(() => this.store.dispatch({ type: 'alert-gone', key: a.key }), ALERT_SHOW_MS);
+    }
+  }
+
+  setChime(on: boolean): void {
+    this.chimeOn = on;
+    try {
+      localStorage.setItem(CHIME_KEY, on ? '1' : '0');
+    } catch {
+      // storage blocked (a third-party frame): the choice lasts this visit
+    }
+    if (on) chime();
+    this.store.changed();
+  }
+
+  dismissAlert(key: number): void {
+    this.store.dispatch({ type: 'alert-gone', key });
+  }
+
+  // ---- chat and reactions ------------------------------------------------------------------------------
+
+  /** A message to the room, or privately (`privateTo`: 'hosts', or a student's participantId for a host). */
+  async sendChat(text: string, privateTo?: string): Promise<boolean> {
+    const r = await this.command(privateTo === undefined ? { type: 'chat-send', text: text.trim() } : { type: 'chat-send', text: text.trim(), privateTo });
+    if (r) this.store.dispatch({ type: 'chat', message: r.message });
+    return r !== null;
+  }
+
+  async deleteChat(messageId: string): Promise<void> {
+    if (await this.command({ type: 'chat-delete', messageId })) this.store.dispatch({ type: 'chat-deleted', messageId });
+  }
+
+  async chatSettings(patch: { chat?: ChatMode; privateChatToHosts?: boolean }): Promise<void> {
+    await this.command({ type: 'chat-settings', ...patch });
+  }
+
+  readChat(): void {
+    this.store.dispatch({ type: 'chat-read' });
+  }
+
+  async react(emoji: Reaction): Promise<void> {
+    await this.command({ type: 'react', emoji });
+  }
+
+  async allowUnmuteAll(): Promise<void> {
+    const r = await this.command({ type: 'allow-unmute-all' });
+    if (r) this.store.set({ notice: r.allowed.length ? `Everyone may unmute now (${r.allowed.length}).` : 'Nobody was muted.' });
+  }
+
+  /** The alerts' actions: lower someone's hand, admit someone waiting, unlock the room. */
+  async lowerHandOf(participantId: string): Promise<void> {
+    await this.command({ type: 'lower-hand', participantId });
+  }
+
+  async admit(queueId: string): Promise<void> {
+    await this.command({ type: 'admit', queueId });
+  }
+
+  async unlock(): Promise<void> {
+    await this.command({ type: 'lock', locked: false });
+  }
+
+  pollPrompted(): void {
+    this.store.dispatch({ type: 'poll-prompted' });
   }
 
   // ---- leaving ---------------------------------------------------------------------------------------

@@ -72,6 +72,11 @@ export function embedEvents(before: State, m: Action, after: State): EmbedEvent[
     }
     case 'paged':
       return before.page === after.page && before.pages === after.pages ? [] : [{ event: 'page-changed', data: { page: after.page, pages: after.pages } }];
+    case 'chat': {
+      const c = m.message;
+      if (before.chat.some((x) => x.messageId === c.messageId)) return [];
+      return [{ event: 'chat-message', data: { message: { id: c.messageId, from: { id: c.participantId, name: c.name, role: c.roomRole }, text: c.text, sentAt: c.sentAt, private: c.privateWith !== null } } }];
+    }
     case 'media-error':
       return before.mediaError === after.mediaError ? [] : [{ event: 'media-error', data: { code: after.mediaError, message: after.mediaError ? MEDIA_ERROR_TEXT[after.mediaError] : null } }];
     case 'error':

@@ -1,9 +1,11 @@
 import type { ClassroomState, ClientSettings, PollResults, PollView, QuestionView, RosterEntry } from '../../src/core/room.ts';
 import { RoomAccess, type MediaSource, type RoomRole } from '../../src/core/room-access.ts';
+import { isCorrect } from '../../src/core/classroom.ts';
 import type { MediaHealth, WaitingListEntry } from '../../src/core/room-protocol.ts';
 import { describe, type Session } from './api.ts';
 import type { LayoutMode, MediaErrorCode } from '../shared/embed-protocol.ts';
 import type { Heard } from './socket.ts';
+import type { ChatMessageView, Reaction } from '../../src/core/chat.ts';
 
 /**
  * The page's state and the pure reducer of what the room socket says (and of what the page's own
@@ -89,7 +91,38 @@ export interface State {
   audioOnlyOffered: boolean;
   /** This user's audio and video cannot get through their network, and why (media.ts); null when they can. */
   mediaError: MediaErrorCode | null;
+  /** The chat as this person sees it, oldest first, and how many arrived since they last looked. */
+  chat: ChatMessageView[];
+  chatUnread: number;
+  /** The first chat-history came (a later one is a reconnect's). */
+  chatLoaded: boolean;
+  /** Reactions floating over tiles now (each goes after REACTION_SHOW_MS). */
+  reactions: { key: number; participantId: string; emoji: Reaction }[];
+  /** Hosts and cohosts: the alerts showing (newest last). */
+  alerts: Alert[];
+  /** Keys for reactions and alerts. */
+  seq: number;
+  /** A poll opened that this student has not answered: the page pops it up once. */
+  pollPrompt: string | null;
 }
+
+/**
+ * What hosts and cohosts are told with every panel closed (a toast with the action): a hand went up,
+ * someone knocks at the waiting room, a new question, someone refused at the locked door.
+ */
+export type Alert = { key: number } & (
+  | { kind: 'hand'; participantId: string; name: string }
+  | { kind: 'waiting'; queueId: string; name: string }
+  | { kind: 'question'; questionId: string; name: string | null; text: string }
+  | { kind: 'knock'; userId: string; name: string }
+);
+/** An alert before it has its key. */
+type NewAlert = Alert extends infer A ? (A extends Alert ? Omit<A, 'key'> : never) : never;
+
+/** Messages a page keeps (the newest; the API has them all). */
+const CHAT_KEPT = 500;
+/** Alerts shown at once: more would hide the stage; the oldest go first. */
+const ALERTS_SHOWN = 4;
 
 /** What the room tells a person whose media cannot get through, and what to try (the SDK's `media-error` carries it too). */
 export const MEDIA_ERROR_TEXT: Record<MediaErrorCode, string> = {
@@ -139,6 +172,13 @@ export const initialState: State = {
   audioOnly: false,
   audioOnlyOffered: false,
   mediaError: null,
+  chat: [],
+  chatUnread: 0,
+  chatLoaded: false,
+  reactions: [],
+  alerts: [],
+  seq: 0,
+  pollPrompt: null,
 };
 
 /** What the page's own commands were answered, as the reducer takes it (the rest of their answers are server messages' shapes). */
@@ -156,7 +196,13 @@ export type PageAction =
   | { type: 'audio-only'; on: boolean }
   | { type: 'offer-audio-only'; offered: boolean }
   /** This user's media stopped getting through (a code), or gets through again (null). */
-  | { type: 'media-error'; code: MediaErrorCode | null };
+  | { type: 'media-error'; code: MediaErrorCode | null }
+  /** The user opened the chat: nothing unread. */
+  | { type: 'chat-read' }
+  | { type: 'reaction-gone'; key: number }
+  | { type: 'alert-gone'; key: number }
+  /** The page popped up the poll it was prompted to. */
+  | { type: 'poll-prompted' };
 
 export type Action = Heard | PageAction;
 
@@ -188,6 +234,25 @@ export function sessionSettings(s: Session, was: ClientSettings): ClientSettings
   const { muteOnEntry, lectureMode, allowStudentScreenShare, chat, privateChatToHosts } = s.meeting.settings;
   return { ...was, muteOnEntry, lectureMode, allowStudentScreenShare, chat, privateChatToHosts };
 }
+
+/** An alert for hosts and cohosts (others get none); one per subject (a person's hand, an entry, a question). */
+function alert(s: State, a: NewAlert): State {
+  if (!access(s).host) return s;
+  const same = (x: Alert) => x.kind === a.kind && JSON.stringify({ ...x, key: 0 }) === JSON.stringify({ ...a, key: 0 });
+  const alerts = [...s.alerts.filter((x) => !same(x)), { ...a, key: s.seq + 1 } as Alert].slice(-ALERTS_SHOWN);
+  return { ...s, alerts, seq: s.seq + 1 };
+}
+
+/** Alerts that no longer stand: a hand lowered, an entry admitted or gone, a question answered. */
+const stillStanding = (s: State): State => {
+  const alerts = s.alerts.filter(
+    (a) =>
+      (a.kind !== 'hand' || !!s.roster.find((p) => p.participantId === a.participantId)?.handRaisedAt) &&
+      (a.kind !== 'waiting' || s.waitingList.some((e) => e.queueId === a.queueId)) &&
+      (a.kind !== 'question' || s.questions.some((q) => q.questionId === a.questionId && q.status === 'OPEN')),
+  );
+  return alerts.length === s.alerts.length ? s : { ...s, alerts };
+};
 
 const upsert = <T>(list: T[], item: T, same: (x: T) => boolean): T[] => (list.some(same) ? list.map((x) => (same(x) ? item : x)) : [...list, item]);
 
@@ -221,8 +286,14 @@ export function reduce(s: State, m: Action): State {
         roomLocked: m.locked === true,
         spotlight: m.spotlight ?? null,
       };
-    case 'roster':
-      return { ...s, roster: m.participants };
+    case 'roster': {
+      let next: State = { ...s, roster: m.participants };
+      for (const p of m.participants) {
+        const was = s.roster.find((x) => x.participantId === p.participantId);
+        if (p.handRaisedAt && was && !was.handRaisedAt && p.participantId !== s.participantId) next = alert(next, { kind: 'hand', participantId: p.participantId, name: p.name });
+      }
+      return stillStanding(next);
+    }
     case 'settings': {
       const next = { ...s, settings: m.settings };
       // the server closes the screen producer itself (reason `policy`); the button goes with it
@@ -241,27 +312,57 @@ export function reduce(s: State, m: Action): State {
       return { ...s, roomLocked: m.locked, notice: m.locked ? 'A host locked the meeting: nobody new can join.' : 'A host unlocked the meeting.' };
     case 'poll': {
       const p = m.poll;
-      const isNew = !s.polls.some((x) => x.pollId === p.pollId);
+      const was = s.polls.find((x) => x.pollId === p.pollId);
       const next = { ...s, polls: upsert(s.polls, p, (x) => x.pollId === p.pollId) };
-      return isNew && p.status === 'OPEN' && !access(s).host ? { ...next, notice: `${p.quiz ? 'A quiz' : 'A poll'} opened: ${p.question}` } : next;
+      if (access(s).host) return next;
+      if (!was && p.status === 'OPEN') return { ...next, pollPrompt: p.pollId, notice: `${p.quiz ? 'A quiz' : 'A poll'} opened: ${p.question}` };
+      // a quiz this person answered closes: they hear how they did
+      const mine = s.answers[p.pollId];
+      if (was?.status === 'OPEN' && p.status === 'CLOSED' && p.quiz && p.correct && mine) {
+        return { ...next, pollPrompt: next.pollPrompt === p.pollId ? null : next.pollPrompt, notice: isCorrect(p.correct, mine.choices) ? 'Quiz closed: your answer is correct.' : 'Quiz closed: your answer is incorrect.' };
+      }
+      return p.status === 'CLOSED' && next.pollPrompt === p.pollId ? { ...next, pollPrompt: null } : next;
     }
     case 'poll-results':
       return { ...s, pollResults: { ...s.pollResults, [m.results.pollId]: m.results } };
     case 'question': {
       const q = m.question;
       const was = s.questions.find((x) => x.questionId === q.questionId);
-      const next = { ...s, questions: upsert(s.questions, q, (x) => x.questionId === q.questionId) };
+      const next = stillStanding({ ...s, questions: upsert(s.questions, q, (x) => x.questionId === q.questionId) });
+      if (!was && q.status === 'OPEN' && !s.ownQuestions.includes(q.questionId)) return alert(next, { kind: 'question', questionId: q.questionId, name: q.askedBy?.name ?? null, text: q.text });
       if (was?.status !== 'OPEN' || q.status !== 'ANSWERED' || !s.ownQuestions.includes(q.questionId)) return next;
       return { ...next, notice: q.answeredLive ? 'A host is answering your question live.' : 'A host answered your question.' };
     }
     case 'question-upvotes':
       return { ...s, questions: s.questions.map((q) => (q.questionId === m.questionId ? { ...q, upvotes: m.upvotes } : q)) };
     case 'question-dismissed':
-      return { ...s, questions: s.questions.filter((q) => q.questionId !== m.questionId) };
+      return stillStanding({ ...s, questions: s.questions.filter((q) => q.questionId !== m.questionId) });
     case 'unmute-requested':
       return { ...s, notice: `${m.name} asks to unmute.` };
-    case 'waiting-room':
-      return { ...s, waitingList: m.entries };
+    case 'waiting-room': {
+      let next: State = { ...s, waitingList: m.entries };
+      for (const e of m.entries) if (!s.waitingList.some((x) => x.queueId === e.queueId)) next = alert(next, { kind: 'waiting', queueId: e.queueId, name: e.name });
+      return stillStanding(next);
+    }
+    case 'knock':
+      return alert(s, { kind: 'knock', userId: m.userId, name: m.name });
+    case 'chat-history':
+      // a reconnect's history is the whole conversation again: what arrived meanwhile counts as unread
+      return {
+        ...s,
+        chat: m.messages,
+        chatLoaded: true,
+        chatUnread: s.chatLoaded ? s.chatUnread + m.messages.filter((x) => x.participantId !== s.participantId && !s.chat.some((y) => y.messageId === x.messageId)).length : 0,
+      };
+    case 'chat': {
+      if (s.chat.some((x) => x.messageId === m.message.messageId)) return s;
+      const mine = m.message.participantId === s.participantId;
+      return { ...s, chat: [...s.chat, m.message].slice(-CHAT_KEPT), chatUnread: mine ? s.chatUnread : s.chatUnread + 1 };
+    }
+    case 'chat-deleted':
+      return { ...s, chat: s.chat.filter((x) => x.messageId !== m.messageId) };
+    case 'reaction':
+      return { ...s, reactions: [...s.reactions, { key: s.seq + 1, participantId: m.participantId, emoji: m.emoji }].slice(-50), seq: s.seq + 1 };
     case 'media-state': {
       const sources = { ...s.sources };
       for (const p of m.participants) sources[p.participantId] = p.sources;
@@ -319,6 +420,14 @@ export function reduce(s: State, m: Action): State {
       return { ...s, audioOnlyOffered: m.offered && !s.audioOnly };
     case 'media-error':
       return m.code === s.mediaError ? s : { ...s, mediaError: m.code };
+    case 'chat-read':
+      return s.chatUnread === 0 ? s : { ...s, chatUnread: 0 };
+    case 'reaction-gone':
+      return { ...s, reactions: s.reactions.filter((r) => r.key !== m.key) };
+    case 'alert-gone':
+      return { ...s, alerts: s.alerts.filter((a) => a.key !== m.key) };
+    case 'poll-prompted':
+      return { ...s, pollPrompt: null };
     default:
       // media events for the media objects (media.ts), and the waiting room's messages (waiting.ts)
       return s;

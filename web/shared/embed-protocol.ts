@@ -72,6 +72,11 @@ export interface EmbedEvents {
    */
   'media-error': { code: MediaErrorCode | null; message: string | null };
   /**
+   * A chat message the room shows this user (the room's, or their private conversation with the hosts:
+   * `private`), theirs included; not the history a join brings.
+   */
+  'chat-message': { message: { id: string; from: EmbedParticipant; text: string; sentAt: string; private: boolean } };
+  /**
    * Something went wrong; `code` is the API's error code (docs/api.md), e.g. `join_token_used`, or the
    * SDK's own `origin_not_allowed`: the page never said `ready` (the server refuses to be framed by an
    * origin the organization did not allow, and the browser tells the parent nothing else).
@@ -102,6 +107,7 @@ export const EMBED_EVENTS = [
   'active-speaker',
   'page-changed',
   'media-error',
+  'chat-message',
   'error',
 ] as const satisfies readonly EmbedEventName[];
 

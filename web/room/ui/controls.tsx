@@ -37,8 +37,8 @@ const NARROW = '(max-width: 640px)';
 const NARROW_SLOTS = 4;
 
 /** The order in which the controls earn a place in the narrow bar: a host keeps People (the waiting and the hands) where a student keeps the hand. */
-const PRIORITY = ['mic', 'cam', 'hand', 'chat', 'people', 'polls', 'qa', 'screen'];
-const HOST_PRIORITY = ['mic', 'cam', 'people', 'chat', 'hand', 'polls', 'qa', 'screen'];
+const PRIORITY = ['mic', 'cam', 'hand', 'chat', 'people', 'polls', 'qa', 'react', 'screen'];
+const HOST_PRIORITY = ['mic', 'cam', 'people', 'chat', 'hand', 'polls', 'qa', 'react', 'screen'];
 
 function useMatches(query: string): boolean {
   const [matches, setMatches] = useState(() => matchMedia(query).matches);
@@ -109,6 +109,8 @@ export function Controls({
   counts,
   panel,
   onPanel,
+  reacting,
+  onReact,
   act,
 }: {
   media: Pick<State, 'micOn' | 'camOn' | 'screenOn'>;
@@ -117,6 +119,9 @@ export function Controls({
   counts: Counts;
   panel: PanelName | null;
   onPanel: (name: PanelName) => void;
+  /** The quick reactions' row is open; the React control opens and closes it. */
+  reacting: boolean;
+  onReact: () => void;
   act: Pick<RoomController, 'toggleMic' | 'toggleCamera' | 'toggleScreen' | 'raiseHand' | 'leave' | 'endForEveryone'>;
 }) {
   const narrow = useMatches(NARROW);
@@ -158,6 +163,7 @@ export function Controls({
   controls.push(panelControl('chat', 'Chat', 'chat', unread ? `${unread} unread` : '', unread));
   controls.push(panelControl('polls', 'Polls', 'poll', pollWaiting ? 'a poll is waiting for your answer' : '', pollWaiting ? 1 : 0));
   controls.push(panelControl('qa', 'Q&A', 'qa', questionsNote, may.host ? openQuestions : 0));
+  controls.push({ key: 'react', label: 'React', name: 'React', icon: 'smile', pressed: reacting, onClick: onReact });
 
   const order = may.host ? HOST_PRIORITY : PRIORITY;
   const inBar = narrow ? new Set(controls.map((c) => c.key).sort((a, b) => order.indexOf(a) - order.indexOf(b)).slice(0, NARROW_SLOTS)) : null;

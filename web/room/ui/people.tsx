@@ -55,7 +55,7 @@ export function People({
 }: {
   room: Pick<State, 'roster' | 'participantId' | 'sources' | 'waitingList' | 'roomLocked' | 'spotlight' | 'pinned' | 'health' | 'quality'>;
   role: RoomRole;
-  act: Pick<RoomController, 'command' | 'admitAll' | 'pin'>;
+  act: Pick<RoomController, 'command' | 'admitAll' | 'pin' | 'allowUnmuteAll' | 'setChime' | 'chimeOn'>;
   onClose: () => void;
 }) {
   const host = RoomAccess.isHost(role);
@@ -99,6 +99,15 @@ export function People({
           <button class="btn small" onClick={() => confirm('Mute everyone? They can ask to unmute, and you can allow it.') && void act.command({ type: 'mute-all' })}>
             Mute all
           </button>
+          {s.roster.some((p) => p.micLocked) && (
+            <button class="btn small" id="allow-unmute-all" onClick={() => void act.allowUnmuteAll()}>
+              Allow everyone to unmute
+            </button>
+          )}
+          <label class="check small" id="chime">
+            <input type="checkbox" checked={act.chimeOn} onChange={(e) => act.setChime((e.target as HTMLInputElement).checked)} />
+            Sound with alerts
+          </label>
           {hands.length > 0 && (
             <button class="btn small" onClick={() => void act.command({ type: 'lower-all-hands' })}>
               Lower all hands
@@ -115,8 +124,8 @@ export function People({
           const src = s.sources[p.participantId] ?? {};
           // RoomAccess decides each (a cohost may not remove a host); one's own row has none
           const lower = !me && !!p.handRaisedAt && may('lower-hand', p);
-          const unmute = !me && (p.micLocked || p.askedToUnmute) && may('allow-unmute', p);
-          const mute = !me && !(p.micLocked || p.askedToUnmute) && may('mute', p);
+          const unmute = !me && p.roomRole !== 'VIEWER' && (p.micLocked || p.askedToUnmute) && may('allow-unmute', p);
+          const mute = !me && p.roomRole !== 'VIEWER' && !(p.micLocked || p.askedToUnmute) && may('mute', p);
           const remove = !me && may('remove', p);
           const spotlit = s.spotlight === p.participantId;
           const spotlight = p.roomRole !== 'VIEWER' && may('spotlight', p);

@@ -1,6 +1,8 @@
 import { useState } from 'preact/hooks';
 import type { PollResults, PollView } from '../../../src/core/room.ts';
-import { POLL_LIMITS, POLL_TYPES, pollOptions, type PollType } from '../../../src/core/classroom.ts';
+import { isCorrect, POLL_LIMITS, POLL_TYPES, pollOptions, type PollType } from '../../../src/core/classroom.ts';
+import { RoomAccess } from '../../../src/core/room-access.ts';
+import type { RosterEntry } from '../../../src/core/room.ts';
 import type { RoomController } from '../controller.ts';
 import type { PollAnswer, State } from '../reducer.ts';
 import { Panel } from './panel.tsx';
@@ -26,7 +28,7 @@ export function PollsPanel({
   act,
   onClose,
 }: {
-  classroom: Pick<State, 'polls' | 'pollResults' | 'answers'>;
+  classroom: Pick<State, 'polls' | 'pollResults' | 'answers' | 'roster'>;
   /** Hosts and cohosts draft, close and share polls; the others answer them. */
   host: boolean;
   act: PollActions;
@@ -47,7 +49,7 @@ export function PollsPanel({
       <ul class="polls">
         {polls.map((p) => (
           <li key={p.pollId} class={`poll ${p.status === 'OPEN' ? 'open' : ''}`} aria-label={`${p.quiz ? 'Quiz' : 'Poll'}: ${p.question}`}>
-            <Poll p={p} results={s.pollResults[p.pollId]} answer={s.answers[p.pollId]} host={host} act={act} />
+            <Poll p={p} results={s.pollResults[p.pollId]} answer={s.answers[p.pollId]} host={host} act={act} students={s.roster.filter((x) => !RoomAccess.isHost(x.roomRole))} />
           </li>
         ))}
       </ul>
@@ -55,7 +57,11 @@ export function PollsPanel({
   );
 }
 
-function Poll({ p, results, answer, host, act }: { p: PollView; results: PollResults | undefined; answer: PollAnswer | undefined; host: boolean; act: PollActions }) {
+function Poll({ p, results, answer, host, act, students }: { p: PollView; results: PollResults | undefined; answer: PollAnswer | undefined; host: boolean; act: PollActions; students: RosterEntry[] }) {
+  const verdict = !host && p.status === 'CLOSED' && p.quiz && p.correct && answer ? isCorrect(p.correct, answer.choices) : null;
+  // hosts: how many of the people in the room answered, and (a named poll) who has not
+  const answered = results?.answered ?? 0;
+  const waitingFor = results?.answeredBy ? students.filter((x) => x.userId === null || !results.answeredBy!.includes(x.userId)) : null;
   return (
     <>
       <p class="poll-head">
@@ -67,7 +73,19 @@ function Poll({ p, results, answer, host, act }: { p: PollView; results: PollRes
       </p>
       <h3>{p.question}</h3>
       {!host && p.status === 'OPEN' && !answer && <AnswerForm act={act} p={p} />}
-      {!host && answer && <p class="small sent">{p.status === 'OPEN' ? 'Answer sent.' : 'You answered.'}</p>}
+      {!host && answer && verdict === null && <p class="small sent">{p.status === 'OPEN' ? 'Answer sent.' : 'You answered.'}</p>}
+      {verdict !== null && (
+        <p class={`verdict ${verdict ? 'right' : 'wrong'}`} id={`verdict-${p.pollId}`}>
+          {verdict ? '✓ Correct' : '✗ Incorrect'}
+        </p>
+      )}
+      {host && p.status === 'OPEN' && (
+        <p class="small answered-count" id={`answered-${p.pollId}`}>
+          {answered} of {Math.max(students.length, answered)} answered
+          {waitingFor && waitingFor.length > 0 && waitingFor.length <= 12 && <span class="muted">. Not yet: {waitingFor.map((x) => x.name).join(', ')}</span>}
+          {waitingFor && waitingFor.length > 12 && <span class="muted">. {waitingFor.length} have not answered yet</span>}
+        </p>
+      )}
       {(results || p.status === 'CLOSED') && <Results p={p} results={results} mine={answer} />}
       {host && p.status === 'OPEN' && (
         <div class="row-actions">

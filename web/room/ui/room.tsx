@@ -9,6 +9,9 @@ import { Controls, type PanelName } from './controls.tsx';
 import { People } from './people.tsx';
 import { PollsPanel } from './polls.tsx';
 import { QuestionsPanel } from './questions.tsx';
+import { ChatPanel } from './chat.tsx';
+import { Alerts } from './alerts.tsx';
+import { FloatingReactions, ReactionRow } from './reactions.tsx';
 import { Quality, Stage } from './stage.tsx';
 
 /** What the room shows of the media objects: the tracks received, why the server holds this person's microphone, and their own camera. */
@@ -45,12 +48,26 @@ export type RoomActions = Pick<
   | 'paged'
   | 'setAudioOnly'
   | 'declineAudioOnly'
+  | 'sendChat'
+  | 'deleteChat'
+  | 'chatSettings'
+  | 'readChat'
+  | 'react'
+  | 'allowUnmuteAll'
+  | 'lowerHandOf'
+  | 'admit'
+  | 'unlock'
+  | 'dismissAlert'
+  | 'pollPrompted'
+  | 'setChime'
+  | 'chimeOn'
 >;
 
 /** The room: the top bar, the connection and mute banners, the stage with a side panel, notices, and the controls. */
 export function Room({ state: s, media, act }: { state: State; media: RoomMedia; act: RoomActions }) {
   const [panel, setPanel] = useState<PanelName | null>(null);
   const toggle = (name: PanelName) => setPanel(panel === name ? null : name);
+  const [reacting, setReacting] = useState(false);
   const may = access(s);
   const me = meOf(s);
   const openPoll = s.polls.find((p) => p.status === 'OPEN');
@@ -61,6 +78,12 @@ export function Room({ state: s, media, act }: { state: State; media: RoomMedia;
     const t = setTimeout(() => act.clearNotice(), 6000);
     return () => clearTimeout(t);
   }, [s.notice]);
+  // a poll that opens pops up for students (once; they may close it and come back to it)
+  useEffect(() => {
+    if (!s.pollPrompt) return;
+    setPanel('polls');
+    act.pollPrompted();
+  }, [s.pollPrompt]);
   const help = useRef<HTMLDialogElement>(null);
   // the keyboard shortcuts (shortcuts.ts): read the state when the key comes, not when the listener was made
   const now = useRef({ may, handUp: !!me?.handRaisedAt });
@@ -159,8 +182,10 @@ export function Room({ state: s, media, act }: { state: State; media: RoomMedia;
           own={{ camera: s.camOn ? media.camera : null, micOn: s.micOn && held === undefined }}
           act={{ pin: (id) => act.pin(id), setPage: (page) => act.setPage(page), paged: (page, pages) => act.paged(page, pages), showPeople: () => setPanel('people') }}
         />
+        <FloatingReactions room={s} />
         {panel === 'people' && <People room={s} role={may.role} act={act} onClose={() => setPanel(null)} />}
         {panel === 'polls' && <PollsPanel classroom={s} host={may.host} act={act} onClose={() => setPanel(null)} />}
+        {panel === 'chat' && <ChatPanel room={s} host={may.host} act={act} onClose={() => setPanel(null)} />}
         {panel === 'qa' && <QuestionsPanel classroom={s} host={may.host} act={act} onClose={() => setPanel(null)} />}
       </div>
       <dialog ref={help} class="help" id="help" aria-labelledby="help-title">
@@ -182,6 +207,8 @@ export function Room({ state: s, media, act }: { state: State; media: RoomMedia;
           </button>
         </form>
       </dialog>
+      {reacting && <ReactionRow act={act} onDone={() => setReacting(false)} />}
+      {may.host && <Alerts alerts={s.alerts} panel={panel} openPanel={setPanel} act={act} />}
       <div class="toast" role="status" aria-live="polite" id="notice">
         {s.notice && <span>{s.notice}</span>}
       </div>
@@ -194,9 +221,12 @@ export function Room({ state: s, media, act }: { state: State; media: RoomMedia;
           pollWaiting: !may.host && openPoll !== undefined && !s.answers[openPoll.pollId],
           openQuestions: s.questions.filter((q) => q.status === 'OPEN').length,
           hands: s.roster.filter((p) => p.handRaisedAt).length,
+          unreadChat: panel === 'chat' ? 0 : s.chatUnread,
         }}
         panel={panel}
         onPanel={toggle}
+        reacting={reacting}
+        onReact={() => setReacting(!reacting)}
         act={act}
       />
     </div>
