@@ -223,3 +223,16 @@ t.test('hosts see who answered a named poll while it is open; an anonymous poll 
   const r = await host.ws.next((m) => m.type === 'poll-results' && m.results.pollId === anon.pollId && m.results.answered === 1);
   t.notOk('answeredBy' in r.results, 'an anonymous poll never says who answered');
 });
+
+t.test('a host who comes in while people wait sees them at once', async (t) => {
+  const s = await school({ waitingRoom: true });
+  const first = await s.enter(s.teacher.id, 'HOST'); // the room is live
+  const amy = await s.user('s-amy', 'Amy Adams');
+  const r = await s.exchange(amy.id);
+  t.match(r.body.data.waitingRoom, { status: 'WAITING' });
+  await first.ws.next((m) => m.type === 'waiting-room' && m.entries.length === 1);
+  const cohost = await s.user('t-2', 'Carl Cohost', 'TEACHER');
+  const late = await s.enter(cohost.id, 'COHOST');
+  const list = await late.ws.next((m) => m.type === 'waiting-room');
+  t.match(list.entries, [{ queueId: r.body.data.waitingRoom.queueId, name: 'Amy Adams' }], 'the list comes with the join, not only with the next change');
+});

@@ -19,7 +19,7 @@ import { SIGNALING_TYPES, type ClientMessage, type MediaEvent, type SignalingReq
 import type { TurnRelays } from './turn.ts';
 import type { ChatLog } from '../chat.ts';
 import { Chat, type ChatTarget } from '../../core/chat.ts';
-import type { ChatEvent } from '../../core/room-protocol.ts';
+import type { ChatEvent, WaitingListMessage } from '../../core/room-protocol.ts';
 
 /** What this node knows of a room it holds sockets for, kept current by the room's own messages. */
 interface RoomView {
@@ -217,6 +217,11 @@ export class Rooms implements EffectSink {
         media: { rev: media?.rev ?? 0, available: media !== null },
       }),
     );
+    // a host who comes in while people wait sees them at once (the waiting room tells hosts only of changes)
+    if (RoomAccess.isHost(c.role) && reply.settings.waitingRoom) {
+      const { entries } = await this.#o.clients.waitingRoom.list(c.meetingId, {});
+      if (!c.closed && entries.length) c.send(JSON.stringify({ type: 'waiting-room', entries } satisfies WaitingListMessage));
+    }
     // the chat so far (a late joiner or a reconnect sees the conversation); what is sent from now on comes as `chat`
     const messages = await this.#o.chat.history(this.#o.sql, c.meetingId, c.userId, RoomAccess.isHost(c.role));
     if (!c.closed) c.send(JSON.stringify({ type: 'chat-history', messages } satisfies ChatEvent));
