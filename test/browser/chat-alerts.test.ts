@@ -120,6 +120,7 @@ t.test('alerts with every panel closed: a hand, a question, a knock at the waiti
   t.equal(knock.body.error?.code, 'meeting_locked');
   await tp.waitForSelector('.alert[data-alert=knock]', { timeout: 5000 });
   t.match(await tp.textContent('.alert[data-alert=knock]'), /Kim Knock tried to join, but the meeting is locked/);
+  await screenshot(tp, 'alert-locked-door');
   await tp.click('.alert[data-alert=knock] >> text=Unlock');
   await eventually(async () => (await state(tp, 'roomLocked')) === false, 5000);
   t.pass('Unlock unlocks');
@@ -146,6 +147,8 @@ t.test('reactions float over the sender\'s tile; hosts allow everyone to unmute'
   await sp.click('button[aria-label="React 👏"]');
   await tp.waitForSelector('.reaction', { timeout: 5000 });
   t.equal(await tp.textContent('.reaction'), '👏');
+  await new Promise((r) => setTimeout(r, 600)); // past its fade-in, for the picture
+  await screenshot(tp, 'reaction');
   const tile = await tp.locator(`[data-view-participant="${await state(sp, 'participantId')}"]`).first().boundingBox();
   const r = await tp.locator('.reaction').first().boundingBox();
   t.ok(tile && r && r.x >= tile.x && r.x <= tile.x + tile.width, 'over the sender\'s tile');
