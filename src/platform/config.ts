@@ -84,6 +84,16 @@ export const configSchema = z.object({
   AULA_TURN_SECRET: z.string().min(16, 'must be at least 16 characters').optional(),
   /** How long a participant who dropped keeps their place and media in the room (seconds); after it, they leave. */
   AULA_ROOM_GRACE_SECONDS: z.coerce.number().int().min(1).max(600).default(15),
+  /** Where recordings' files go (docs/storage.md): a folder on disk, or an S3-compatible bucket. */
+  AULA_STORAGE: z.enum(['disk', 's3']).default('disk'),
+  /** The disk backend's folder; unset: `storage` in AULA_DATA_DIR. */
+  AULA_STORAGE_DIR: z.string().min(1).optional(),
+  /** An S3-compatible server (addressed path-style); unset: AWS S3 itself. */
+  AULA_S3_ENDPOINT: z.url({ protocol: /^https?$/, hostname: /./, error: 'must be an http:// or https:// URL with a host' }).optional(),
+  AULA_S3_BUCKET: z.string().regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name: 3 to 63 lowercase letters, digits, "." and "-"').optional(),
+  AULA_S3_REGION: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a region name such as eu-west-1').optional(),
+  AULA_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  AULA_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
   /** The spec's switch, under its own name (no prefix): local http webhook receivers, outside production only. */
   WEBHOOKS_ALLOW_PRIVATE_TARGETS: bool.default(false),
 });
@@ -119,6 +129,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if (config.AULA_TURN_URLS?.length && !config.AULA_TURN_SECRET) {
     throw new ConfigError('invalid configuration:\n  AULA_TURN_SECRET: required with AULA_TURN_URLS (coturn\'s static-auth-secret)');
+  }
+  if (config.AULA_STORAGE === 's3') {
+    const needed = ['AULA_S3_BUCKET', 'AULA_S3_REGION', 'AULA_S3_ACCESS_KEY_ID', 'AULA_S3_SECRET_ACCESS_KEY'] as const;
+    const lines = needed.filter((k) => !config[k]).map((k) => `  ${k}: required when AULA_STORAGE=s3`);
+    if (lines.length) throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
   return config;
 }
