@@ -210,12 +210,17 @@ export async function depacketizeTrack(dir: string, track: TrackInfo, outputs: T
         }
       };
     }
-    const take = (o: { at: number; packet: RtpPacket; gap: boolean; restart: boolean }) =>
-      onPacket(o.packet, clock.time(o.at, o.packet.timestamp, o.restart), o.gap);
+    let gap = false;
+    const take = (o: { at: number; packet: RtpPacket; gap: boolean; restart: boolean }) => {
+      // padding-only packets hold a sequence number (so their absence is no loss) and no media
+      if (!o.packet.payload.length) return void (gap ||= o.gap);
+      onPacket(o.packet, clock.time(o.at, o.packet.timestamp, o.restart), o.gap || gap);
+      gap = false;
+    };
     for await (const r of trackRecords(join(dir, track.file))) {
       const p = parseRtp(r.packet);
-      // RTX, padding probes and anything else that is not the track's media
-      if (!p || p.payloadType !== track.payloadType || !p.payload.length) continue;
+      // RTX (another payload type, its own sequence numbers) and anything else not the track's media
+      if (!p || p.payloadType !== track.payloadType) continue;
       for (const o of order.push(r.at, p, undefined)) take(o);
       for (const o of outs) await o.flush();
       signal?.throwIfAborted();

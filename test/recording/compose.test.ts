@@ -23,6 +23,7 @@ t.before(async () => {
     ['blueCam', () => vp8('color=c=blue:size=320x180:rate=15', 3)],
     ['redScreen', () => vp8('color=c=red:size=640x360:rate=5', 2, { gop: 5 })],
     ['greenH264', () => h264('color=c=0x00ff00:size=320x180:rate=15', 2)],
+    ['redSquare', () => vp8('color=c=red:size=240x240:rate=15', 2)],
   ];
   for (let i = 0; i < jobs.length; i += 2) {
     await Promise.all(jobs.slice(i, i + 2).map(async ([name, make]) => (caps[name] = await make())));
@@ -148,6 +149,34 @@ t.test('compose() of a class: the teacher from the start, a student 2 s late, a 
   const side = pixel(shared, 1120, 120);
   t.ok(!isBlack(side) && !isColour(side, 'r') && !isColour(side, 'b'), 'the teacher\'s camera beside it, though the student speaks');
   t.ok(isBlack(pixel(shared, 1120, 600)), 'small: the rest of the right column is black');
+});
+
+/** `b` after `a` in one stream, numbered on from it, as a consumer switching layers sends it. */
+function follow(a: Capture, b: Capture): Capture {
+  const last = a.packets.at(-1)!;
+  const seq = last.readUInt16BE(2) + 1;
+  const ts = last.readUInt32BE(4) + 6000;
+  const [seq0, ts0] = [b.packets[0]!.readUInt16BE(2), b.packets[0]!.readUInt32BE(4)];
+  const rest = b.packets.map((p) => {
+    const q = Buffer.from(p);
+    q.writeUInt16BE((seq + q.readUInt16BE(2) - seq0) & 0xffff, 2);
+    q.writeUInt32BE((ts + q.readUInt32BE(4) - ts0) >>> 0, 4);
+    q.writeUInt32BE(a.ssrc, 8);
+    return q;
+  });
+  return { ...a, packets: [...a.packets, ...rest] };
+}
+
+t.test('compose() of a camera that changes size and shape on the way (a layer switch, a resized window)', async (t) => {
+  const dir = segmentDir();
+  const tracks = [await writeTrack(dir, follow(caps.blueCam!, caps.redSquare!), video('tcam', 'teacher', 'camera', true), { startMs: 0 })];
+  await segment(dir, 5000, tracks, [{ at: 0, participantId: 'teacher' }]);
+  const out = { mp4: join(dir, 'switch.mp4'), m4a: join(dir, 'switch.m4a') };
+  await compose([dir], out);
+  const f = frames(out.mp4);
+  t.ok(isColour(pixel(f[15]!, 20, 360), 'b'), '320x180 over the whole frame');
+  t.ok(isColour(pixel(f[60]!, 640, 360), 'r') && isBlack(pixel(f[60]!, 100, 360)), 'then 240x240, fitted: black on the sides');
+  t.same(probe(out.mp4).codecs, ['aac', 'h264'], 'silent audio where nobody had a microphone');
 });
 
 t.test('compose() with a pause: the records leave the paused time out, the RTP timestamps do not', async (t) => {
