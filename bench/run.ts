@@ -46,6 +46,11 @@ if (argv.includes('--scenario=storm') || argv.some((a, i) => a === '--scenario' 
   await import('./storm.ts');
   process.exit(process.exitCode ?? 0);
 }
+// `--scenario recording` too (ffmpeg composing a synthesized class; no wrk): bench/recording.ts
+if (argv.includes('--scenario=recording') || argv.some((a, i) => a === '--scenario' && argv[i + 1] === 'recording')) {
+  await import('./recording.ts');
+  process.exit(process.exitCode ?? 0);
+}
 
 const USAGE = `npm run bench -- [options]
 
@@ -62,6 +67,8 @@ const USAGE = `npm run bench -- [options]
                     it shows, against receiving everything (its own options: --scenario class --help)
                     storm: 2,000 students joining within 60 s on two nodes, per step, without
                     and with a flooding socket (its own options: --scenario storm --help)
+                    recording: composing a class with a screen share, in x real time on one
+                    core, against a bare ffmpeg encode (its own options: --scenario recording --help)
   --duration S      seconds of each measured run                        [8]
   --warmup S        seconds of an unrecorded run before each one (0: none) [2]
   --connections N   wrk connections (and pgbench clients)                [64]

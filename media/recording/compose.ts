@@ -105,7 +105,9 @@ export interface SegmentPlan {
 
 /** Depacketizes a segment's tracks into `prefix`-named files and lays it out. */
 export async function planSegment(dir: string, prefix: string, signal?: AbortSignal): Promise<SegmentPlan> {
-  const m = await readManifest(dir);
+  const m = await readManifest(dir).catch((err: Error) => {
+    throw new Error(`a segment of the recording could not be read (${err.message})`, { cause: err });
+  });
   const skipped: string[] = [];
   const scans = new Map<string, TrackMedia>();
   const audio: SegmentPlan['audio'] = [];

@@ -57,7 +57,14 @@ export interface TrackOutput {
 
 /** Records of a track file, read in chunks rather than whole: a 30-minute screen share is hundreds of MB. */
 export async function* trackRecords(path: string, chunk = 1 << 20): AsyncGenerator<{ at: number; packet: Buffer }> {
-  const fh = await open(path, 'r');
+  let fh: FileHandle;
+  try {
+    fh = await open(path, 'r');
+  } catch (err) {
+    // a track whose file never got its first write (its node died first) holds nothing
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
   try {
     let carry = Buffer.alloc(0);
     for (;;) {
