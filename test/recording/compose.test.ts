@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -236,7 +236,18 @@ t.test('compose() fails in words a person understands', async (t) => {
   await segment(dir, 5000, [await writeTrack(dir, caps.a440!, mic('tmic', 'teacher', true), { startMs: 0 })]);
   const ac = new AbortController();
   const started = compose([dir], out, { signal: ac.signal });
-  setTimeout(() => ac.abort(new Error('the job was cancelled')), 50);
-  await t.rejects(started, { message: 'the job was cancelled' }, 'an abort kills ffmpeg and rejects with its reason');
+  // aborted once ffmpeg runs (nice has become it)
+  const children = `/proc/${process.pid}/task/${process.pid}/children`;
+  let ffmpeg = 0;
+  let settled = false;
+  void started.catch(() => {}).finally(() => (settled = true));
+  while (!ffmpeg && !settled) {
+    await new Promise((r) => setTimeout(r, 5));
+    const pids = readFileSync(children, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    ffmpeg = pids.find((pid) => existsSync(`/proc/${pid}/comm`) && readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'ffmpeg') ?? 0;
+  }
+  ac.abort(new Error('the job was cancelled'));
+  await t.rejects(started, { message: 'the job was cancelled' }, 'an abort rejects with its reason');
+  t.ok(ffmpeg && !existsSync(`/proc/${ffmpeg}`), 'ffmpeg was killed');
   t.notOk(existsSync(out.mp4) || existsSync(`${out.mp4}.part`), 'nothing left behind');
 });
