@@ -16,8 +16,13 @@ import { parseRtp, RtpClock, SeqOrder, type RtpPacket } from './rtp.ts';
  * on without holes.
  */
 
-/** A camera or screen turned off for longer than this is not shown meanwhile (compose.ts's layout). */
-export const SPAN_GAP_MS: Record<TrackInfo['source'], number> = { camera: 1500, screen: 5000, mic: 1000, 'screen-audio': 1000 };
+/**
+ * A camera turned off for longer than this is not shown meanwhile (compose.ts's layout). A screen that
+ * does not change sends nothing at all, for as long as it does not change, and a share that stops ends
+ * its track (another share is another producer, another track): a screen is on from its first frame
+ * to its last.
+ */
+export const SPAN_GAP_MS: Record<TrackInfo['source'], number> = { camera: 1500, screen: Infinity, mic: 1000, 'screen-audio': 1000 };
 /** A frame is taken to be on screen this long after it came, at the end of a span. */
 const LAST_FRAME_MS = 100;
 

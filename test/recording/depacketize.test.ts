@@ -265,3 +265,15 @@ t.test('depacketizeTrack(): VP8 to IVF, windows from key frames, an unknown code
   const vp9 = await depacketizeTrack(dir, { ...v, mimeType: 'video/VP9' });
   t.equal(vp9.problem, 'video/VP9 is not a codec the recordings handle');
 });
+
+t.test('depacketizeTrack(): a camera off for 2 s is two spans, a screen that sent nothing for 30 s is one', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'aula-depack-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const w = await TrackWriter.create(dir, 'v.rtp');
+  const times = [0, 100, 200, 2300, 2400, 32_400, 32_500];
+  times.forEach((ms, i) => w.write(ms, rtp({ seq: i, ts: ms * 90, marker: true, payload: vp8({ start: true, key: i === 0 }) })));
+  await w.close();
+  const v = track({ trackId: 'v', file: 'v.rtp', kind: 'video', source: 'camera', mimeType: 'video/VP8', clockRate: 90000, payloadType: 96 });
+  t.same((await depacketizeTrack(dir, v)).spans, [[0, 300], [2300, 2500], [32_400, 32_600]], 'a camera: off while nothing came');
+  t.same((await depacketizeTrack(dir, { ...v, source: 'screen' })).spans, [[0, 32_600]], 'a screen: on from its first frame to its last');
+});
