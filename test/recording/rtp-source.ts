@@ -22,8 +22,20 @@ const bind = (): Promise<Socket> =>
     s.bind(0, '127.0.0.1', () => resolve(s));
   });
 
-/** `input` and `encode` are ffmpeg arguments: the source (`-f lavfi -i ...`) and the codec's options. */
+/**
+ * `input` and `encode` are ffmpeg arguments: the source (`-f lavfi -i ...`) and the codec's options.
+ * A capture that lost a packet on loopback (a hole in the sequence numbers: this process was too busy
+ * to read its socket) is made again in real time.
+ */
 export async function captureRtp(o: { input: string[]; encode: string[]; payloadType: number; clockRate: number; readrate?: number }): Promise<Capture> {
+  const first = await captureOnce(o, o.readrate ?? 4);
+  return whole(first) ? first : captureOnce(o, 1);
+}
+
+const whole = (c: Capture) =>
+  c.packets.every((p, i) => i === 0 || p.readUInt16BE(2) === ((c.packets[i - 1]!.readUInt16BE(2) + 1) & 0xffff));
+
+async function captureOnce(o: { input: string[]; encode: string[]; payloadType: number; clockRate: number }, readrate: number): Promise<Capture> {
   const rtp = await bind();
   const rtcp = await bind(); // ffmpeg's sender reports land here, and are dropped
   const packets: Buffer[] = [];
@@ -31,7 +43,7 @@ export async function captureRtp(o: { input: string[]; encode: string[]; payload
   const ssrc = 0x10000000 + Math.floor(Math.random() * 0x60000000);
   const args = [
     '-hide_banner', '-nostdin', '-v', 'error',
-    '-readrate', String(o.readrate ?? 4),
+    '-readrate', String(readrate),
     ...o.input,
     ...o.encode,
     '-payload_type', String(o.payloadType), '-ssrc', String(ssrc),
