@@ -59,7 +59,10 @@ export async function compose(segments: string[], out: { mp4: string; m4a: strin
       const plan = await planSegment(dir, join(work, `s${i}`), signal);
       if (plan.durationMs > 0) plans.push(plan);
     }
-    if (!plans.some((p) => p.video.length || p.audio.length)) throw new Error('the recording has no audio or video');
+    if (!plans.some((p) => p.video.length || p.audio.length)) {
+      const skipped = plans.flatMap((p) => p.skipped);
+      throw new Error(skipped.length ? `the recording has no audio or video that can be read (${skipped.join('; ')})` : 'the recording has no audio or video');
+    }
 
     const parts: string[] = [];
     for (const [i, plan] of plans.entries()) {
@@ -112,8 +115,8 @@ export async function planSegment(dir: string, prefix: string, signal?: AbortSig
   const scans = new Map<string, TrackMedia>();
   const audio: SegmentPlan['audio'] = [];
   let lastMs = 0;
+  // every track is read, whatever its firstPacketAt says: an empty or missing file costs nothing
   for (const [i, t] of m.tracks.entries()) {
-    if (t.firstPacketAt === null) continue; // nothing came
     if (t.kind === 'audio') {
       const media = await depacketizeTrack(dir, t, [{ path: `${prefix}-a${i}.ogg` }], signal);
       const w = media.written[0];

@@ -232,6 +232,10 @@ t.test('compose() fails in words a person understands', async (t) => {
   await t.rejects(compose([empty], out), { message: 'the recording has no audio or video' });
   t.notOk(existsSync(out.mp4) || existsSync(`${out.mp4}.part`), 'nothing left behind');
 
+  const vp9 = segmentDir();
+  await segment(vp9, 3000, [await writeTrack(vp9, caps.blueCam!, video('cam', 'teacher', 'camera', true, 'video/VP9'), { startMs: 0 })]);
+  await t.rejects(compose([vp9], out), { message: 'the recording has no audio or video that can be read (cam: video/VP9 is not a codec the recordings handle)' });
+
   const dir = segmentDir();
   await segment(dir, 5000, [await writeTrack(dir, caps.a440!, mic('tmic', 'teacher', true), { startMs: 0 })]);
   const ac = new AbortController();
