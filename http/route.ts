@@ -90,6 +90,8 @@ export interface Reply {
   headers?: Record<string, string>;
   /** Sent as is with this content type instead of the `{ data }` envelope. */
   raw?: { contentType: string; body: string | Uint8Array };
+  /** Streamed instead of the envelope: `length` bytes of `stream` (a recording's file, or a range of it), with backpressure. */
+  file?: { contentType: string; length: number; stream: NodeJS.ReadableStream };
   /** The `{ data }` envelope already serialized (exactly `JSON.stringify({ data })`), by a hot path that builds it cheaper. */
   json?: string;
 }

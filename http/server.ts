@@ -64,6 +64,7 @@ export function startHttp(
       }
       res.onAborted(() => {
         info.aborted = true;
+        info.onAbort?.();
       });
       // The per-IP limit needs the client address; read it now, while the connection is surely there.
       if (r.spec.ipLimit) void info.ip;

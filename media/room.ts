@@ -12,6 +12,8 @@ import { ROOM_VIDEO_CODEC, ROUTER_CODECS } from './codecs.ts';
 import { Peer, type PeerProducer } from './peer.ts';
 import { planConsumer, receiverView, wantedLayer, type ConsumerPlan } from './view.ts';
 import { Reservation, type MediaWorker, type WorkerPool } from './workers.ts';
+import { Recorder } from './recording/recorder.ts';
+import type { SegmentManifest } from './recording/format.ts';
 
 /** Where a media event goes: one participant, everyone in the room, or its hosts and cohosts. */
 export type MediaTarget = { participantId: string } | { all: true } | { role: 'hosts' };
@@ -106,6 +108,8 @@ export class RoomMedia {
   #lastHealth = '';
   #healthPending: NodeJS.Timeout | null = null;
   #lastMediaState = '';
+  /** The recording's capture, while the room is being recorded (recording/recorder.ts). */
+  #recorder: Recorder | null = null;
   #closed = false;
 
   private constructor(o: RoomMediaOptions, main: Router, speaker: ActiveSpeakerObserver) {
@@ -120,6 +124,7 @@ export class RoomMedia {
     speaker.on('dominantspeaker', ({ producer }) => {
       const participantId = (producer.appData as { participantId?: string }).participantId ?? null;
       this.#speaking = participantId;
+      this.#recorder?.speaker(participantId);
       this.#o.emit({ all: true }, { type: 'active-speaker', participantId });
     });
     this.#qualityTimer = setInterval(() => {
@@ -163,6 +168,49 @@ export class RoomMedia {
     for (const p of this.#peers.values()) p.close();
     this.#peers.clear();
     for (const r of this.#routers.values()) void r.then((router) => router.close(), () => {});
+  }
+
+  // ---- recording ----------------------------------------------------------------------------------
+
+  /** The recording this room captures now, if any. */
+  get recording(): { recordingId: string; segment: number; dir: string } | null {
+    const r = this.#recorder;
+    return r ? { recordingId: r.recordingId, segment: r.segment, dir: r.dir } : null;
+  }
+
+  /** Begins capturing a recording's segment into `dir`: every producer now, and each new one as it comes. */
+  async startRecording(o: { recordingId: string; segment: number; dir: string; paused: boolean }): Promise<void> {
+    if (this.#closed || this.#recorder) return;
+    const recorder = await Recorder.start({ ...o, router: this.#main, log: this.#o.log });
+    if (this.#closed || this.#recorder) {
+      await recorder.stop();
+      return;
+    }
+    this.#recorder = recorder;
+    recorder.speaker(this.#speaking);
+    for (const peer of this.#peers.values()) for (const p of peer.producers.values()) await this.#record(recorder, peer, p);
+  }
+
+  async #record(recorder: Recorder, peer: Peer, p: PeerProducer): Promise<void> {
+    const s = this.#standing.get(peer.participantId);
+    await recorder
+      .add({ producer: p.producer, source: p.source, participantId: peer.participantId, name: s?.name ?? peer.participantId, host: RoomAccess.isHost(s?.roomRole ?? peer.roomRole) })
+      .catch((err) => this.#o.log.warn({ err, meetingId: this.meetingId }, 'a track could not be recorded'));
+    this.#updateWanted(p.producer.id);
+  }
+
+  pauseRecording(paused: boolean): Promise<void> {
+    return this.#recorder?.pause(paused) ?? Promise.resolve();
+  }
+
+  /** Stops capturing; the segment's files are complete when this resolves (null: nothing was being recorded). */
+  async stopRecording(): Promise<SegmentManifest | null> {
+    const r = this.#recorder;
+    if (!r) return null;
+    this.#recorder = null;
+    const manifest = await r.stop();
+    for (const id of this.#wanted.keys()) this.#updateWanted(id);
+    return manifest;
   }
 
   // ---- room state from the meeting actor --------------------------------------------------------
@@ -383,6 +431,7 @@ export class RoomMedia {
     if (r.source === 'mic') await this.#speaker.addProducer({ producerId: producer.id }).catch(() => {});
     if (heldBy) this.#tell(peer, { type: 'producer-paused', producerId: producer.id, source: r.source, reason: heldBy });
     await Promise.all([...this.#peers.values()].filter((other) => other !== peer).map((other) => this.#consume(other, peer, entry)));
+    if (this.#recorder) await this.#record(this.#recorder, peer, entry);
     this.#updateWanted(producer.id);
     this.#sendMediaState();
     return { producerId: producer.id, paused: producer.paused };
@@ -797,7 +846,8 @@ export class RoomMedia {
     }
     if (!owner || !entry || entry.producer.closed || entry.producer.type !== 'simulcast') return;
     const consumers = this.#consumersOf.get(producerId)?.values() ?? [];
-    const wanted = wantedLayer([...consumers].map(({ peer, consumer }) => this.#planOf(peer, consumer)));
+    // the recording's consumer counts like any receiver's: the layer it composes stays encoded
+    const wanted = Math.max(wantedLayer([...consumers].map(({ peer, consumer }) => this.#planOf(peer, consumer))), this.#recorder?.layerOf(producerId) ?? 0);
     if ((this.#wanted.get(producerId) ?? PROTOCOL_LIMITS.maxLayer) === wanted) return;
     this.#wanted.set(producerId, wanted);
     this.#tell(owner, { type: 'layers-wanted', producerId, source: entry.source, maxSpatialLayer: wanted });

@@ -21,6 +21,15 @@ if [ ! -x "$chromium_bin" ]; then
     echo "browser tests need Chromium at $chromium_bin (or set AULA_CHROMIUM)" >&2; fail=1
   fi
 fi
+# recordings are composed with Debian's ffmpeg (and the tests read them with ffprobe)
+if [ ! -x /usr/bin/ffmpeg ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing Debian's ffmpeg for the recording tests"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ffmpeg >/dev/null || fail=1
+  else
+    echo "recording tests need ffmpeg at /usr/bin/ffmpeg" >&2; fail=1
+  fi
+fi
 # the room's reactions are emoji: pages (and their screenshots) show them as a student's device would
 if [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "installing Debian's emoji font for the browser tests"

@@ -3,6 +3,7 @@ import { and, assertEvent, emit, enqueueActions, not, setup } from 'xstate';
 import { RoomAccess, type HostCommand } from '../../src/core/room-access.ts';
 import { iso, refusal, type ActorErrorCode, type DisconnectCode } from '../../src/core/actor-effects.ts';
 import { CLASSROOM_EVENTS, classroomState, classroomStep, closeOpenPolls, eraseFromClassroom, voterFor } from './meeting.classroom.ts';
+import { RECORDING_EVENTS, recordingStep, roomRecording, startRecording, stopRecording } from './meeting.recording.ts';
 import {
   byJoin,
   clientSettings,
@@ -53,6 +54,9 @@ const COMMANDS: Partial<Record<MeetingEvent['type'], HostCommand>> = {
   MUTE_ALL: 'mute',
   ALLOW_UNMUTE: 'allow-unmute',
   ALLOW_UNMUTE_ALL: 'allow-unmute',
+  START_RECORDING: 'record',
+  STOP_RECORDING: 'record',
+  PAUSE_RECORDING: 'record',
   FLOOR: 'floor',
   LOWER_ALL_HANDS: 'lower-hand',
   LOCK: 'lock',
@@ -69,7 +73,7 @@ function commandDecision(c: MeetingContext, e: MeetingEvent) {
   if (e.type === 'HAND' && e.participantId === e.by) return null; // one's own hand
   if (e.type === 'HAND' && e.raise) return { code: 'forbidden' as const, message: 'Only the participant raises their own hand.' };
   const command = e.type === 'HAND' ? 'lower-hand' : COMMANDS[e.type];
-  if (!command || (e.type === 'END' && e.byApi)) return null;
+  if (!command || ('byApi' in e && e.byApi)) return null;
   const by = 'by' in e && e.by !== undefined ? c.participants[e.by] : undefined;
   if (!by) return { code: 'forbidden' as const, message: 'Only a host or cohost of the room may do this.' };
   const target = 'participantId' in e && e.participantId !== null ? c.participants[e.participantId] : undefined;
@@ -111,6 +115,7 @@ const notInRoom = (refusal: ReturnType<typeof refuse>) =>
     ALLOW_UNMUTE: { actions: refusal },
     ALLOW_UNMUTE_ALL: { actions: refusal },
     KNOCK: { actions: 'replyNotTold' },
+    ...Object.fromEntries(RECORDING_EVENTS.map((type) => [type, { actions: refusal }])),
     ASK_UNMUTE: { actions: refusal },
     HAND: { actions: refusal },
     LOWER_ALL_HANDS: { actions: refusal },
@@ -221,6 +226,18 @@ export const meetingMachine = setup({
       enqueue.emit({ type: 'reply', body: out.reply });
     }),
 
+    recording: enqueueActions(({ context, event, enqueue }) => {
+      assertEvent(event, RECORDING_EVENTS);
+      const out = recordingStep(context, event);
+      if ('refuse' in out) {
+        enqueue.emit(refusal(out.refuse.code, out.refuse.message, out.refuse.details ?? {}));
+        return;
+      }
+      enqueue.assign({ recording: out.recording });
+      for (const e of out.effects) enqueue.emit(e);
+      enqueue.emit({ type: 'reply', body: out.reply });
+    }),
+
     refuse: emit(({ context, event }, params: { code: ActorErrorCode; message: string }) => {
       const details: Record<string, unknown> =
         params.code === 'not_found' && 'participantId' in event ? { participantId: event.participantId }
@@ -257,6 +274,12 @@ export const meetingMachine = setup({
       const started = { status: 'LIVE' as const, startedAt: at, planCapAt: at + context.planMaxMinutes * 60_000 };
       enqueue.assign(started);
       enqueue.emit({ type: 'outbox', eventType: 'meeting.started', data: meetingData({ ...context, ...started }) });
+      // settings.recordAutomatically: the recording starts with the class (the join carries its id when the plan records)
+      if (context.settings.recordAutomatically && event.recordingId && !context.recording) {
+        const auto = startRecording(context, event.recordingId, at, null, true);
+        enqueue.assign({ recording: auto.recording });
+        for (const e of auto.effects) enqueue.emit(e);
+      }
       enqueue.emit({ type: 'timer.cancel', name: MEETING_TIMERS.noShow });
       enqueue.emit({ type: 'timer.set', name: MEETING_TIMERS.planCap, dueAt: started.planCapAt });
     }),
@@ -310,7 +333,7 @@ export const meetingMachine = setup({
 
     replyRoomState: emit(({ context }) => ({
       type: 'reply' as const,
-      body: { ok: true as const, status: context.status, rev: context.rev, roster: roster(context), settings: clientSettings(context), media: context.media, locked: context.locked ?? false },
+      body: { ok: true as const, status: context.status, rev: context.rev, roster: roster(context), settings: clientSettings(context), media: context.media, locked: context.locked ?? false, recording: roomRecording(context.recording) },
     })),
 
     /**
@@ -344,6 +367,7 @@ export const meetingMachine = setup({
           locked: context.locked ?? false,
           spotlight: context.spotlight ?? null,
           classroom: classroomState(context, voterFor(e.participantId, e.user, e.voter), e.roomRole),
+          recording: roomRecording(context.recording),
         },
       };
     }),
@@ -545,7 +569,10 @@ export const meetingMachine = setup({
       }
       // its polls and questions are in their tables once these effects are written: the ended snapshot keeps no people
       for (const e of closeOpenPolls(context, endedAt)) enqueue.emit(e);
+      // a recording in progress stops with the class (the media node saves it as the room's media closes)
+      if (context.recording) for (const e of stopRecording(context.recording, endedAt)) enqueue.emit(e);
       const ended = {
+        recording: null,
         polls: [],
         questions: [],
         status: 'ENDED' as const,
@@ -714,6 +741,9 @@ export const meetingMachine = setup({
         ],
         ALLOW_UNMUTE_ALL: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'allowUnmuteAll' }],
         KNOCK: { actions: 'knock' },
+        START_RECORDING: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'recording' }],
+        STOP_RECORDING: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'recording' }],
+        PAUSE_RECORDING: [{ guard: 'policyRefuses', actions: 'refusePolicy' }, { actions: 'recording' }],
         FLOOR: [
           { guard: 'policyRefuses', actions: 'refusePolicy' },
           { guard: not('targetPresent'), actions: R.notFound },

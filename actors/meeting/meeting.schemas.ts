@@ -101,6 +101,8 @@ export const joinEvent = ev('JOIN', {
   planAllowsStart: z.boolean().optional(),
   /** Who this is in polls and Q&A, so the reply lists their own answers and questions (absent: only named ones are found). */
   voter: voter.optional(),
+  /** The id a recording gets if this join starts a meeting that records automatically (absent: its plan does not record). */
+  recordingId: id.optional(),
 });
 /** A connection dropped (not an explicit leave). */
 export const disconnectEvent = ev('DISCONNECT', { participantId: id, connectionId: id });
@@ -119,6 +121,12 @@ export const allowUnmuteAllEvent = ev('ALLOW_UNMUTE_ALL', { by: id });
  * told, at most once a minute per person (KNOCK_INTERVAL_MS), so they can unlock or let them be.
  */
 export const knockEvent = ev('KNOCK', { userId: id, name: z.string().min(1).max(300) });
+/** A host (`by`) or the public API (`byApi`) starts recording the class. */
+export const startRecordingEvent = ev('START_RECORDING', { recordingId: id, by: id.optional(), byApi: z.literal(true).optional() });
+/** Stops the recording in progress (the API names it: `recordingId`). */
+export const stopRecordingEvent = ev('STOP_RECORDING', { recordingId: id.optional(), by: id.optional(), byApi: z.literal(true).optional() });
+/** Pauses (nothing is recorded meanwhile) or resumes the recording in progress. */
+export const pauseRecordingEvent = ev('PAUSE_RECORDING', { paused: z.boolean(), by: id.optional(), byApi: z.literal(true).optional() });
 /** A participant whose microphone is locked (host mute, lecture mode) asks the hosts to let them speak. */
 export const askUnmuteEvent = ev('ASK_UNMUTE', { participantId: id });
 /** A participant raises or lowers their own hand, or a host lowers someone's (`by` is who asks). */
@@ -204,6 +212,9 @@ export const meetingEvent = z.discriminatedUnion('type', [
   allowUnmuteEvent,
   allowUnmuteAllEvent,
   knockEvent,
+  startRecordingEvent,
+  stopRecordingEvent,
+  pauseRecordingEvent,
   askUnmuteEvent,
   handEvent,
   lowerAllHandsEvent,

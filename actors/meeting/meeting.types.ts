@@ -1,3 +1,4 @@
+import type { RecordingPhase, RecordingStatus, RoomRecording } from '../../src/core/recording.ts';
 import type { z } from 'zod';
 import type { DisconnectEffect, OutboxEffect, Refusal, ReplyEffect, SendEffect, TimerCancelEffect, TimerSetEffect } from '../../src/core/actor-effects.ts';
 import type { EndedReason, MeetingStatus } from '../../src/core/domain.ts';
@@ -72,6 +73,8 @@ export interface MeetingContext {
   locked?: boolean;
   /** When each person refused at the locked door last made the hosts hear of it (ms; pruned after KNOCK_INTERVAL_MS). */
   knocks?: Record<string, number>;
+  /** The recording in progress (absent in older snapshots: none). */
+  recording?: ActiveRecording | null;
   /** Who a host put in the spotlight (absent in older snapshots: nobody). Kept while they are away; pages show it only for someone in the room. */
   spotlight?: string | null;
   /** The meeting's own cap on people in the room (null: the plan's alone), and the plan's (absent in older snapshots: none). */
@@ -231,14 +234,15 @@ export type MeetingOutbox =
   | OutboxEffect<'meeting.started' | 'meeting.ended' | 'meeting.cancelled', MeetingEventData>
   | OutboxEffect<'participant.joined' | 'participant.left', ParticipantEventData>
   | OutboxEffect<'poll.closed', PollClosedData>
-  | OutboxEffect<'question.answered', QuestionAnsweredData>;
+  | OutboxEffect<'question.answered', QuestionAnsweredData>
+  | OutboxEffect<'recording.started', RecordingEventData>;
 
 export type Ok = { ok: true };
-export type JoinedReply = { ok: true; participantId: string; roster: RosterEntry[]; settings: ClientSettings; rev: number; media: MediaPlacement | null; locked: boolean; spotlight: string | null; classroom: ClassroomState };
+export type JoinedReply = { ok: true; participantId: string; roster: RosterEntry[]; settings: ClientSettings; rev: number; media: MediaPlacement | null; locked: boolean; spotlight: string | null; classroom: ClassroomState; recording: RoomRecording | null };
 export type StatusReply = { ok: true; status: MeetingStatus; endedReason: EndedReason | null };
 export type LeftReply = { ok: true; left: string[] };
 export type MediaReply = { ok: true; media: MediaPlacement | null };
-export type RoomStateReply = { ok: true; status: MeetingStatus; rev: number; roster: RosterEntry[]; settings: ClientSettings; media: MediaPlacement | null; locked: boolean };
+export type RoomStateReply = { ok: true; status: MeetingStatus; rev: number; roster: RosterEntry[]; settings: ClientSettings; media: MediaPlacement | null; locked: boolean; recording: RoomRecording | null };
 
 /** The reply to each event (a Refusal where the machine may refuse it): the contract of the meeting's typed client. */
 export interface MeetingReplies {
@@ -253,6 +257,9 @@ export interface MeetingReplies {
   ALLOW_UNMUTE_ALL: { ok: true; allowed: string[] };
   /** `told`: the hosts heard of it (false: the room is not locked, or this person knocked within the minute). */
   KNOCK: { ok: true; told: boolean };
+  START_RECORDING: { ok: true; recording: RoomRecording };
+  STOP_RECORDING: { ok: true; recordingId: string };
+  PAUSE_RECORDING: { ok: true; paused: boolean };
   ASK_UNMUTE: Ok;
   HAND: { ok: true; raisedAt: string | null; lowered: string[] };
   LOWER_ALL_HANDS: { ok: true; lowered: string[] };
@@ -306,6 +313,7 @@ export interface QuestionSavedEffect {
 
 export type MeetingEffect =
   | MeetingOutbox
+  | RecordingSavedEffect
   | PollSavedEffect
   | QuestionSavedEffect
   | AttendanceStayEffect
@@ -315,3 +323,40 @@ export type MeetingEffect =
   | SendEffect<RoomMessage>
   | DisconnectEffect
   | ReplyEffect<MeetingReplyBody>;
+
+// ---- recordings (meeting.recording.ts) ----------------------------------------------------------
+
+/** The recording in progress, as the actor keeps it (ms). */
+export interface ActiveRecording {
+  recordingId: string;
+  startedAt: number;
+  /** A user id (null: the public API, or started automatically). */
+  startedBy: string | null;
+  automatic: boolean;
+  /** When a host paused it; null while it runs. */
+  pausedAt: number | null;
+  /** Time spent paused before now. */
+  pausedMs: number;
+}
+
+/** The row the host writes for a recording change (src/services/recordings.ts Recordings.record). */
+export interface RecordingSavedEffect {
+  type: 'recording';
+  recording: ActiveRecording & { phase: RecordingPhase; endedAt: number | null };
+}
+
+/** recording.* webhook data, as the spec shapes it (no media URL, ever). */
+export interface RecordingEventData {
+  recordingId: string;
+  meetingId: string;
+  externalMeetingId: string | null;
+  kind: string;
+  status: RecordingStatus;
+  startedAt: string;
+  endedAt: string | null;
+  durationSeconds: number | null;
+  fileSizeBytes: number | null;
+  mimeType: string | null;
+  failureReason: string | null;
+  deletedAt: string | null;
+}

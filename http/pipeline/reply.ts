@@ -27,7 +27,10 @@ export function sendReply(res: uws.HttpResponse, info: Request, spec: RouteSpec,
   res.writeHeader('X-Request-Id', info.requestId);
   const headers = reply.headers;
   if (headers) for (const k in headers) res.writeHeader(k, headers[k]!);
-  if (reply.raw) {
+  if (reply.file) {
+    res.writeHeader('Content-Type', reply.file.contentType);
+    streamFile(res, info, reply.file);
+  } else if (reply.raw) {
     res.writeHeader('Content-Type', reply.raw.contentType);
     res.end(reply.raw.body);
   } else {
@@ -36,6 +39,44 @@ export function sendReply(res: uws.HttpResponse, info: Request, spec: RouteSpec,
     else res.end(JSON.stringify(spec.list ? { data: reply.data, nextCursor: reply.nextCursor ?? null } : { data: reply.data }));
   }
   return status;
+}
+
+/**
+ * A file's bytes, as they are read, with uWS's backpressure: a chunk the socket cannot take now waits for
+ * onWritable, and the stream pauses meanwhile; a client that goes away stops the read. uWS sets
+ * Content-Length from `length` (tryEnd's total).
+ */
+function streamFile(res: uws.HttpResponse, info: Request, file: NonNullable<Reply['file']>): void {
+  const { stream, length } = file;
+  const stop = () => (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+  info.onAbort = stop;
+  if (length === 0) {
+    res.endWithoutBody(0);
+    stop();
+    return;
+  }
+  stream.on('error', () => {
+    if (!info.aborted) res.close();
+  });
+  stream.on('data', (chunk: Buffer) => {
+    if (info.aborted) return stop();
+    const ab = chunk.buffer.slice(chunk.byteOffset, chunk.byteOffset + chunk.byteLength) as ArrayBuffer;
+    const offset = res.getWriteOffset();
+    let ok = false;
+    let done = false;
+    res.cork(() => ([ok, done] = res.tryEnd(ab, length)));
+    if (done) return stop();
+    if (ok) return;
+    stream.pause();
+    res.onWritable((at) => {
+      let ok2 = false;
+      let done2 = false;
+      res.cork(() => ([ok2, done2] = res.tryEnd(ab.slice(at - offset), length)));
+      if (done2) stop();
+      else if (ok2) stream.resume();
+      return ok2;
+    });
+  });
 }
 
 export function sendError(app: App, res: uws.HttpResponse, info: Request, err: AppError, limit: RateLimitResult | null = null): void {

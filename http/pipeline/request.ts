@@ -28,6 +28,8 @@ const nextRequestId = (): string => REQUEST_ID_PREFIX + (++requestCount).toStrin
 export class Request implements RequestInfo {
   /** Set when the client went away; nothing may touch `res` after that. */
   aborted = false;
+  /** Told when the client goes away (a streamed file stops reading). */
+  onAbort: (() => void) | null = null;
   #query: URLSearchParams | null = null;
   #ip: string | null = null;
   #log: Logger | null = null;

@@ -16,10 +16,11 @@ import { usageRoutes } from './usage.ts';
 import { userRoutes } from './users.ts';
 import { pageRoutes } from '../pages/join.ts';
 import { roomRoutes } from './rooms.ts';
+import { recordingRoutes } from './recordings.ts';
 import { webhookRoutes } from './webhooks.ts';
 import { wellKnownRoutes } from './well-known.ts';
 
-const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...attendanceRoutes, ...classroomRoutes, ...usageRoutes, ...joinRoutes, ...roomRoutes, ...authRoutes, ...orgRoutes, ...notificationRoutes, ...webhookRoutes, ...pageRoutes, ...wellKnownRoutes];
+const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...attendanceRoutes, ...classroomRoutes, ...recordingRoutes, ...usageRoutes, ...joinRoutes, ...roomRoutes, ...authRoutes, ...orgRoutes, ...notificationRoutes, ...webhookRoutes, ...pageRoutes, ...wellKnownRoutes];
 
 /** The document of each server (its own base URL in `servers`), made on first request. */
 const docs = new WeakMap<App, string>();

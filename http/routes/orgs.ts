@@ -15,6 +15,7 @@ const organization = z.object({
   allowedOrigins: z.array(z.string()).describe('Origins whose pages may frame the room (docs/sdk.md).'),
   attendanceRules: attendanceRules.describe('How attendance is reconciled (docs/attendance.md): the rules in force.'),
   mobileApps: mobileApps.describe('The organization\'s own apps: the join page offers one only when it is configured, and /.well-known/assetlinks.json and apple-app-site-association vouch for it.'),
+  recordingRetentionDays: z.number().int().describe('Recordings older than this many days are deleted, with recording.deleted (docs/recordings.md); default 365.'),
 });
 const present = (org: Org) => ({
   id: org.id,
@@ -24,6 +25,7 @@ const present = (org: Org) => ({
   allowedOrigins: org.allowedOrigins,
   attendanceRules: org.attendanceRules,
   mobileApps: org.mobileApps,
+  recordingRetentionDays: org.recordingRetentionDays,
 });
 
 /** The admin surface, `/orgs/:orgId/...`: signed-in owners and admins of that organization only. */
@@ -47,6 +49,7 @@ export const orgRoutes = [
         allowedOrigins: allowedOrigins.optional(),
         attendanceRules: attendanceRules.partial().optional(),
         mobileApps: mobileAppsPatch.optional(),
+        recordingRetentionDays: z.number().int().min(1).max(3650).optional(),
       }),
       response: organization,
       errors: ['not_found'],

@@ -1,3 +1,4 @@
+import { hasScope } from '../../src/core/scopes.ts';
 import { z } from 'zod';
 import { toJobRecord } from '../../src/services/jobs.ts';
 import { AppError } from '../../src/core/errors.ts';
@@ -108,12 +109,18 @@ export const userRoutes = [
       path: '/public/jobs/:id',
       tag: 'Jobs',
       auth: 'apiKey',
-      scope: 'users:read',
+      scope: ['users:read', 'recordings:read'],
       summary: 'Status, progress and per-item failures of a background job.',
       params: z.object({ id: z.string().max(64) }),
       response: jobRecord,
       errors: ['job_not_found'],
     },
-    async ({ app, db, apiKey, params }) => ({ data: toJobRecord(await app.services.jobs.get(db, apiKey!.orgId, params.id)) }),
+    async ({ app, db, apiKey, params }) => {
+      const job = await app.services.jobs.get(db, apiKey!.orgId, params.id);
+      // each kind of job is read with the scope of what it works on
+      const needed = job.kind === 'recording.compose' ? 'recordings:read' : 'users:read';
+      if (!hasScope(apiKey!.scopes, needed)) throw new AppError('insufficient_scope', { details: { required: needed, granted: [...apiKey!.scopes] } });
+      return { data: toJobRecord(job) };
+    },
   ),
 ];

@@ -59,7 +59,7 @@ const jobFailure = z.object({
 export const jobRecord = schemaOf<JobRecord>()(
   z.object({
     id: z.string(),
-    kind: z.literal('users.bulk_upsert'),
+    kind: z.enum(['users.bulk_upsert', 'recording.compose']).describe('A bulk import of users (users:read reads it), or a recording\'s composition (recordings:read).'),
     status: z.enum(JOB_STATUSES),
     total: z.number(),
     processed: z.number(),

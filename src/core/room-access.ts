@@ -66,7 +66,7 @@ export interface Refused {
 export type Decision = Refused | null;
 
 /** Room commands that only hosts and cohosts may give. */
-export const HOST_COMMANDS = ['end', 'remove', 'mute', 'allow-unmute', 'floor', 'admit', 'deny', 'lower-hand', 'lock', 'poll', 'answer-question', 'spotlight', 'stop-camera', 'chat'] as const;
+export const HOST_COMMANDS = ['end', 'remove', 'mute', 'allow-unmute', 'floor', 'admit', 'deny', 'lower-hand', 'lock', 'poll', 'answer-question', 'spotlight', 'stop-camera', 'chat', 'record'] as const;
 export type HostCommand = (typeof HOST_COMMANDS)[number];
 
 const refused = (code: RefusalCode, message: string): Refused => ({ code, message });

@@ -80,6 +80,9 @@ const roomCommands = [
     .object({ type: z.literal('chat-settings'), id: cid, chat: z.enum(CHAT_MODES).optional(), privateChatToHosts: z.boolean().optional() })
     .refine((m) => m.chat !== undefined || m.privateChatToHosts !== undefined, { message: 'give chat, privateChatToHosts or both' }),
   z.object({ type: z.literal('react'), id: cid, emoji: z.enum(REACTIONS) }),
+  z.object({ type: z.literal('start-recording'), id: cid }),
+  z.object({ type: z.literal('stop-recording'), id: cid }),
+  z.object({ type: z.literal('pause-recording'), id: cid, paused: z.boolean() }),
 ] as const;
 
 const signalingRequests = [

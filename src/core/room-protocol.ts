@@ -2,6 +2,7 @@ import type { EndedReason, MeetingStatus, UserRole } from './domain.ts';
 import type { MediaSource } from './room-access.ts';
 import type { PollType } from './classroom.ts';
 import type { ChatMessageView, ChatMode, ChatSettings, Reaction } from './chat.ts';
+import type { RoomRecording } from './recording.ts';
 import type { ClassroomState, ClientSettings, PollResults, PollView, QuestionView, RoomMessage, RosterEntry, WaitingStatus } from './room.ts';
 
 /**
@@ -117,7 +118,11 @@ export type RoomCommand =
   /** Hosts and cohosts: the meeting's chat settings, changed live (the meeting's settings change with them). */
   | { type: 'chat-settings'; id?: string; chat?: ChatMode; privateChatToHosts?: boolean }
   /** A quick reaction: floats over the sender's tile on every page for a few seconds. */
-  | { type: 'react'; id?: string; emoji: Reaction };
+  | { type: 'react'; id?: string; emoji: Reaction }
+  /** Hosts and cohosts: record the class (docs/recordings.md), stop, pause or resume; everyone hears `recording`. */
+  | { type: 'start-recording'; id?: string }
+  | { type: 'stop-recording'; id?: string }
+  | { type: 'pause-recording'; id?: string; paused: boolean };
 
 // ---- client to server: media signaling (relayed to the node that hosts the room's media) -------
 
@@ -245,6 +250,9 @@ export interface AckResults {
   'chat-delete': Empty;
   'chat-settings': { settings: ChatSettings };
   react: Empty;
+  'start-recording': { recording: RoomRecording };
+  'stop-recording': { recordingId: string };
+  'pause-recording': { paused: boolean };
   'media-join': { routerRtpCapabilities: MediasoupObject; resumed: boolean; iceServers: IceServer[]; iceServersExpireAt: string | null };
   'transport-create': { transportId: string; iceParameters: MediasoupObject; iceCandidates: MediasoupObject[]; dtlsParameters: MediasoupObject };
   'transport-connect': Empty;
@@ -377,6 +385,8 @@ export interface JoinedMessage {
   spotlight: string | null;
   classroom: ClassroomState;
   media: { rev: number; available: boolean };
+  /** The recording in progress (null: the class is not being recorded). */
+  recording: RoomRecording | null;
 }
 
 /** Someone waiting to be let in, as hosts and cohosts see them. */

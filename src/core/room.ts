@@ -6,6 +6,7 @@
  */
 import type { PollStatus, PollType } from './classroom.ts';
 import type { ChatSettings } from './chat.ts';
+import type { RoomRecording } from './recording.ts';
 import type { EndedReason } from './domain.ts';
 import type { RoomRole } from './room-access.ts';
 
@@ -120,6 +121,8 @@ export type RoomMessage =
   | { type: 'unmute-allowed'; by: string }
   /** To the participant: you were given the floor (true) or it was taken back. */
   | { type: 'floor'; give: boolean; by: string }
+  /** To everyone: the class is being recorded (and whether a host paused it), or no longer (null). */
+  | { type: 'recording'; recording: RoomRecording | null }
   /** To hosts: someone was kept out of the locked room (at most once a minute per person): unlock to let them in. */
   | { type: 'knock'; userId: string; name: string; at: string }
   /** To hosts: a participant asks to speak. */

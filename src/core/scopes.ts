@@ -12,6 +12,8 @@ export const SCOPES = [
   'classes:write',
   'webhooks:read',
   'webhooks:write',
+  'recordings:read',
+  'recordings:write',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];

@@ -1,3 +1,5 @@
+import { afterCommit } from '../platform/db/tx.ts';
+import { Recordings } from '../services/recordings.ts';
 import { isDeepStrictEqual } from 'node:util';
 import { forgetsHistory, MEETING_MACHINE_VERSION, meetingMachine, occupancy } from '../../actors/meeting/meeting.machine.ts';
 import { meetingEvent } from '../../actors/meeting/meeting.schemas.ts';
@@ -44,6 +46,8 @@ async function meetingRow(db: Db, meetingId: string): Promise<MeetingActorRow | 
 export interface ActorSettings {
   /** AULA_ROOM_GRACE_SECONDS: how long a dropped participant keeps their place and media. */
   roomGraceSeconds: number;
+  /** After each hourly purge commits: recordings past their organization's retention are deleted (with their files). */
+  recordingRetention?: (at: number) => Promise<unknown>;
 }
 
 const meetingDefinition = (settings: ActorSettings) => defineActor<MeetingContext, MeetingEffect, MeetingInput>({
@@ -95,6 +99,7 @@ const meetingDefinition = (settings: ActorSettings) => defineActor<MeetingContex
     else if (effect.type === 'attendance.finalize') await Attendance.finalize(tx, env.outbox, meetingId, at);
     else if (effect.type === 'poll') await Polls.record(tx, orgId, meetingId, effect.poll);
     else if (effect.type === 'question') await Questions.record(tx, orgId, meetingId, effect.question);
+    else if (effect.type === 'recording') await Recordings.record(tx, orgId, meetingId, effect.recording, at);
   },
   followUps(meetingId, before, after) {
     const was = before.status;
@@ -187,7 +192,7 @@ export const webhookDefinition = defineActor<WebhookEndpointContext, WebhookEndp
 });
 
 /** Cluster housekeeping: one actor per job (`maintenance:retention`), run by whichever node owns it. */
-export const maintenanceDefinition = defineActor<MaintenanceContext, MaintenanceEffect, MaintenanceInput>({
+export const maintenanceDefinition = (settings: ActorSettings) => defineActor<MaintenanceContext, MaintenanceEffect, MaintenanceInput>({
   name: 'maintenance',
   version: MAINTENANCE_MACHINE_VERSION,
   machine: maintenanceMachine,
@@ -197,10 +202,13 @@ export const maintenanceDefinition = defineActor<MaintenanceContext, Maintenance
   orgOf: () => '',
   init: (at) => ({ type: 'INIT', at }),
   async effect(tx, _name, _context, effect, at) {
-    if (effect.type === 'purge') await purgeExpired(tx, at);
+    if (effect.type !== 'purge') return;
+    await purgeExpired(tx, at);
+    // a recording's files are not in the transaction: they go after it, as DELETE does
+    if (settings.recordingRetention) afterCommit(tx, () => void settings.recordingRetention!(at).catch(() => {}));
   },
 });
 
-export const actorDefinitions = (settings: ActorSettings): ActorDefinition[] => [meetingDefinition(settings), waitingRoomDefinition, webhookDefinition, maintenanceDefinition];
+export const actorDefinitions = (settings: ActorSettings): ActorDefinition[] => [meetingDefinition(settings), waitingRoomDefinition, webhookDefinition, maintenanceDefinition(settings)];
 export const RETENTION_ACTOR = 'maintenance:retention';
 

@@ -19,6 +19,8 @@ import { Attendance } from '../services/attendance.ts';
 import { Polls, VOTER_KEY_PURPOSE } from '../services/polls.ts';
 import { Questions } from '../services/questions.ts';
 import { ChatLog } from '../services/chat.ts';
+import { PLAYBACK_KEY_PURPOSE, Recordings } from '../services/recordings.ts';
+import { openStorage } from '../platform/storage/index.ts';
 import { Usage } from '../services/usage.ts';
 import { Enrollments } from '../services/enrollments.ts';
 import { Idempotency } from '../services/idempotency.ts';
@@ -116,7 +118,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
     clock,
     log,
     outbox,
-    definitions: actorDefinitions({ roomGraceSeconds: config.AULA_ROOM_GRACE_SECONDS }),
+    definitions: actorDefinitions({ roomGraceSeconds: config.AULA_ROOM_GRACE_SECONDS, recordingRetention: (at) => recordings.purgeExpired(at) }),
     env: { baseUrl: () => publicBaseUrl },
     sink: { deliver: (actorId, effects) => roomService?.deliver(actorId, effects) },
     send: (actorId, event) => cluster.send(actorId, event),
@@ -150,6 +152,20 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
   const connections = new Connections({ redis, prefix: config.AULA_REDIS_PREFIX, nodeId: cluster.nodeId, log });
   const pool = await startWorkers(config, log);
   const mediaLoad = new MediaLoad({ redis, prefix: config.AULA_REDIS_PREFIX, nodeId: cluster.nodeId, pool, log });
+  const storage = await openStorage(config, log);
+  const recordings = new Recordings({
+    sql,
+    clock,
+    outbox,
+    meetings,
+    rooms: clients,
+    storage,
+    playbackKey: deriveKey(secret, PLAYBACK_KEY_PURPOSE),
+    spoolDir: join(config.AULA_DATA_DIR, 'recording-spool'),
+    baseUrl: () => app.baseUrl,
+    log,
+    bus,
+  });
   const mediaRooms = pool
     ? new MediaRooms({
         nodeId: cluster.nodeId,
@@ -161,6 +177,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
         capacity: config.AULA_MEDIA_CONSUMERS_PER_WORKER,
         maxIncomingBitrate: config.AULA_MEDIA_MAX_INCOMING_BITRATE,
         initialOutgoingBitrate: config.AULA_MEDIA_INITIAL_OUTGOING_BITRATE,
+        recordings,
       })
     : null;
   const turn = config.AULA_TURN_URLS?.length && config.AULA_TURN_SECRET ? new TurnRelays({ urls: config.AULA_TURN_URLS, secret: config.AULA_TURN_SECRET, clock, sql, log }) : null;
@@ -180,6 +197,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
     voterKey: deriveKey(secret, VOTER_KEY_PURPOSE),
     turn,
     chat,
+    recordings,
     signaled: (type, answer) => metrics.mediaSignal(type, answer),
   });
   const app: App = {
@@ -214,6 +232,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
       polls: new Polls(meetings),
       questions: new Questions(meetings),
       chat,
+      recordings,
       usage: new Usage(),
       invitations: new Invitations(clock, users, meetings),
       joinLinks: new JoinLinks(clock, tokens, users, meetings),
@@ -257,6 +276,11 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
   const metricsServer = config.AULA_METRICS_PORT === undefined ? null : await startMetricsServer(app, config.AULA_HOST, config.AULA_METRICS_PORT);
   app.baseUrl = resolveBaseUrl(config, http.port);
   publicBaseUrl = app.baseUrl;
+  app.services.jobs.handle(
+    'recording.compose',
+    (input, signal) => recordings.composeJob(String(input.recordingId), signal),
+    (input, why) => recordings.composeGaveUp(String(input.recordingId), why),
+  );
   app.services.jobs.start(config.AULA_JOB_POLL_MS);
   // Retention (delivery log, events, idempotency records, sessions) is the maintenance actor's hourly
   // durable timer; every node makes sure the actor exists, until one attempt gets through.

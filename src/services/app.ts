@@ -24,6 +24,7 @@ import type { Attendance } from './attendance.ts';
 import type { Polls } from './polls.ts';
 import type { Questions } from './questions.ts';
 import type { ChatLog } from './chat.ts';
+import type { Recordings } from './recordings.ts';
 import type { Usage } from './usage.ts';
 import type { Classes } from './classes.ts';
 import type { Enrollments } from './enrollments.ts';
@@ -84,6 +85,8 @@ export interface App {
     questions: Questions;
     /** The rooms' chat (its rows; the rooms service tells the room). */
     chat: ChatLog;
+    /** Recordings: started through the meeting actors, composed by jobs, played through signed links. */
+    recordings: Recordings;
     /** Usage per day against the plan's limits. */
     usage: Usage;
     invitations: Invitations;

@@ -23,10 +23,19 @@ export interface JobFailure {
   error: { code: string; message: string; details: Record<string, unknown> };
 }
 
+/** What a job does: a bulk import of users, or a recording's composition (src/services/recordings.ts). */
+export type JobKind = 'users.bulk_upsert' | 'recording.compose';
+
+/** A job of a kind the runner hands to its owner: done when it returns, retried when it throws (on another claim). */
+export type JobHandler = (input: Record<string, unknown>, signal: AbortSignal) => Promise<void>;
+
+/** A handed-over job is tried this many times; then `gaveUp` is told and it is FAILED. */
+const MAX_ATTEMPTS = 5;
+
 /** A background job as the API shows it. */
 export interface JobRecord {
   id: string;
-  kind: 'users.bulk_upsert';
+  kind: JobKind;
   status: (typeof JOB_STATUSES)[number];
   total: number;
   processed: number;
@@ -44,9 +53,10 @@ export type UserItemParser = (raw: unknown) => UserInput;
 interface JobRow {
   id: string;
   orgId: string;
-  kind: 'users.bulk_upsert';
+  kind: JobKind;
   status: (typeof JOB_STATUSES)[number];
-  input: { users: unknown[] };
+  input: { users: unknown[] } & Record<string, unknown>;
+  attempts: number;
   total: number;
   processed: number;
   succeeded: number;
@@ -85,6 +95,8 @@ export class Jobs {
   readonly #parseUser: UserItemParser;
   readonly #worker = `${hostname()}:${process.pid}:${Math.random().toString(36).slice(2, 8)}`;
   #timer: NodeJS.Timeout | null = null;
+  readonly #handlers = new Map<JobKind, { run: JobHandler; gaveUp: (input: Record<string, unknown>, why: string) => Promise<void> }>();
+  readonly #aborts = new Set<AbortController>();
   #running = false;
   #again = false;
   #stopped = false;
@@ -114,6 +126,11 @@ export class Jobs {
     return job;
   }
 
+  /** Jobs of this kind are handed to `run` (a recording's composition); `gaveUp` when MAX_ATTEMPTS failed. */
+  handle(kind: JobKind, run: JobHandler, gaveUp: (input: Record<string, unknown>, why: string) => Promise<void>): void {
+    this.#handlers.set(kind, { run, gaveUp });
+  }
+
   start(pollMs: number): void {
     this.#bus.subscribe('jobs', () => this.kick());
     this.#timer = setInterval(() => this.kick(), pollMs);
@@ -124,6 +141,7 @@ export class Jobs {
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
+    for (const a of this.#aborts) a.abort();
     while (this.#running) await new Promise((r) => setTimeout(r, 10));
   }
 
@@ -153,10 +171,17 @@ export class Jobs {
     const now = this.#clock.now();
     const [job] = await this.#sql<JobRow[]>`update jobs set status = 'RUNNING', locked_by = ${this.#worker},
         locked_until = ${iso(now + LEASE_MS)}, attempts = attempts + 1, started_at = coalesce(started_at, ${iso(now)})
-      where id = (select id from jobs where status = 'QUEUED' or (status = 'RUNNING' and locked_until < ${iso(now)})
+      where id = (select id from jobs where (status = 'QUEUED' or (status = 'RUNNING' and locked_until < ${iso(now)}))
+          and (not_before is null or not_before <= ${iso(now)})
         order by created_at limit 1 for update skip locked)
       returning *`;
     if (!job) return false;
+    const handler = this.#handlers.get(job.kind);
+    if (job.kind !== 'users.bulk_upsert') {
+      if (handler) await this.#handOver(job, handler);
+      else this.#log.warn({ jobId: job.id, kind: job.kind }, 'no handler for this kind of job on this node; its lease will let another take it');
+      return true;
+    }
     this.#log.info({ jobId: job.id, from: job.processed, total: job.total }, 'job claimed');
     try {
       for (let from = job.processed; from < job.total && !this.#stopped; from += CHUNK) {
@@ -170,6 +195,39 @@ export class Jobs {
       this.#log.error({ err, jobId: job.id }, 'job chunk failed; the lease will let it be retried');
     }
     return true;
+  }
+
+  /**
+   * A job its owner runs whole (a composition of minutes): the lease is renewed while it runs, so no other
+   * node takes it; a throw leaves it for a later claim (after a pause), until MAX_ATTEMPTS.
+   */
+  async #handOver(job: JobRow, h: { run: JobHandler; gaveUp: (input: Record<string, unknown>, why: string) => Promise<void> }): Promise<void> {
+    const abort = new AbortController();
+    this.#aborts.add(abort);
+    const renew = setInterval(() => {
+      void this.#sql`update jobs set locked_until = ${iso(this.#clock.now() + LEASE_MS)} where id = ${job.id} and locked_by = ${this.#worker}`.catch(() => {});
+    }, LEASE_MS / 3);
+    try {
+      await h.run(job.input, abort.signal);
+      await this.#sql`update jobs set status = 'SUCCEEDED', processed = 1, succeeded = 1, finished_at = ${iso(this.#clock.now())}, locked_by = null, locked_until = null
+        where id = ${job.id} and locked_by = ${this.#worker}`;
+    } catch (err) {
+      if (abort.signal.aborted) return; // this node is stopping: another takes it when the lease runs out
+      const why = (err as Error).message;
+      if (job.attempts >= MAX_ATTEMPTS) {
+        await h.gaveUp(job.input, why);
+        await this.#sql`update jobs set status = 'FAILED', failed = 1, processed = 1, error = ${why}, finished_at = ${iso(this.#clock.now())}, locked_by = null, locked_until = null
+          where id = ${job.id} and locked_by = ${this.#worker}`;
+      } else {
+        // tried again after a pause that grows with the attempts (the lease's own expiry is the retry)
+        await this.#sql`update jobs set status = 'QUEUED', error = ${why}, locked_by = null, locked_until = null,
+            not_before = ${iso(this.#clock.now() + 15_000 * 2 ** (job.attempts - 1))} where id = ${job.id} and locked_by = ${this.#worker}`;
+        this.#log.info({ jobId: job.id, kind: job.kind, attempt: job.attempts, why }, 'job will be tried again');
+      }
+    } finally {
+      clearInterval(renew);
+      this.#aborts.delete(abort);
+    }
   }
 
   async #chunk(job: JobRow, from: number, to: number): Promise<void> {

@@ -1,3 +1,4 @@
+import { RECORDING_LIMITS } from '../core/recording.ts';
 import { TtlCache } from '../platform/cache.ts';
 import { iso, type Clock } from '../core/clock.ts';
 import type { Bus } from '../platform/cluster/bus.ts';
@@ -17,6 +18,8 @@ export interface Org {
   attendanceRules: AttendanceRules;
   /** The organization's own apps: the join page offers one only when it is configured here. */
   mobileApps: MobileApps;
+  /** Recordings older than this many days are deleted (docs/recordings.md). */
+  recordingRetentionDays: number;
   createdAt: Date;
 }
 
@@ -37,9 +40,14 @@ export interface MobileApps {
   ios: IosApp | null;
 }
 
-type OrgRow = Omit<Org, 'attendanceRules' | 'mobileApps'> & { attendanceRules: Partial<AttendanceRules> | null; androidApp: AndroidApp | null; iosApp: IosApp | null };
-const ORG_COLUMNS = 'id, name, plan, allowed_origins, attendance_rules, android_app, ios_app, created_at';
-const toOrg = ({ androidApp, iosApp, ...row }: OrgRow): Org => ({ ...row, attendanceRules: attendanceRules(row.attendanceRules), mobileApps: { android: androidApp, ios: iosApp } });
+type OrgRow = Omit<Org, 'attendanceRules' | 'mobileApps' | 'recordingRetentionDays'> & { attendanceRules: Partial<AttendanceRules> | null; androidApp: AndroidApp | null; iosApp: IosApp | null; recordingRetentionDays: number | null };
+const ORG_COLUMNS = 'id, name, plan, allowed_origins, attendance_rules, android_app, ios_app, recording_retention_days, created_at';
+const toOrg = ({ androidApp, iosApp, recordingRetentionDays, ...row }: OrgRow): Org => ({
+  ...row,
+  attendanceRules: attendanceRules(row.attendanceRules),
+  mobileApps: { android: androidApp, ios: iosApp },
+  recordingRetentionDays: recordingRetentionDays ?? RECORDING_LIMITS.retentionDays,
+});
 
 export async function createOrg(db: Db, clock: Clock, input: { name: string; plan: PlanName }): Promise<Org> {
   const now = iso(clock.now());
@@ -109,7 +117,7 @@ export async function updateOrg(
   db: Db,
   clock: Clock,
   id: string,
-  patch: { name?: string | undefined; allowedOrigins?: string[] | undefined; attendanceRules?: Partial<AttendanceRules> | undefined; mobileApps?: MobileAppsPatch | undefined },
+  patch: { name?: string | undefined; allowedOrigins?: string[] | undefined; attendanceRules?: Partial<AttendanceRules> | undefined; mobileApps?: MobileAppsPatch | undefined; recordingRetentionDays?: number | undefined },
 ): Promise<Org> {
   const rules = patch.attendanceRules ? Object.fromEntries(Object.entries(patch.attendanceRules).filter(([, v]) => v !== undefined)) : null;
   const android = patch.mobileApps?.android;
@@ -120,6 +128,7 @@ export async function updateOrg(
       attendance_rules = case when ${rules === null} then attendance_rules else coalesce(attendance_rules, '{}'::jsonb) || ${db.json((rules ?? {}) as never)} end,
       android_app = case when ${android === undefined} then android_app else ${android ? db.json(android as never) : null}::jsonb end,
       ios_app = case when ${ios === undefined} then ios_app else ${ios ? db.json(ios as never) : null}::jsonb end,
+      recording_retention_days = coalesce(${patch.recordingRetentionDays ?? null}::int, recording_retention_days),
       updated_at = ${iso(clock.now())}
     where id = ${id} returning ${db.unsafe(ORG_COLUMNS)}`;
   if (!org) throw new AppError('not_found', { message: `No organization ${id}.` });

@@ -173,6 +173,7 @@ t.test('the first JOIN starts the meeting: meeting.started, plan-cap timer, part
     locked: false,
     spotlight: null,
     classroom: { polls: [], pollResults: [], answeredPolls: [], questions: [], upvotedQuestions: [], ownQuestions: [] },
+    recording: null,
   });
 });
 

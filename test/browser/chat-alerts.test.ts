@@ -162,3 +162,22 @@ t.test('reactions float over the sender\'s tile; hosts allow everyone to unmute'
   await eventually(async () => (await state(sp, 'unmuteAllowed')) === true, 5000);
   t.pass('the student may unmute again');
 });
+
+t.test('recording: a host records from the bar; everyone sees REC, a pause, the stop; the SDK hears it', async (t) => {
+  t.equal(await sp.locator('nav.controls button[title="Record"]').count(), 0, 'students have no Record control');
+  await tp.click('nav.controls button[title="Record"]');
+  await sp.waitForSelector('#recording', { timeout: 5000 });
+  t.match(await sp.textContent('#recording'), /REC/);
+  t.equal(await sp.getAttribute('#recording [role=img]', 'aria-label'), 'This class is being recorded');
+  await eventually(async () => (await state(sp, 'notice')) === 'This class is being recorded.', 5000);
+  await tp.click('#pause-recording');
+  await eventually(async () => (await sp.textContent('#recording'))?.includes('Paused'), 5000);
+  await screenshot(tp, 'recording');
+  t.equal(await sp.locator('#pause-recording').count(), 0, 'only hosts pause');
+  await tp.click('#pause-recording');
+  await tp.click('nav.controls button[title="Stop recording"]');
+  await sp.waitForSelector('#recording', { state: 'detached', timeout: 5000 });
+  t.equal(await state(sp, 'notice'), 'The recording stopped.');
+  const recs = (await call('GET', `/public/meetings/${m.id}/recordings`)).body.data;
+  t.match(recs, [{ status: 'RECORDING', phase: 'PROCESSING', automatic: false }], 'the recording is being composed');
+});

@@ -82,7 +82,7 @@ t.test('unknown flags, missing or bad arguments: one line, a hint, exit 2', asyn
     [['keys', 'create'], 'missing --org, --name and --scopes', 'keys create'],
     [['keys', 'create', '--org', 'org_x', '--name', 'n'], 'missing --scopes', 'keys create'],
     [['keys', 'create', '--org', '--name', 'n', '--scopes', 'users:read'], '--org needs a value (--org ORG_ID)', 'keys create'],
-    [['keys', 'create', '--org', 'org_x', '--name', 'n', '--scopes', 'users:write,root'], 'unknown scopes: root; known: users:read, users:write, meetings:read, meetings:write, join-links:write, classes:read, classes:write, webhooks:read, webhooks:write', 'keys create'],
+    [['keys', 'create', '--org', 'org_x', '--name', 'n', '--scopes', 'users:write,root'], 'unknown scopes: root; known: users:read, users:write, meetings:read, meetings:write, join-links:write, classes:read, classes:write, webhooks:read, webhooks:write, recordings:read, recordings:write', 'keys create'],
     [['keys', 'list', '--json=yes'], '--json takes no value', 'keys list'],
     [['keys', 'list', 'extra'], 'unexpected argument "extra"', 'keys list'],
     [['keys', 'revoke', 'key_a', 'key_b'], 'unexpected argument "key_b"', 'keys revoke'],

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import type { Test } from 'tap';
@@ -42,6 +45,8 @@ export interface TestNodeOptions {
 export async function startTestNode(t: Test, opts: TestNodeOptions = {}): Promise<Node> {
   const databaseUrl = opts.databaseUrl ?? (await createTestDatabase(t));
   const useRedis = opts.redis ?? true;
+  // each node its own data folder (recordings' storage and spool), removed with it
+  const dataDir = mkdtempSync(join(tmpdir(), 'aula-node-'));
   const config = loadConfig(
     {
       AULA_ENV: 'test',
@@ -52,6 +57,7 @@ export async function startTestNode(t: Test, opts: TestNodeOptions = {}): Promis
       AULA_SECRET_KEY: TEST_SECRET,
       AULA_LOG_LEVEL: process.env.AULA_TEST_LOG_LEVEL ?? 'silent',
       AULA_JOB_POLL_MS: '200',
+      AULA_DATA_DIR: dataDir,
       AULA_MEDIA_WORKERS: '1',
       AULA_MEDIA_LISTEN_IP: '127.0.0.1',
       ...(useRedis ? { AULA_REDIS_URL: REDIS_URL, AULA_REDIS_PREFIX: opts.redisPrefix ?? `aulatest:${randomBytes(4).toString('hex')}:` } : {}),
@@ -59,7 +65,10 @@ export async function startTestNode(t: Test, opts: TestNodeOptions = {}): Promis
     opts.overrides,
   );
   const node = await startNode({ config, ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.logger ? { logger: opts.logger } : {}) });
-  t.teardown(() => node.close());
+  t.teardown(async () => {
+    await node.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
   return node;
 }
 

@@ -1,8 +1,8 @@
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { pcm, power, probe, run } from '../helpers/av.ts';
 import { compose } from '../../media/recording/compose.ts';
 import { writeManifest, type SpeakerChange, type TrackInfo } from '../../media/recording/format.ts';
 import { h264, tone, vp8, writeTrack, type Capture } from './rtp-source.ts';
@@ -44,44 +44,6 @@ const video = (trackId: string, participantId: string, source: 'camera' | 'scree
 async function segment(dir: string, durationMs: number | null, tracks: TrackInfo[], speakers: SpeakerChange[] = [], i = 0) {
   await writeManifest(dir, { recordingId: 'rec', segment: i, startedAt: Date.now(), durationMs, tracks, speakers });
   return dir;
-}
-
-function run(cmd: string, args: string[]): Buffer {
-  const r = spawnSync(cmd, args, { maxBuffer: 256 << 20 });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: ${r.stderr.toString()}`);
-  return r.stdout;
-}
-
-function probe(file: string): { codecs: string[]; durationS: number } {
-  const j = JSON.parse(run('ffprobe', ['-v', 'error', '-show_entries', 'stream=codec_name:format=duration', '-of', 'json', file]).toString()) as {
-    streams: { codec_name: string }[];
-    format: { duration: string };
-  };
-  return { codecs: j.streams.map((s) => s.codec_name).sort(), durationS: Number(j.format.duration) };
-}
-
-/** The audio, mono 48 kHz. */
-const pcm = (file: string) => {
-  const b = run('ffmpeg', ['-v', 'error', '-i', file, '-map', '0:a', '-ac', '1', '-ar', '48000', '-f', 'f32le', '-']);
-  return new Float32Array(b.buffer, b.byteOffset, b.length / 4);
-};
-
-/** Goertzel: the power of `hz` in 10 ms windows, one value per window. */
-function power(samples: Float32Array, hz: number): number[] {
-  const size = 480;
-  const k = 2 * Math.cos((2 * Math.PI * hz) / 48000);
-  const out: number[] = [];
-  for (let w = 0; w + size <= samples.length; w += size) {
-    let s1 = 0;
-    let s2 = 0;
-    for (let i = w; i < w + size; i++) {
-      const s0 = samples[i]! + k * s1 - s2;
-      s2 = s1;
-      s1 = s0;
-    }
-    out.push((s1 * s1 + s2 * s2 - k * s1 * s2) / (size * size));
-  }
-  return out;
 }
 
 /** Whether the tone is there over [fromS, toS): each 10 ms window well above silence. */

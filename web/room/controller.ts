@@ -479,6 +479,15 @@ export class RoomController {
     await this.command({ type: 'lock', locked: false });
   }
 
+  /** Hosts: record the class, stop, pause or resume (everyone hears `recording`). */
+  async record(on: boolean): Promise<void> {
+    await this.command(on ? { type: 'start-recording' } : { type: 'stop-recording' });
+  }
+
+  async pauseRecording(paused: boolean): Promise<void> {
+    await this.command({ type: 'pause-recording', paused });
+  }
+
   pollPrompted(): void {
     this.store.dispatch({ type: 'poll-prompted' });
   }

@@ -46,7 +46,8 @@ export function embedEvents(before: State, m: Action, after: State): EmbedEvent[
       const meeting = after.session?.meeting;
       // a reconnect joins again: the customer's page heard `joined` once
       const joined: EmbedEvent[] = before.participantId === null && self && meeting ? [{ event: 'joined', data: { participant: participant(self), meeting: { id: meeting.id, title: meeting.title } } }] : [];
-      return [...joined, ...classroomPollEvents(before, after)];
+      const recording: EmbedEvent[] = after.recording && after.recording.recordingId !== before.recording?.recordingId ? [{ event: 'recording-started', data: { recordingId: after.recording.recordingId } }] : [];
+      return [...joined, ...classroomPollEvents(before, after), ...recording];
     }
     case 'roster':
       // a roster before this page's own `joined` is the room as it was: nobody joined it since
@@ -72,6 +73,12 @@ export function embedEvents(before: State, m: Action, after: State): EmbedEvent[
     }
     case 'paged':
       return before.page === after.page && before.pages === after.pages ? [] : [{ event: 'page-changed', data: { page: after.page, pages: after.pages } }];
+    case 'recording': {
+      const was = before.recording?.recordingId ?? null;
+      const is = after.recording?.recordingId ?? null;
+      if (was === is) return [];
+      return [...(was ? [{ event: 'recording-stopped' as const, data: { recordingId: was } }] : []), ...(is ? [{ event: 'recording-started' as const, data: { recordingId: is } }] : [])];
+    }
     case 'chat': {
       const c = m.message;
       if (before.chat.some((x) => x.messageId === c.messageId)) return [];

@@ -6,6 +6,7 @@ import { describe, type Session } from './api.ts';
 import type { LayoutMode, MediaErrorCode } from '../shared/embed-protocol.ts';
 import type { Heard } from './socket.ts';
 import type { ChatMessageView, Reaction } from '../../src/core/chat.ts';
+import type { RoomRecording } from '../../src/core/recording.ts';
 
 /**
  * The page's state and the pure reducer of what the room socket says (and of what the page's own
@@ -104,6 +105,8 @@ export interface State {
   seq: number;
   /** A poll opened that this student has not answered: the page pops it up once. */
   pollPrompt: string | null;
+  /** The recording in progress (null: the class is not being recorded). */
+  recording: RoomRecording | null;
 }
 
 /**
@@ -179,6 +182,7 @@ export const initialState: State = {
   alerts: [],
   seq: 0,
   pollPrompt: null,
+  recording: null,
 };
 
 /** What the page's own commands were answered, as the reducer takes it (the rest of their answers are server messages' shapes). */
@@ -285,6 +289,8 @@ export function reduce(s: State, m: Action): State {
         mediaRev: Math.max(s.mediaRev, m.media.rev),
         roomLocked: m.locked === true,
         spotlight: m.spotlight ?? null,
+        recording: m.recording ?? null,
+        notice: m.recording && !s.recording ? 'This class is being recorded.' : s.notice,
       };
     case 'roster': {
       let next: State = { ...s, roster: m.participants };
@@ -346,6 +352,16 @@ export function reduce(s: State, m: Action): State {
     }
     case 'knock':
       return alert(s, { kind: 'knock', userId: m.userId, name: m.name });
+    case 'recording': {
+      const was = s.recording;
+      const is = m.recording;
+      const notice =
+        is && !was ? 'This class is being recorded.'
+        : !is && was ? 'The recording stopped.'
+        : is && was && is.paused !== was.paused ? (is.paused ? 'The recording is paused.' : 'The recording goes on.')
+        : s.notice;
+      return { ...s, recording: is, notice };
+    }
     case 'chat-history':
       // a reconnect's history is the whole conversation again: what arrived meanwhile counts as unread
       return {

@@ -75,6 +75,9 @@ export interface EmbedEvents {
    * A chat message the room shows this user (the room's, or their private conversation with the hosts:
    * `private`), theirs included; not the history a join brings.
    */
+  /** The class started being recorded (by a host, the backend, or automatically), or the recording stopped. */
+  'recording-started': { recordingId: string };
+  'recording-stopped': { recordingId: string };
   'chat-message': { message: { id: string; from: EmbedParticipant; text: string; sentAt: string; private: boolean } };
   /**
    * Something went wrong; `code` is the API's error code (docs/api.md), e.g. `join_token_used`, or the
@@ -108,6 +111,8 @@ export const EMBED_EVENTS = [
   'page-changed',
   'media-error',
   'chat-message',
+  'recording-started',
+  'recording-stopped',
   'error',
 ] as const satisfies readonly EmbedEventName[];
 

@@ -26,6 +26,9 @@ export class MeetingClient extends ActorClient<MeetingEvent, MeetingReplies> {
   allowUnmute = (id: string, ...args: ArgList<MeetingEvent, 'ALLOW_UNMUTE'>) => this.ask(id, 'ALLOW_UNMUTE', ...args);
   allowUnmuteAll = (id: string, ...args: ArgList<MeetingEvent, 'ALLOW_UNMUTE_ALL'>) => this.ask(id, 'ALLOW_UNMUTE_ALL', ...args);
   knock = (id: string, ...args: ArgList<MeetingEvent, 'KNOCK'>) => this.ask(id, 'KNOCK', ...args);
+  startRecording = (id: string, ...args: ArgList<MeetingEvent, 'START_RECORDING'>) => this.ask(id, 'START_RECORDING', ...args);
+  stopRecording = (id: string, ...args: ArgList<MeetingEvent, 'STOP_RECORDING'>) => this.ask(id, 'STOP_RECORDING', ...args);
+  pauseRecording = (id: string, ...args: ArgList<MeetingEvent, 'PAUSE_RECORDING'>) => this.ask(id, 'PAUSE_RECORDING', ...args);
   askUnmute = (id: string, ...args: ArgList<MeetingEvent, 'ASK_UNMUTE'>) => this.ask(id, 'ASK_UNMUTE', ...args);
   hand = (id: string, ...args: ArgList<MeetingEvent, 'HAND'>) => this.ask(id, 'HAND', ...args);
   lowerAllHands = (id: string, ...args: ArgList<MeetingEvent, 'LOWER_ALL_HANDS'>) => this.ask(id, 'LOWER_ALL_HANDS', ...args);

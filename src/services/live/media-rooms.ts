@@ -1,3 +1,5 @@
+import type { Recordings } from '../recordings.ts';
+import type { RoomRecording } from '../../core/recording.ts';
 import type { RtpCapabilities, RtpParameters } from 'mediasoup/node/lib/RtpParameters.js';
 import type { DtlsParameters } from 'mediasoup/node/lib/WebRtcTransport.js';
 import type { SendEffect } from '../../core/actor-effects.ts';
@@ -45,6 +47,8 @@ export interface MediaRoomsOptions {
   capacity: number;
   maxIncomingBitrate: number;
   initialOutgoingBitrate: number;
+  /** Where a recording's segments are numbered and saved (src/services/recordings.ts); absent: rooms here are not recorded. */
+  recordings?: Pick<Recordings, 'segmentStarted' | 'segmentSaved'>;
 }
 
 /**
@@ -60,6 +64,8 @@ export class MediaRooms {
   readonly #signaling = new InOrder(MAX_QUEUED_PER_PEER);
   /** Rooms found with nobody's media in them at the last reconcile. */
   readonly #idle = new Set<string>();
+  /** The organization of each recording captured here (its storage folder). */
+  readonly #segmentOrgs = new Map<string, string>();
   readonly #reconciler: NodeJS.Timeout;
   #closed = false;
 
@@ -87,6 +93,7 @@ export class MediaRooms {
           continue;
         }
         room.applyState({ rev: state.rev, roster: state.roster, settings: state.settings });
+        if ((room.recording?.recordingId ?? null) !== (state.recording?.recordingId ?? null)) void this.#recordAs(meetingId, room, state.recording);
         if (state.roster.length === 0) {
           this.#close(meetingId, room, 'the room emptied');
           continue;
@@ -181,6 +188,8 @@ export class MediaRooms {
           if (m.participants.length === 0) this.#close(meetingId, room, 'the room emptied');
         } else if (m.type === 'settings') {
           room.applyState({ rev: m.rev, settings: m.settings });
+        } else if (m.type === 'recording') {
+          void this.#recordAs(meetingId, room, m.recording);
         }
       },
       () => {},
@@ -198,7 +207,44 @@ export class MediaRooms {
     return media !== null && media.nodeId === this.#o.nodeId && media.rev === rev;
   }
 
+  /**
+   * Brings the room's capture in line with the recording the meeting actor says is in progress: a new
+   * segment begins (numbered by the recording's row), a pause or resume, or the capture stops and its
+   * segment is saved to storage. Capture runs here only while this node hosts the room.
+   */
+  async #recordAs(meetingId: string, room: RoomMedia, want: RoomRecording | null): Promise<void> {
+    const rec = this.#o.recordings;
+    if (!rec || room.closed) return;
+    const have = room.recording;
+    try {
+      if (have && (!want || want.recordingId !== have.recordingId)) await this.#saveSegment(meetingId, room);
+      if (!want) return;
+      if (!room.recording) {
+        const seg = await rec.segmentStarted(want.recordingId);
+        if (!seg || room.closed) return;
+        await room.startRecording({ recordingId: want.recordingId, segment: seg.segment, dir: seg.dir, paused: want.paused });
+        this.#segmentOrgs.set(want.recordingId, seg.orgId);
+        this.#o.log.info({ meetingId, recordingId: want.recordingId, segment: seg.segment }, 'recording: capture started');
+      } else await room.pauseRecording(want.paused);
+    } catch (err) {
+      this.#o.log.warn({ err, meetingId }, 'recording: could not follow the room\'s recording');
+    }
+  }
+
+  /** The room's capture stops and its segment goes to storage. */
+  async #saveSegment(meetingId: string, room: RoomMedia): Promise<void> {
+    const have = room.recording;
+    const manifest = await room.stopRecording();
+    if (!have || !manifest) return;
+    const orgId = this.#segmentOrgs.get(have.recordingId);
+    if (!orgId || !this.#o.recordings) return;
+    await this.#o.recordings.segmentSaved(orgId, have.recordingId, have.segment, have.dir);
+    this.#o.log.info({ meetingId, recordingId: have.recordingId, segment: have.segment, tracks: manifest.tracks.length, ms: manifest.durationMs }, 'recording: segment saved');
+  }
+
   #close(meetingId: string, room: RoomMedia, why: string): void {
+    // a capture in progress is saved before the room's routers go (the transport closes with them)
+    if (room.recording) void this.#saveSegment(meetingId, room).catch((err) => this.#o.log.warn({ err, meetingId }, 'recording: a segment could not be saved'));
     room.close();
     this.#idle.delete(meetingId);
     void this.#rooms.get(meetingId)?.then((r) => {
@@ -223,7 +269,7 @@ export class MediaRooms {
       if (!this.#hosts(state.media, placementRev)) throw new AppError('media_unavailable', { message: 'The room\'s media is not placed on this server.' });
       const worker = this.#o.pool.at(state.media!.worker);
       if (!worker) throw new AppError('media_unavailable', { message: 'The room\'s media worker is being replaced.' });
-      return RoomMedia.open({
+      const room = await RoomMedia.open({
         meetingId,
         placementRev,
         pool: this.#o.pool,
@@ -235,6 +281,9 @@ export class MediaRooms {
         state: { rev: state.rev, roster: state.roster, settings: state.settings },
         emit: (to: MediaTarget, message) => this.#o.deliver(meetingId, [{ type: 'send', to, message }]),
       });
+      // a room placed here while it is being recorded: the recording goes on in a new segment
+      if (state.recording) void this.#recordAs(meetingId, room, state.recording);
+      return room;
     })();
     this.#rooms.set(meetingId, pending);
     pending.catch(() => {

@@ -18,6 +18,7 @@ import { voterHash } from '../polls.ts';
 import { SIGNALING_TYPES, type ClientMessage, type MediaEvent, type SignalingRequest } from '../../core/room-protocol.ts';
 import type { TurnRelays } from './turn.ts';
 import type { ChatLog } from '../chat.ts';
+import type { Recordings } from '../recordings.ts';
 import { Chat, type ChatTarget } from '../../core/chat.ts';
 import type { ChatEvent, WaitingListMessage } from '../../core/room-protocol.ts';
 
@@ -51,6 +52,8 @@ export interface RoomsOptions {
   turn?: TurnRelays | null;
   /** The chat's rows. */
   chat: ChatLog;
+  /** Recordings: the plan's say, and their ids. */
+  recordings: Recordings;
   /** Told of each media request answered: ICE restarts and resumed media sessions are counted (metrics). */
   signaled?: (type: SignalingRequest['type'], answer: Record<string, unknown>) => void;
 }
@@ -134,7 +137,7 @@ export class Rooms implements EffectSink {
       }
       // the meeting actor's room messages and the media rooms' media events share this bus
       const m = e.message as RoomMessage | MediaEvent;
-      if (m.type === 'roster' || m.type === 'settings' || m.type === 'media') {
+      if (m.type === 'roster' || m.type === 'settings' || m.type === 'media' || m.type === 'recording') {
         this.#observe(meetingId, m);
         this.#o.media?.onRoomMessage(meetingId, m);
       }
@@ -180,9 +183,10 @@ export class Rooms implements EffectSink {
     }
     const user = await this.#roomUser(c.sessionId);
     // A room this node has seen live cannot be started again; any other join may be the one that starts it.
-    const planAllowsStart = this.#views.has(c.meetingId) ? undefined : await this.#planAllowsStart(c.meetingId);
+    const { planAllowsStart, recordingId } = this.#views.has(c.meetingId) ? { planAllowsStart: undefined, recordingId: undefined } : await this.#mayStart(c.meetingId);
     const reply = await this.#o.clients.meeting.join(c.meetingId, {
       ...(planAllowsStart === undefined ? {} : { planAllowsStart }),
+      ...(recordingId === undefined ? {} : { recordingId }),
       participantId: c.participantId,
       sessionId: c.sessionId,
       user,
@@ -215,6 +219,7 @@ export class Rooms implements EffectSink {
         spotlight: reply.spotlight,
         classroom: reply.classroom,
         media: { rev: media?.rev ?? 0, available: media !== null },
+        recording: reply.recording,
       }),
     );
     // a host who comes in while people wait sees them at once (the waiting room tells hosts only of changes)
@@ -355,6 +360,18 @@ export class Rooms implements EffectSink {
       case 'react':
         this.#tell(m, null, { type: 'reaction', participantId: by, emoji: msg.emoji });
         return {};
+      case 'start-recording': {
+        this.#edge(c, 'record');
+        const [row] = await this.#o.sql<{ orgId: string }[]>`select org_id from meetings where id = ${m}`;
+        await this.#o.recordings.assertMayRecord(this.#o.sql, row!.orgId);
+        return strip(await meeting.startRecording(m, { recordingId: newId('rec'), by }));
+      }
+      case 'stop-recording':
+        this.#edge(c, 'record');
+        return strip(await meeting.stopRecording(m, { by }));
+      case 'pause-recording':
+        this.#edge(c, 'record');
+        return strip(await meeting.pauseRecording(m, { by, paused: msg.paused }));
       default:
         throw new AppError('bad_request', { message: `unhandled command ${msg.type}` });
     }
@@ -489,11 +506,17 @@ export class Rooms implements EffectSink {
     }
   }
 
-  /** For a meeting not yet live: whether its organization may have one more live (counted now). */
-  async #planAllowsStart(meetingId: string): Promise<boolean | undefined> {
-    const [m] = await this.#o.sql<{ orgId: string; status: string }[]>`select org_id, status from meetings where id = ${meetingId}`;
-    if (m?.status !== 'SCHEDULED') return undefined;
-    return !(await this.#o.meetings.liveLoad(this.#o.sql, m.orgId, 'fresh')).full;
+  /**
+   * For a meeting not yet live: whether its organization may have one more live (counted now), and the id
+   * of the recording it starts if it records automatically and its plan records.
+   */
+  async #mayStart(meetingId: string): Promise<{ planAllowsStart: boolean | undefined; recordingId: string | undefined }> {
+    const [m] = await this.#o.sql<{ orgId: string; status: 'SCHEDULED' | 'LIVE'; settings: { recordAutomatically?: boolean } }[]>`select org_id, status, settings from meetings where id = ${meetingId}`;
+    if (m?.status !== 'SCHEDULED') return { planAllowsStart: undefined, recordingId: undefined };
+    return {
+      planAllowsStart: !(await this.#o.meetings.liveLoad(this.#o.sql, m.orgId, 'fresh')).full,
+      recordingId: await this.#o.recordings.autoRecordingId(this.#o.sql, { orgId: m.orgId, status: m.status, settings: { recordAutomatically: m.settings.recordAutomatically === true } }),
+    };
   }
 
   /** The person as the room and participant.* events show them: named by the join link's displayName (the user's name when it gave none). */

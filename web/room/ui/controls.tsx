@@ -37,8 +37,8 @@ const NARROW = '(max-width: 640px)';
 const NARROW_SLOTS = 4;
 
 /** The order in which the controls earn a place in the narrow bar: a host keeps People (the waiting and the hands) where a student keeps the hand. */
-const PRIORITY = ['mic', 'cam', 'hand', 'chat', 'people', 'polls', 'qa', 'react', 'screen'];
-const HOST_PRIORITY = ['mic', 'cam', 'people', 'chat', 'hand', 'polls', 'qa', 'react', 'screen'];
+const PRIORITY = ['mic', 'cam', 'hand', 'chat', 'people', 'polls', 'qa', 'react', 'screen', 'record'];
+const HOST_PRIORITY = ['mic', 'cam', 'people', 'chat', 'hand', 'polls', 'qa', 'react', 'screen', 'record'];
 
 function useMatches(query: string): boolean {
   const [matches, setMatches] = useState(() => matchMedia(query).matches);
@@ -111,6 +111,7 @@ export function Controls({
   onPanel,
   reacting,
   onReact,
+  recording,
   act,
 }: {
   media: Pick<State, 'micOn' | 'camOn' | 'screenOn'>;
@@ -122,7 +123,9 @@ export function Controls({
   /** The quick reactions' row is open; the React control opens and closes it. */
   reacting: boolean;
   onReact: () => void;
-  act: Pick<RoomController, 'toggleMic' | 'toggleCamera' | 'toggleScreen' | 'raiseHand' | 'leave' | 'endForEveryone'>;
+  /** The class is being recorded (hosts' Record control stops it). */
+  recording: boolean;
+  act: Pick<RoomController, 'toggleMic' | 'toggleCamera' | 'toggleScreen' | 'raiseHand' | 'leave' | 'endForEveryone' | 'record'>;
 }) {
   const narrow = useMatches(NARROW);
   const nav = useRef<HTMLElement>(null);
@@ -164,6 +167,10 @@ export function Controls({
   controls.push(panelControl('polls', 'Polls', 'poll', pollWaiting ? 'a poll is waiting for your answer' : '', pollWaiting ? 1 : 0));
   controls.push(panelControl('qa', 'Q&A', 'qa', questionsNote, may.host ? openQuestions : 0));
   controls.push({ key: 'react', label: 'React', name: 'React', icon: 'smile', pressed: reacting, onClick: onReact });
+  if (may.host) {
+    const label = recording ? 'Stop recording' : 'Record';
+    controls.push({ key: 'record', label, name: label, icon: 'rec', pressed: recording, onClick: () => (recording ? confirm('Stop recording? The recording is saved and processed.') && void act.record(false) : void act.record(true)) });
+  }
 
   const order = may.host ? HOST_PRIORITY : PRIORITY;
   const inBar = narrow ? new Set(controls.map((c) => c.key).sort((a, b) => order.indexOf(a) - order.indexOf(b)).slice(0, NARROW_SLOTS)) : null;

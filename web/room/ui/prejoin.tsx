@@ -105,6 +105,11 @@ export function PreJoin({
       <section class="card wide prejoin">
         <p class="eyebrow">{s.meeting.kind === 'CLASS' ? 'Live class' : 'Meeting'}</p>
         <h1 id="title">{s.meeting.title}</h1>
+        {s.meeting.settings.recordAutomatically && (
+          <p class="note rec-note" role="note" id="recorded-note">
+            <span class="rec-dot" aria-hidden="true" /> This {s.meeting.kind === 'CLASS' ? 'class' : 'meeting'} is recorded.
+          </p>
+        )}
         {send && <Preview stream={d.stream} on={camOn} name={s.user.displayName} />}
         {send && <MicMeter stream={d.stream} on={micOn} />}
         {!send && <p class="muted">You join as a viewer: you see and hear the class, and do not send audio or video.</p>}

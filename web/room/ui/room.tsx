@@ -61,6 +61,8 @@ export type RoomActions = Pick<
   | 'pollPrompted'
   | 'setChime'
   | 'chimeOn'
+  | 'record'
+  | 'pauseRecording'
 >;
 
 /** The room: the top bar, the connection and mute banners, the stage with a side panel, notices, and the controls. */
@@ -110,6 +112,19 @@ export function Room({ state: s, media, act }: { state: State; media: RoomMedia;
         <span class="muted small" id="count">
           {s.roster.length} {s.roster.length === 1 ? 'person' : 'people'}
         </span>
+        {s.recording && (
+          <span class={`rec-tag${s.recording.paused ? ' paused' : ''}`} id="recording">
+            <span class="rec-dot" aria-hidden="true" />
+            <span role="img" aria-label={s.recording.paused ? 'Recording paused' : 'This class is being recorded'}>
+              {s.recording.paused ? 'Paused' : 'REC'}
+            </span>
+            {may.host && (
+              <button class="btn small" id="pause-recording" onClick={() => void act.pauseRecording(!s.recording!.paused)}>
+                {s.recording.paused ? 'Resume' : 'Pause'}
+              </button>
+            )}
+          </span>
+        )}
         {s.roomLocked && (
           <span class="lock-tag" id="locked" title="Nobody new can join until a host unlocks the meeting">
             Locked
@@ -227,6 +242,7 @@ export function Room({ state: s, media, act }: { state: State; media: RoomMedia;
         onPanel={toggle}
         reacting={reacting}
         onReact={() => setReacting(!reacting)}
+        recording={s.recording !== null}
         act={act}
       />
     </div>

@@ -1,0 +1,201 @@
+import { z } from 'zod';
+import { AppError } from '../../src/core/errors.ts';
+import { RECORDING_LIMITS } from '../../src/core/recording.ts';
+import { RECORDING_FILES } from '../../src/services/recordings.ts';
+import { route } from '../route.ts';
+import { idParam } from '../schemas/common.ts';
+import { fileParams, playbackLinks, playbackRequest, recordingListQuery, recordingRecord, signedQuery } from '../schemas/recordings.ts';
+
+const tag = 'Recordings';
+const recordingParam = z.object({ id: z.string().max(64) });
+
+/** `bytes=a-b`, `bytes=a-`, `bytes=-n` (one range); null: no Range header; 'bad': one this server does not serve. */
+export function parseRange(header: string | undefined, size: number): { start: number; end: number } | null | 'bad' {
+  if (header === undefined) return null;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return 'bad';
+  if (m[1] === '') {
+    const n = Number(m[2]);
+    if (n === 0 || size === 0) return 'bad';
+    return { start: Math.max(0, size - n), end: size - 1 };
+  }
+  const start = Number(m[1]);
+  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (start >= size || end < start) return 'bad';
+  return { start, end };
+}
+
+const PLAYER = (title: string, video: string, audio: string) => `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<meta name="robots" content="noindex"><meta name="referrer" content="no-referrer"><title>${title}</title>
+<style>
+body{margin:0;background:#14171f;color:#f3f5f9;font:16px/1.5 system-ui,sans-serif;display:flex;flex-direction:column;min-height:100vh}
+main{flex:1;display:flex;flex-direction:column;gap:.6rem;padding:.8rem;max-width:1280px;margin:0 auto;width:100%;box-sizing:border-box}
+video{width:100%;max-height:80vh;background:#000;border-radius:8px}
+.bar{display:flex;flex-wrap:wrap;gap:.6rem;align-items:center}
+label,a{color:#cdd6ff}
+select{font:inherit;padding:.3rem;border-radius:6px}
+</style></head>
+<body><main><h1 style="font-size:1.1rem;margin:0">${title}</h1>
+<video id="video" controls preload="metadata" src="${video}"></video>
+<div class="bar"><label>Speed <select id="speed">${[0.75, 1, 1.25, 1.5, 1.75, 2].map((r) => `<option value="${r}"${r === 1 ? ' selected' : ''}>${r}×</option>`).join('')}</select></label>
+<a href="${video}" download>Download the video</a><a href="${audio}" download>Download the audio only</a></div></main>
+<script>document.getElementById('speed').addEventListener('change',function(e){document.getElementById('video').playbackRate=Number(e.target.value)});</script>
+</body></html>`;
+
+export const recordingRoutes = [
+  route(
+    {
+      method: 'post',
+      path: '/public/meetings/:id/recordings',
+      tag,
+      auth: 'apiKey',
+      scope: 'recordings:write',
+      summary: 'Start recording a LIVE meeting.',
+      description: 'The room shows everyone it is being recorded; `recording.started` is sent. One recording at a time per meeting (invalid_state while one runs); several per meeting over time. docs/recordings.md.',
+      params: idParam,
+      status: 201,
+      response: recordingRecord,
+      errors: ['meeting_not_found', 'invalid_state', 'plan_feature_unavailable', 'storage_quota_exceeded'],
+    },
+    async ({ app, db, apiKey, params }) => ({ status: 201, data: await app.services.recordings.start(db, apiKey!.orgId, params.id) }),
+  ),
+  route(
+    {
+      method: 'post',
+      path: '/public/recordings/:id/stop',
+      tag,
+      auth: 'apiKey',
+      scope: 'recordings:write',
+      summary: 'Stop a recording; it is composed into its file (phase PROCESSING), then READY.',
+      description: 'A recording stopped already is answered as it is.',
+      params: recordingParam,
+      response: recordingRecord,
+      errors: ['recording_not_found'],
+    },
+    async ({ app, db, apiKey, params }) => ({ data: await app.services.recordings.stop(db, apiKey!.orgId, params.id) }),
+  ),
+  route(
+    { method: 'get', path: '/public/recordings', tag, auth: 'apiKey', scope: 'recordings:read', summary: 'List recordings, newest first.', query: recordingListQuery, response: z.array(recordingRecord), list: true, errors: ['meeting_not_found'] },
+    async ({ app, db, apiKey, query }) => {
+      const page = await app.services.recordings.list(db, apiKey!.orgId, query);
+      return { data: page.items, nextCursor: page.nextCursor };
+    },
+  ),
+  route(
+    { method: 'get', path: '/public/recordings/:id', tag, auth: 'apiKey', scope: 'recordings:read', summary: 'Read a recording.', params: recordingParam, response: recordingRecord, errors: ['recording_not_found'] },
+    async ({ app, db, apiKey, params }) => ({ data: await app.services.recordings.get(db, apiKey!.orgId, params.id) }),
+  ),
+  route(
+    {
+      method: 'get',
+      path: '/public/meetings/:id/recordings',
+      tag,
+      auth: 'apiKey',
+      scope: 'recordings:read',
+      summary: "A meeting's recordings, newest first.",
+      params: idParam,
+      query: z.strictObject({ limit: recordingListQuery.shape.limit, cursor: recordingListQuery.shape.cursor }),
+      response: z.array(recordingRecord),
+      list: true,
+      errors: ['meeting_not_found'],
+    },
+    async ({ app, db, apiKey, params, query }) => {
+      const page = await app.services.recordings.list(db, apiKey!.orgId, { ...query, meetingId: params.id });
+      return { data: page.items, nextCursor: page.nextCursor };
+    },
+  ),
+  route(
+    {
+      method: 'delete',
+      path: '/public/recordings/:id',
+      tag,
+      auth: 'apiKey',
+      scope: 'recordings:write',
+      summary: 'Delete a recording: its files are removed, it is DELETED, recording.deleted is sent.',
+      description: 'Deleting again answers it as it is. A recording still being captured is stopped first.',
+      params: recordingParam,
+      response: recordingRecord,
+      errors: ['recording_not_found'],
+    },
+    async ({ app, db, apiKey, params }) => ({ data: await app.services.recordings.delete(db, apiKey!.orgId, params.id) }),
+  ),
+  route(
+    {
+      method: 'post',
+      path: '/public/recordings/:id/playback',
+      tag,
+      auth: 'apiKey',
+      scope: 'recordings:read',
+      summary: 'Short-lived playback links of a READY recording: the video, the audio alone and a player page.',
+      description: `The spec leaves the scope open: reading a recording (recordings:read) is what playing it needs. Links are signed for this recording and expire after expiresInSeconds (default ${RECORDING_LIMITS.playbackDefaultSeconds}); an altered or expired link answers 403 playback_link_invalid. docs/recordings.md.`,
+      params: recordingParam,
+      body: playbackRequest,
+      response: playbackLinks,
+      errors: ['recording_not_found', 'invalid_state'],
+    },
+    async ({ app, db, apiKey, params, body }) => ({ data: await app.services.recordings.playback(db, apiKey!.orgId, params.id, body.expiresInSeconds ?? RECORDING_LIMITS.playbackDefaultSeconds) }),
+  ),
+  route(
+    {
+      method: 'get',
+      path: '/recordings/:id/player',
+      tag,
+      auth: 'none',
+      summary: 'The player page of a playback link (embedUrl).',
+      raw: ['text/html'],
+      params: recordingParam,
+      query: signedQuery,
+      errors: ['playback_link_invalid'],
+    },
+    async ({ app, db, params, query }) => {
+      const { orgId } = await app.services.recordings.verify(params.id, 'player', query.exp, query.sig);
+      const links = await app.services.recordings.playback(db, orgId, params.id, Math.max(60, Number(query.exp) - Math.floor(app.clock.now() / 1000)));
+      const [org] = await db<{ allowedOrigins: string[] }[]>`select allowed_origins from organizations where id = ${orgId}`;
+      const origins = org?.allowedOrigins ?? [];
+      const esc = (s: string) => s.replaceAll('&', '&amp;').replaceAll('"', '&quot;');
+      return {
+        data: null,
+        raw: { contentType: 'text/html; charset=utf-8', body: PLAYER('Class recording', esc(links.url), esc(links.audioUrl)) },
+        headers: {
+          'Cache-Control': 'no-store',
+          'Referrer-Policy': 'no-referrer',
+          'X-Content-Type-Options': 'nosniff',
+          'Content-Security-Policy': `default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; media-src 'self' https: http:; base-uri 'none'; form-action 'none'; frame-ancestors ${origins.length ? origins.join(' ') : "'none'"}`,
+        },
+      };
+    },
+  ),
+  route(
+    {
+      method: 'get',
+      path: '/recordings/:id/:file',
+      tag,
+      auth: 'none',
+      summary: 'A recording\'s file through a playback link (HTTP Range: 206 with Content-Range, 416 beyond the end).',
+      raw: ['video/mp4', 'audio/mp4'],
+      params: fileParams,
+      query: signedQuery,
+      errors: ['playback_link_invalid'],
+    },
+    async ({ app, params, query, req }) => {
+      const { key } = await app.services.recordings.verify(params.id, params.file, query.exp, query.sig);
+      const storage = app.services.recordings.storage;
+      const size = await storage.size(key!);
+      if (size === null) throw new AppError('playback_link_invalid', { message: 'This recording is no longer available.' });
+      const range = parseRange(req.headers.range, size);
+      const common = { 'Accept-Ranges': 'bytes', 'Cache-Control': 'private, no-store', 'X-Content-Type-Options': 'nosniff', 'Content-Disposition': `inline; filename="recording-${params.id}.${params.file === 'video' ? 'mp4' : 'm4a'}"` };
+      const contentType = RECORDING_FILES[params.file].contentType;
+      if (range === 'bad') {
+        return { status: 416, data: null, raw: { contentType: 'text/plain', body: '' }, headers: { ...common, 'Content-Range': `bytes */${size}` } };
+      }
+      if (range === null) return { data: null, file: { contentType, length: size, stream: await storage.read(key!) }, headers: common };
+      return {
+        status: 206,
+        data: null,
+        file: { contentType, length: range.end - range.start + 1, stream: await storage.read(key!, range) },
+        headers: { ...common, 'Content-Range': `bytes ${range.start}-${range.end}/${size}` },
+      };
+    },
+  ),
+];
