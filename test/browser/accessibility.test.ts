@@ -126,6 +126,18 @@ t.test('the room with each panel open, as host and as student: no serious or cri
   t.ok(await tp.evaluate(() => (window as any).aula.openPoll({ question: 'Which organelle makes most of the ATP?', pollType: 'SINGLE_CHOICE', anonymous: false, options: ['Nucleus', 'Mitochondrion', 'Ribosome'], correct: [1] })));
   await sp.waitForSelector('nav.controls button[aria-label="Polls, a poll is waiting for your answer"]');
 
+  // the poll pops up for the student, who answers it from the keyboard alone
+  await sp.waitForSelector('aside[aria-label="Polls"] form.answer');
+  t.ok(await focusIn(sp, 'aside[aria-label="Polls"] h2'), 'the poll pops up with the focus on its heading');
+  for (let i = 0; i < 8 && (await sp.evaluate(() => (document.activeElement as HTMLInputElement | null)?.type)) !== 'radio'; i++) await sp.keyboard.press('Tab');
+  await sp.keyboard.press('ArrowDown'); // the first option to the second: Mitochondrion
+  for (let i = 0; i < 5 && (await focused(sp)) !== 'Send answer'; i++) await sp.keyboard.press('Tab');
+  await sp.keyboard.press('Enter');
+  await eventually(() => sp.evaluate(() => Object.keys((window as any).aula.state.answers).length === 1), 5000);
+  t.same(await sp.evaluate(() => Object.values((window as any).aula.state.answers)[0]), { choices: [1], text: null }, 'answered Mitochondrion with the keyboard');
+  await sp.keyboard.press('Escape');
+  await sp.waitForSelector('aside.panel', { state: 'detached' });
+
   // the student asks: the focus goes back to the field, and a status says the question went
   await sp.click('nav.controls button[title="Q&A"]');
   await sp.fill('textarea[aria-label="Your question"]', 'Do plants have mitochondria too?');
