@@ -179,7 +179,7 @@ export class RoomMedia {
   }
 
   /** Begins capturing a recording's segment into `dir`: every producer now, and each new one as it comes. */
-  async startRecording(o: { recordingId: string; segment: number; dir: string; paused: boolean }): Promise<void> {
+  async startRecording(o: { recordingId: string; segment: number; dir: string; nodeId: string; paused: boolean }): Promise<void> {
     if (this.#closed || this.#recorder) return;
     const recorder = await Recorder.start({ ...o, router: this.#main, log: this.#o.log });
     if (this.#closed || this.#recorder) {

@@ -1,4 +1,4 @@
-import { open, readFile, writeFile, type FileHandle } from 'node:fs/promises';
+import { open, readFile, rename, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /**
@@ -53,6 +53,8 @@ export interface SegmentManifest {
   durationMs: number | null;
   tracks: TrackInfo[];
   speakers: SpeakerChange[];
+  /** The node capturing it: a manifest without a duration whose node is gone is final (the node died mid-class). */
+  nodeId?: string;
 }
 
 export const MANIFEST = 'manifest.json';
@@ -111,8 +113,11 @@ export function* readRecords(data: Buffer): Generator<{ at: number; packet: Buff
   }
 }
 
+/** Written whole or not at all (a temp file renamed): a node killed mid-write leaves the previous one. */
 export async function writeManifest(dir: string, m: SegmentManifest): Promise<void> {
-  await writeFile(join(dir, MANIFEST), JSON.stringify(m, null, 1));
+  const tmp = join(dir, `.${MANIFEST}.${process.pid}.tmp`);
+  await writeFile(tmp, JSON.stringify(m, null, 1));
+  await rename(tmp, join(dir, MANIFEST));
 }
 
 export async function readManifest(dir: string): Promise<SegmentManifest> {

@@ -16,6 +16,9 @@ import { TrackWriter, writeManifest, type SegmentManifest, type SpeakerChange, t
  * large, the others small), which dynacast counts like any receiver's.
  */
 
+/** How often the manifest on disk is brought up to date while capturing (the speakers so far). */
+const MANIFEST_EVERY_MS = 5000;
+
 export interface RecordedProducer {
   producer: Producer;
   source: MediaSource;
@@ -45,6 +48,7 @@ export class Recorder {
   readonly #transport: PlainTransport;
   readonly #socket: Socket;
   readonly #log: Logger;
+  readonly #nodeId: string;
   readonly #tracks = new Map<number, Track>();
   readonly #byProducer = new Map<string, Track>();
   readonly #speakers: SpeakerChange[] = [];
@@ -55,8 +59,12 @@ export class Recorder {
   #speaking: string | null = null;
   #stopped: Promise<SegmentManifest> | null = null;
   #seq = 0;
+  /** The manifest is kept current on disk (durationMs null until the stop): a node that dies leaves its tracks readable. */
+  #manifestTimer: NodeJS.Timeout;
+  #manifestWrite: Promise<void> = Promise.resolve();
 
-  private constructor(o: { recordingId: string; segment: number; dir: string; router: Router; transport: PlainTransport; socket: Socket; log: Logger; paused: boolean }) {
+  private constructor(o: { recordingId: string; segment: number; dir: string; nodeId: string; router: Router; transport: PlainTransport; socket: Socket; log: Logger; paused: boolean }) {
+    this.#nodeId = o.nodeId;
     this.recordingId = o.recordingId;
     this.segment = o.segment;
     this.dir = o.dir;
@@ -67,9 +75,28 @@ export class Recorder {
     this.#startedAt = Date.now();
     if (o.paused) this.#pausedAt = this.#startedAt;
     o.socket.on('message', (packet) => this.#receive(packet));
+    this.#manifestTimer = setInterval(() => void this.#saveManifest(null), MANIFEST_EVERY_MS);
+    this.#manifestTimer.unref();
+    void this.#saveManifest(null);
   }
 
-  static async start(o: { recordingId: string; segment: number; dir: string; router: Router; log: Logger; paused: boolean }): Promise<Recorder> {
+  #manifest(durationMs: number | null): SegmentManifest {
+    return { recordingId: this.recordingId, segment: this.segment, startedAt: this.#startedAt, durationMs, tracks: [...this.#tracks.values()].map((t) => t.info), speakers: this.#speakers, nodeId: this.#nodeId };
+  }
+
+  /** Writes the manifest (one write at a time), and flushes the tracks so what it names is on disk. */
+  #saveManifest(durationMs: number | null): Promise<void> {
+    const m = this.#manifest(durationMs);
+    this.#manifestWrite = this.#manifestWrite
+      .then(async () => {
+        await Promise.all([...this.#tracks.values()].map((t) => t.writer.flush()));
+        await writeManifest(this.dir, m);
+      })
+      .catch((err) => this.#log.warn({ err, recordingId: this.recordingId }, 'recording: the manifest could not be written'));
+    return this.#manifestWrite;
+  }
+
+  static async start(o: { recordingId: string; segment: number; dir: string; nodeId: string; router: Router; log: Logger; paused: boolean }): Promise<Recorder> {
     const socket = createSocket('udp4');
     await new Promise<void>((resolve, reject) => {
       socket.once('error', reject);
@@ -129,6 +156,7 @@ export class Recorder {
     this.#byProducer.set(p.producer.id, track);
     if (consumer.type === 'simulcast') await consumer.setPreferredLayers({ spatialLayer: recorderLayer(p.source, p.host, p.participantId === this.#speaking), temporalLayer: 2 }).catch(() => {});
     if (consumer.kind === 'video') await consumer.requestKeyFrame().catch(() => {});
+    void this.#saveManifest(null);
   }
 
   /** The top layer the recorder receives of a producer (for dynacast), or -1 when it does not record it. */
@@ -174,17 +202,12 @@ export class Recorder {
   stop(): Promise<SegmentManifest> {
     this.#stopped ??= (async () => {
       const durationMs = this.#now();
+      clearInterval(this.#manifestTimer);
       this.#transport.close();
       this.#socket.close();
+      await this.#manifestWrite;
       await Promise.all([...this.#tracks.values()].map((t) => t.writer.close().catch((err) => this.#log.warn({ err, recordingId: this.recordingId }, 'a recorded track could not be closed'))));
-      const manifest: SegmentManifest = {
-        recordingId: this.recordingId,
-        segment: this.segment,
-        startedAt: this.#startedAt,
-        durationMs,
-        tracks: [...this.#tracks.values()].map((t) => t.info),
-        speakers: this.#speakers,
-      };
+      const manifest = this.#manifest(durationMs);
       await writeManifest(this.dir, manifest);
       return manifest;
     })();

@@ -165,6 +165,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
     baseUrl: () => app.baseUrl,
     log,
     bus,
+    alive: (nodeId) => mediaLoad.alive(nodeId),
   });
   const mediaRooms = pool
     ? new MediaRooms({

@@ -17,7 +17,7 @@ import { recordingData } from '../../actors/meeting/meeting.recording.ts';
 import type { RecordingSavedEffect } from '../../actors/meeting/meeting.types.ts';
 import type { MeetingFacts } from '../../actors/meeting/meeting.types.ts';
 import { compose } from '../../media/recording/compose.ts';
-import { MANIFEST } from '../../media/recording/format.ts';
+import { MANIFEST, readManifest } from '../../media/recording/format.ts';
 import { decodeCursor, encodeCursor, type PageQuery } from './common.ts';
 import type { Meetings, MeetingRow } from './meetings.ts';
 import type { RoomClients } from './live/clients.ts';
@@ -119,6 +119,8 @@ export interface RecordingsOptions {
   log: Logger;
   /** Wakes the job runners (every node's): a saved segment may let a composition start at once. */
   bus: Bus;
+  /** Whether a node is alive (publishes its media load): a segment's capture that its dead node never finished is final. */
+  alive: (nodeId: string) => boolean;
 }
 
 /**
@@ -286,19 +288,23 @@ export class Recordings {
       where id = ${recordingId} and status = 'RECORDING' returning org_id, segments`;
     if (!r) return null;
     const segment = r.segments - 1;
-    const dir = join(this.#o.spoolDir, recordingId, String(segment));
+    // on disk the capture is written in storage itself: a node that dies leaves its segment there to compose
+    const inPlace = this.#o.storage.localFolder ? await this.#o.storage.localFolder(`${rawPrefix(r.orgId, recordingId)}/${segment}`) : null;
+    const dir = inPlace ?? join(this.#o.spoolDir, recordingId, String(segment));
     await mkdir(dir, { recursive: true, mode: 0o700 });
     return { orgId: r.orgId, segment, dir };
   }
 
   /** A segment's capture ended: its files go to storage (raw/<segment>/...), then the local copy goes. */
   async segmentSaved(orgId: string, recordingId: string, segment: number, dir: string): Promise<void> {
-    const files = await readdir(dir);
-    // the manifest last: a segment with a manifest in storage is complete
-    for (const f of [...files.filter((f) => f !== MANIFEST), ...files.filter((f) => f === MANIFEST)]) {
-      await this.#o.storage.put(`${rawPrefix(orgId, recordingId)}/${segment}/${f}`, join(dir, f), f.endsWith('.json') ? 'application/json' : 'application/octet-stream');
+    if (!this.#o.storage.localFolder) {
+      const files = await readdir(dir);
+      // the manifest last: a segment with a manifest in storage is complete
+      for (const f of [...files.filter((f) => f !== MANIFEST), ...files.filter((f) => f === MANIFEST)]) {
+        await this.#o.storage.put(`${rawPrefix(orgId, recordingId)}/${segment}/${f}`, join(dir, f), f.endsWith('.json') ? 'application/json' : 'application/octet-stream');
+      }
+      await rm(dir, { recursive: true, force: true });
     }
-    await rm(dir, { recursive: true, force: true });
     // a stopped recording whose last segment is now saved need not wait out CAPTURE_SAVE_MS
     const now = iso(this.#o.clock.now());
     const woken = await this.#o.sql`update jobs set not_before = ${now}
@@ -337,6 +343,11 @@ export class Recordings {
         await mkdir(dir, { recursive: true });
         for (const f of files) await this.#o.storage.fetch(`${rawPrefix(r.orgId, recordingId)}/${seg}/${f}`, join(dir, f));
         dirs.push(dir);
+      }
+      // a segment without a duration is still being saved, unless the node capturing it died (then it is what there is)
+      for (const dir of dirs) {
+        const m = await readManifest(dir);
+        if (m.durationMs === null && m.nodeId !== undefined && this.#o.alive(m.nodeId) && waited < SEGMENT_WAIT_MS) throw new Error(`segment ${m.segment} is still being saved`);
       }
       const out = { mp4: join(work, RECORDING_FILES.video.name), m4a: join(work, RECORDING_FILES.audio.name) };
       let made: { durationMs: number; mp4Bytes: number; m4aBytes: number };

@@ -123,6 +123,12 @@ export class DiskStorage implements Storage {
     return null;
   }
 
+  async localFolder(prefix: string): Promise<string> {
+    const path = this.#folderPath(folderPrefix(prefix));
+    await mkdir(path, { recursive: true, mode: 0o700 });
+    return path;
+  }
+
   #folderPath(folder: string): string {
     return this.#path(folder.slice(0, -1));
   }

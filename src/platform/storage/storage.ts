@@ -25,4 +25,10 @@ export interface Storage {
    * serves the file itself). No request is made: the URL is signed whether or not the key exists.
    */
   presign(key: string, expiresInSeconds: number, opts: { contentType: string; filename?: string }): Promise<string | null>;
+  /**
+   * disk only: the folder that holds a prefix's objects (made 0700), for a writer that fills it in place
+   * (a recording's capture, so that a node that dies leaves what it wrote in storage). Files written
+   * there are the prefix's objects; their names must be valid key segments.
+   */
+  localFolder?(prefix: string): Promise<string>;
 }

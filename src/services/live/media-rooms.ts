@@ -222,7 +222,7 @@ export class MediaRooms {
       if (!room.recording) {
         const seg = await rec.segmentStarted(want.recordingId);
         if (!seg || room.closed) return;
-        await room.startRecording({ recordingId: want.recordingId, segment: seg.segment, dir: seg.dir, paused: want.paused });
+        await room.startRecording({ recordingId: want.recordingId, segment: seg.segment, dir: seg.dir, nodeId: this.#o.nodeId, paused: want.paused });
         this.#segmentOrgs.set(want.recordingId, seg.orgId);
         this.#o.log.info({ meetingId, recordingId: want.recordingId, segment: seg.segment }, 'recording: capture started');
       } else await room.pauseRecording(want.paused);
