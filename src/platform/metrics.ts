@@ -74,6 +74,8 @@ export class Metrics {
   /** `method route` -> its meter, made once. */
   readonly #routes = new Map<string, RouteMeter>();
   readonly #rateLimited: Counter<'limit'>;
+  readonly #jobRuns: Counter<'kind' | 'outcome'>;
+  readonly #jobSeconds: Histogram<'kind'>;
   readonly #deliveries: Counter<'outcome'>;
   readonly #deliveryLag: Histogram;
   readonly #actorEventSeconds: Histogram<'actor'>;
@@ -107,6 +109,8 @@ export class Metrics {
         values: [...routes.values()].flatMap((m) => m.histogramValues('aula_http_request_duration_seconds')),
       }),
     } as never);
+    this.#jobRuns = new Counter({ name: 'aula_job_runs_total', help: 'Background job runs on this node, by kind (users.bulk_upsert, recording.compose) and outcome: succeeded, retry (to be tried again), failed (given up).', labelNames: ['kind', 'outcome'], registers });
+    this.#jobSeconds = new Histogram({ name: 'aula_job_run_seconds', help: 'How long a background job run took on this node, by kind.', labelNames: ['kind'], buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 1200], registers });
     this.#rateLimited = new Counter({ name: 'aula_rate_limit_refusals_total', help: 'Requests and room commands refused by a rate limit, by limit.', labelNames: ['limit'], registers });
     this.#deliveries = new Counter({ name: 'aula_webhook_deliveries_total', help: 'Webhook delivery attempts recorded, by outcome: succeeded, retry (failed, another attempt scheduled), failed (the last attempt), gone (410).', labelNames: ['outcome'], registers });
     this.#deliveryLag = new Histogram({
@@ -183,6 +187,12 @@ export class Metrics {
     if (type === 'transport-restart-ice') this.#iceRestarts.inc();
     else if (type === 'media-join' && answer.resumed === true) this.#roomResumes.inc();
     else if (type === 'media-report' && typeof answer.raised === 'string') this.#mediaErrors.labels(answer.raised).inc();
+  }
+
+  /** A background job run ended: how, and how long it took. */
+  jobRun(kind: string, outcome: 'succeeded' | 'retry' | 'failed', seconds: number): void {
+    this.#jobRuns.labels(kind, outcome).inc();
+    this.#jobSeconds.labels(kind).observe(seconds);
   }
 
   rateLimited(limit: string): void {

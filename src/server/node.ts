@@ -277,6 +277,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
   const metricsServer = config.AULA_METRICS_PORT === undefined ? null : await startMetricsServer(app, config.AULA_HOST, config.AULA_METRICS_PORT);
   app.baseUrl = resolveBaseUrl(config, http.port);
   publicBaseUrl = app.baseUrl;
+  app.services.jobs.onRun = (kind, outcome, seconds) => metrics.jobRun(kind, outcome, seconds);
   app.services.jobs.handle(
     'recording.compose',
     (input, signal) => recordings.composeJob(String(input.recordingId), signal),

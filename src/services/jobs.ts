@@ -101,6 +101,9 @@ export class Jobs {
   #again = false;
   #stopped = false;
 
+  /** Told how each run of a job ended (the metrics' aula_job_runs_total and aula_job_run_seconds). */
+  onRun: (kind: JobKind, outcome: 'succeeded' | 'retry' | 'failed', seconds: number) => void = () => {};
+
   /** `parseUser` checks each item as the API checks one user (its schema belongs to the HTTP layer). */
   constructor(sql: Sql, clock: Clock, bus: Bus, users: Users, log: Logger, parseUser: UserItemParser) {
     this.#parseUser = parseUser;
@@ -183,6 +186,7 @@ export class Jobs {
       return true;
     }
     this.#log.info({ jobId: job.id, from: job.processed, total: job.total }, 'job claimed');
+    const began = performance.now();
     try {
       for (let from = job.processed; from < job.total && !this.#stopped; from += CHUNK) {
         await this.#chunk(job, from, Math.min(from + CHUNK, job.total));
@@ -190,8 +194,10 @@ export class Jobs {
       if (!this.#stopped) {
         await this.#sql`update jobs set status = 'SUCCEEDED', finished_at = ${iso(this.#clock.now())}, locked_by = null, locked_until = null
           where id = ${job.id} and locked_by = ${this.#worker}`;
+        this.onRun(job.kind, 'succeeded', (performance.now() - began) / 1000);
       }
     } catch (err) {
+      this.onRun(job.kind, 'retry', (performance.now() - began) / 1000);
       this.#log.error({ err, jobId: job.id }, 'job chunk failed; the lease will let it be retried');
     }
     return true;
@@ -204,6 +210,8 @@ export class Jobs {
   async #handOver(job: JobRow, h: { run: JobHandler; gaveUp: (input: Record<string, unknown>, why: string) => Promise<void> }): Promise<void> {
     const abort = new AbortController();
     this.#aborts.add(abort);
+    const began = performance.now();
+    const ran = (outcome: 'succeeded' | 'retry' | 'failed') => this.onRun(job.kind, outcome, (performance.now() - began) / 1000);
     const renew = setInterval(() => {
       void this.#sql`update jobs set locked_until = ${iso(this.#clock.now() + LEASE_MS)} where id = ${job.id} and locked_by = ${this.#worker}`.catch(() => {});
     }, LEASE_MS / 3);
@@ -211,10 +219,12 @@ export class Jobs {
       await h.run(job.input, abort.signal);
       await this.#sql`update jobs set status = 'SUCCEEDED', processed = 1, succeeded = 1, finished_at = ${iso(this.#clock.now())}, locked_by = null, locked_until = null
         where id = ${job.id} and locked_by = ${this.#worker}`;
+      ran('succeeded');
     } catch (err) {
       if (abort.signal.aborted) return; // this node is stopping: another takes it when the lease runs out
       const why = (err as Error).message;
       if (job.attempts >= MAX_ATTEMPTS) {
+        ran('failed');
         await h.gaveUp(job.input, why);
         await this.#sql`update jobs set status = 'FAILED', failed = 1, processed = 1, error = ${why}, finished_at = ${iso(this.#clock.now())}, locked_by = null, locked_until = null
           where id = ${job.id} and locked_by = ${this.#worker}`;
@@ -222,6 +232,7 @@ export class Jobs {
         // tried again after a pause that grows with the attempts (the lease's own expiry is the retry)
         await this.#sql`update jobs set status = 'QUEUED', error = ${why}, locked_by = null, locked_until = null,
             not_before = ${iso(this.#clock.now() + 15_000 * 2 ** (job.attempts - 1))} where id = ${job.id} and locked_by = ${this.#worker}`;
+        ran('retry');
         this.#log.info({ jobId: job.id, kind: job.kind, attempt: job.attempts, why }, 'job will be tried again');
       }
     } finally {

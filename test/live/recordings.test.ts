@@ -73,6 +73,9 @@ t.test('a host records from the room: everyone sees it, pauses and resumes, stop
   t.match(failed, { status: 'FAILED', phase: null, failureReason: /Nothing was recorded/ });
   t.match(await s.events('recording.failed'), [{ recordingId: id, status: 'FAILED', failureReason: /Nothing was recorded/ }]);
   t.match((await s.call('GET', `/public/jobs/${job!.id}`)).body.data, { id: job!.id, kind: 'recording.compose', status: 'SUCCEEDED' }, 'the job is readable with recordings:read');
+  const metrics = await node.app.metrics.registry.metrics();
+  t.match(metrics, /aula_job_runs_total\{kind="recording\.compose",outcome="succeeded"\} 1/, 'the job\'s run is in the metrics');
+  t.match(metrics, /aula_job_run_seconds_count\{kind="recording\.compose"\} 1/);
   const usersOnly = await createTenantKey(s.tenant.orgId, ['users:read']);
   assertError(t, await api(node, 'GET', `/public/jobs/${job!.id}`, { key: usersOnly }), 403, 'insufficient_scope');
 });
