@@ -37,6 +37,8 @@ t.test('20 s of a class: READY, H.264 and AAC of the stay\'s length, both tones,
   const stu = await enterRoom(t, node, s.tenant.key, meeting.id, student.id);
   await stu.peer.produceAudio({ hz: 880 });
   await stu.peer.produceVideo();
+  const roster = await host.room.next((m: any) => m.type === 'roster' && m.participants.length >= 2);
+  t.same(roster.participants.map((p: any) => p.name).sort(), ['Sam Student', 'Tina Teacher'], 'the recorder is nobody in the roster');
   await sleep(Math.max(0, 20_000 - (Date.now() - startedAt)));
   const stopped = await s.call('POST', `/public/recordings/${id}/stop`);
   const stayS = (Date.now() - startedAt) / 1000;
