@@ -151,8 +151,7 @@ export const recordingRoutes = [
     async ({ app, db, params, query }) => {
       const { orgId } = await app.services.recordings.verify(params.id, 'player', query.exp, query.sig);
       const links = await app.services.recordings.playback(db, orgId, params.id, Math.max(60, Number(query.exp) - Math.floor(app.clock.now() / 1000)));
-      const [org] = await db<{ allowedOrigins: string[] }[]>`select allowed_origins from organizations where id = ${orgId}`;
-      const origins = org?.allowedOrigins ?? [];
+      const origins = await app.services.recordings.playerOrigins(db, orgId);
       const esc = (s: string) => s.replaceAll('&', '&amp;').replaceAll('"', '&quot;');
       return {
         data: null,

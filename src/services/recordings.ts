@@ -404,6 +404,12 @@ export class Recordings {
     return { url: await link('video'), audioUrl: await link('audio'), embedUrl: `${this.#o.baseUrl()}/api/v1/recordings/${id}/player?exp=${exp}&sig=${this.sign(id, 'player', exp)}`, expiresAt: iso(exp * 1000) };
   }
 
+  /** Who may frame the player page: the organization's allowed origins (as for the room's embed page). */
+  async playerOrigins(db: Db, orgId: string): Promise<string[]> {
+    const [org] = await db<{ allowedOrigins: string[] }[]>`select allowed_origins from organizations where id = ${orgId}`;
+    return org?.allowedOrigins ?? [];
+  }
+
   sign(id: string, file: RecordingFile | 'player', exp: number): string {
     return createHmac('sha256', this.#o.playbackKey).update(`${id}\n${file}\n${exp}`).digest('base64url');
   }
