@@ -1,0 +1,98 @@
+import t, { type Test } from 'tap';
+import { extractiveNotes, ExtractiveNotesEngine, bulletsFloor, lectureNotesSchema, type LectureNotes, type Transcript } from '../../src/platform/ai/notes.ts';
+import { transcriptSentences } from '../../src/platform/ai/notes-extractive.ts';
+import { longBoundaries, longLecture, shortClip } from './notes-fixtures.ts';
+
+function valid(t: Test, transcript: Transcript, notes: LectureNotes): void {
+  const schema = lectureNotesSchema({ durationSeconds: transcript.durationMs / 1000, minBullets: bulletsFloor(transcriptSentences(transcript).length) });
+  const checked = schema.safeParse(notes);
+  t.ok(checked.success, checked.success ? 'the notes fit the schema' : JSON.stringify(checked.error.issues));
+}
+
+function words(transcript: Transcript): Set<string> {
+  return new Set(transcript.segments.flatMap((s) => s.text.toLowerCase().match(/[\p{L}\p{N}']+/gu) ?? []));
+}
+
+function checkQuiz(t: Test, transcript: Transcript, notes: LectureNotes): void {
+  const said = words(transcript);
+  for (const q of notes.quiz) {
+    t.ok(said.has(q.answer.toLowerCase()), `the answer "${q.answer}" is said in the class`);
+    t.match(q.question, /_____/, 'the question has a blank');
+    if (q.options) t.ok(q.options.includes(q.answer), 'the answer is one of the options');
+  }
+}
+
+t.test('extractiveNotes() of a short clip: an overview, a couple of bullets, one chapter at 0, a quiz from its words', async (t) => {
+  const notes = extractiveNotes(shortClip);
+  valid(t, shortClip, notes);
+  t.ok(notes.summary.overview.length > 0);
+  t.ok(notes.summary.bullets.length >= 2, `${notes.summary.bullets.length} bullets`);
+  t.same(notes.chapters.map((c) => c.startSeconds), [0]);
+  t.match(notes.chapters[0]!.title, /photosynthesis|leaves|sunlight|sugar/i);
+  t.ok(notes.quiz.length >= 1);
+  checkQuiz(t, shortClip, notes);
+  const all = [notes.summary.overview, ...notes.summary.bullets];
+  t.equal(new Set(all).size, all.length, 'no sentence twice');
+});
+
+t.test('extractiveNotes() of a 30-minute class of four topics: chapters near the topic changes, titled by their terms', async (t) => {
+  const lecture = longLecture();
+  const started = performance.now();
+  const notes = extractiveNotes(lecture);
+  t.comment(`30-minute class: ${Math.round(performance.now() - started)} ms`);
+  valid(t, lecture, notes);
+  t.ok(notes.summary.overview.length > 0);
+  t.ok(notes.summary.bullets.length >= 3, `${notes.summary.bullets.length} bullets`);
+  const starts = notes.chapters.map((c) => c.startSeconds);
+  t.equal(starts[0], 0);
+  t.equal(starts.length, longBoundaries.length + 1, `chapters at ${starts.join(', ')}`);
+  for (const b of longBoundaries) t.ok(starts.some((s) => Math.abs(s - b) <= 45), `a chapter starts within 45 s of ${b} s`);
+  const titles = notes.chapters.map((c) => c.title.toLowerCase());
+  t.match(titles[0], /photosynthesis|chlorophyll|sunlight|leaves|glucose|oxygen|carbon|stomata|chloroplast|plants|energy|water/);
+  t.match(titles[1], /volcano|magma|lava|eruption|crater|tectonic|plates|ash|mantle|basalt|pressure|crust/);
+  t.match(titles[2], /rome|emperor|senate|legions|augustus|republic|caesar|provinces|citizens|gladiators|aqueducts|empire/);
+  t.match(titles[3], /python|variables|functions|loops|compiler|algorithm|program|syntax|debugging|recursion|arrays|strings/);
+  t.ok(notes.quiz.length >= 5 && notes.quiz.length <= 10, `${notes.quiz.length} questions`);
+  t.equal(new Set(notes.quiz.map((q) => q.answer.toLowerCase())).size, notes.quiz.length, 'each question asks for a different term');
+  checkQuiz(t, lecture, notes);
+});
+
+t.test('extractiveNotes() of a recognizer\'s output (no punctuation, no capitals) finds the same topic changes', async (t) => {
+  const lecture = longLecture(false);
+  const notes = extractiveNotes(lecture);
+  valid(t, lecture, notes);
+  const starts = notes.chapters.map((c) => c.startSeconds);
+  for (const b of longBoundaries) t.ok(starts.some((s) => Math.abs(s - b) <= 45), `a chapter starts within 45 s of ${b} s (${starts.join(', ')})`);
+  t.ok(notes.summary.bullets.every((b) => /^[A-Z].*\.$/.test(b)), 'bullets read as sentences');
+});
+
+t.test('extractiveNotes() is deterministic', async (t) => {
+  t.same(extractiveNotes(longLecture()), extractiveNotes(longLecture()));
+  t.same(extractiveNotes(shortClip), extractiveNotes(structuredClone(shortClip)));
+});
+
+t.test('extractiveNotes() of silence, and of a language without a stop list', async (t) => {
+  const silent = extractiveNotes({ language: 'en', durationMs: 60_000, segments: [] });
+  valid(t, { language: 'en', durationMs: 60_000, segments: [] }, silent);
+  t.same(silent.quiz, []);
+  const spanish: Transcript = {
+    language: 'es',
+    durationMs: 20_000,
+    segments: [
+      { startMs: 0, endMs: 5_000, text: 'Hoy estudiamos la fotosíntesis de las plantas verdes.' },
+      { startMs: 5_000, endMs: 10_000, text: 'La clorofila de las hojas absorbe la luz del sol.' },
+      { startMs: 10_000, endMs: 15_000, text: 'Con la luz, las plantas producen azúcar y oxígeno.' },
+      { startMs: 15_000, endMs: 20_000, text: 'Sin la luz del sol, las hojas no producen azúcar.' },
+    ],
+  };
+  const notes = extractiveNotes(spanish);
+  valid(t, spanish, notes);
+  checkQuiz(t, spanish, notes);
+});
+
+t.test('ExtractiveNotesEngine.notes() honours an aborted signal', async (t) => {
+  const engine = new ExtractiveNotesEngine();
+  t.equal(engine.name, 'extractive');
+  t.same(await engine.notes(shortClip, { language: 'en' }), extractiveNotes(shortClip));
+  await t.rejects(engine.notes(shortClip, { language: 'en', signal: AbortSignal.abort() }));
+});
