@@ -94,6 +94,19 @@ export const configSchema = z.object({
   AULA_S3_REGION: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be a region name such as eu-west-1').optional(),
   AULA_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
   AULA_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  /** Transcription of recordings (docs/ai-notes.md): the offline PocketSphinx (English only), or an OpenAI-compatible /v1/audio/transcriptions. */
+  AULA_ASR_ENGINE: z.enum(['pocketsphinx', 'openai']).default('pocketsphinx'),
+  /** The OpenAI-compatible server's base URL, up to and including `/v1` (e.g. https://api.openai.com/v1). */
+  AULA_ASR_URL: z.url({ protocol: /^https?$/, hostname: /./, error: 'must be an http:// or https:// URL with a host' }).optional(),
+  /** Sent as `Authorization: Bearer <key>`; never logged. */
+  AULA_ASR_KEY: z.string().min(1).optional(),
+  AULA_ASR_MODEL: z.string().min(1).max(200).default('whisper-1'),
+  /** Lecture notes from a transcript: offline extractive notes, or an OpenAI-compatible /v1/chat/completions. */
+  AULA_NOTES_ENGINE: z.enum(['extractive', 'openai']).default('extractive'),
+  AULA_NOTES_URL: z.url({ protocol: /^https?$/, hostname: /./, error: 'must be an http:// or https:// URL with a host' }).optional(),
+  /** Sent as `Authorization: Bearer <key>`; never logged. */
+  AULA_NOTES_KEY: z.string().min(1).optional(),
+  AULA_NOTES_MODEL: z.string().min(1).max(200).default('gpt-4o-mini'),
   /** The spec's switch, under its own name (no prefix): local http webhook receivers, outside production only. */
   WEBHOOKS_ALLOW_PRIVATE_TARGETS: bool.default(false),
 });
@@ -134,6 +147,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const needed = ['AULA_S3_BUCKET', 'AULA_S3_REGION', 'AULA_S3_ACCESS_KEY_ID', 'AULA_S3_SECRET_ACCESS_KEY'] as const;
     const lines = needed.filter((k) => !config[k]).map((k) => `  ${k}: required when AULA_STORAGE=s3`);
     if (lines.length) throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  if (config.AULA_ASR_ENGINE === 'openai' && !config.AULA_ASR_URL) {
+    throw new ConfigError('invalid configuration:\n  AULA_ASR_URL: required when AULA_ASR_ENGINE=openai');
+  }
+  if (config.AULA_NOTES_ENGINE === 'openai' && !config.AULA_NOTES_URL) {
+    throw new ConfigError('invalid configuration:\n  AULA_NOTES_URL: required when AULA_NOTES_ENGINE=openai');
   }
   return config;
 }

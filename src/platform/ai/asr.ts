@@ -1,0 +1,22 @@
+import type { Config } from '../config.ts';
+import { OpenAiTranscriptionEngine } from './openai-asr.ts';
+import { PocketSphinxEngine } from './pocketsphinx.ts';
+import { TranscriptionError, type TranscriptionEngine } from './transcript.ts';
+
+export { TranscriptionError, transcriptText } from './transcript.ts';
+export type { Transcript, TranscriptSegment, TranscriptWord, TranscribeOptions, TranscriptionEngine } from './transcript.ts';
+
+/** Whether `engine` can transcribe `language` (an organization whose language it cannot do gets no job). */
+export function supportsLanguage(engine: TranscriptionEngine, language: string): boolean {
+  const langs = engine.languages();
+  return langs.length === 0 || langs.includes(language.toLowerCase().split('-')[0] ?? '');
+}
+
+/** The engine AULA_ASR_ENGINE names, configured from the other AULA_ASR_ settings. */
+export function openTranscriptionEngine(config: Pick<Config, 'AULA_ASR_ENGINE' | 'AULA_ASR_URL' | 'AULA_ASR_KEY' | 'AULA_ASR_MODEL'>): TranscriptionEngine {
+  if (config.AULA_ASR_ENGINE === 'openai') {
+    if (!config.AULA_ASR_URL) throw new TranscriptionError('AULA_ASR_ENGINE=openai needs AULA_ASR_URL');
+    return new OpenAiTranscriptionEngine({ url: config.AULA_ASR_URL, model: config.AULA_ASR_MODEL, ...(config.AULA_ASR_KEY ? { key: config.AULA_ASR_KEY } : {}) });
+  }
+  return new PocketSphinxEngine();
+}
