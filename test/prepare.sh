@@ -44,4 +44,13 @@ if [ ! -x "${AULA_TURNSERVER:-/usr/bin/turnserver}" ]; then
     echo "relay tests need coturn's turnserver at /usr/bin/turnserver (or set AULA_TURNSERVER)" >&2; fail=1
   fi
 fi
+# transcription (docs/ai-notes.md): Debian's PocketSphinx with its US English model; espeak-ng and flite speak the test clips
+if ! command -v pocketsphinx_continuous >/dev/null || [ ! -e /usr/share/pocketsphinx/model/en-us/en-us/mdef ] || ! command -v espeak-ng >/dev/null || ! command -v flite >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing Debian's pocketsphinx, pocketsphinx-en-us, espeak-ng and flite for the transcription tests"
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pocketsphinx pocketsphinx-en-us espeak-ng flite >/dev/null || fail=1
+  else
+    echo "transcription tests need Debian's pocketsphinx, pocketsphinx-en-us, espeak-ng and flite" >&2; fail=1
+  fi
+fi
 exit $fail
