@@ -22,6 +22,13 @@ function checkQuiz(t: Test, transcript: Transcript, notes: LectureNotes): void {
   }
 }
 
+const topicWords = [
+  /photosynthesis|chlorophyll|sunlight|leaves|glucose|oxygen|carbon|stomata|chloroplast|plants|energy|water/i,
+  /volcano|magma|lava|eruption|crater|tectonic|plates|ash|mantle|basalt|pressure|crust/i,
+  /rome|emperor|senate|legions|augustus|republic|caesar|provinces|citizens|gladiators|aqueducts|empire/i,
+  /python|variables|functions|loops|compiler|algorithm|program|syntax|debugging|recursion|arrays|strings/i,
+];
+
 t.test('extractiveNotes() of a short clip: an overview, a couple of bullets, one chapter at 0, a quiz from its words', async (t) => {
   const notes = extractiveNotes(shortClip);
   valid(t, shortClip, notes);
@@ -48,10 +55,8 @@ t.test('extractiveNotes() of a 30-minute class of four topics: chapters near the
   t.equal(starts.length, longBoundaries.length + 1, `chapters at ${starts.join(', ')}`);
   for (const b of longBoundaries) t.ok(starts.some((s) => Math.abs(s - b) <= 45), `a chapter starts within 45 s of ${b} s`);
   const titles = notes.chapters.map((c) => c.title.toLowerCase());
-  t.match(titles[0], /photosynthesis|chlorophyll|sunlight|leaves|glucose|oxygen|carbon|stomata|chloroplast|plants|energy|water/);
-  t.match(titles[1], /volcano|magma|lava|eruption|crater|tectonic|plates|ash|mantle|basalt|pressure|crust/);
-  t.match(titles[2], /rome|emperor|senate|legions|augustus|republic|caesar|provinces|citizens|gladiators|aqueducts|empire/);
-  t.match(titles[3], /python|variables|functions|loops|compiler|algorithm|program|syntax|debugging|recursion|arrays|strings/);
+  topicWords.forEach((words, c) => t.match(titles[c], words, `chapter ${c + 1} is titled by its topic's words`));
+  t.ok(topicWords.filter((words) => words.test(notes.summary.overview)).length >= 2, 'the overview speaks of more than one topic');
   t.ok(notes.quiz.length >= 5 && notes.quiz.length <= 10, `${notes.quiz.length} questions`);
   t.equal(new Set(notes.quiz.map((q) => q.answer.toLowerCase())).size, notes.quiz.length, 'each question asks for a different term');
   checkQuiz(t, lecture, notes);
@@ -64,6 +69,24 @@ t.test('extractiveNotes() of a recognizer\'s output (no punctuation, no capitals
   const starts = notes.chapters.map((c) => c.startSeconds);
   for (const b of longBoundaries) t.ok(starts.some((s) => Math.abs(s - b) <= 45), `a chapter starts within 45 s of ${b} s (${starts.join(', ')})`);
   t.ok(notes.summary.bullets.every((b) => /^[A-Z].*\.$/.test(b)), 'bullets read as sentences');
+});
+
+t.test('extractiveNotes() of a 6-minute talk of four topics: shorter chapters, still at the topic changes', async (t) => {
+  const talk = longLecture(true, 90_000);
+  const notes = extractiveNotes(talk);
+  valid(t, talk, notes);
+  const starts = notes.chapters.map((c) => c.startSeconds);
+  t.equal(starts.length, 4, `chapters at ${starts.join(', ')}`);
+  for (const b of [90, 180, 270]) t.ok(starts.some((s) => Math.abs(s - b) <= 15), `a chapter starts within 15 s of ${b} s`);
+});
+
+t.test('extractiveNotes() of 30 minutes on one subject: one chapter, not chapters at chance dips', async (t) => {
+  const oneTopic = longLecture(true, 1_800_000);
+  const lecture = { ...oneTopic, durationMs: 1_800_000, segments: oneTopic.segments.filter((s) => s.endMs <= 1_800_000) };
+  const notes = extractiveNotes(lecture);
+  valid(t, lecture, notes);
+  t.equal(notes.chapters.length, 1, `chapters at ${notes.chapters.map((c) => c.startSeconds).join(', ')}`);
+  t.ok(notes.summary.bullets.length >= 3);
 });
 
 t.test('extractiveNotes() is deterministic', async (t) => {

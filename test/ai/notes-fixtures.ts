@@ -55,14 +55,17 @@ function prng(seed: number): () => number {
 /** The topic boundaries of longLecture, in seconds. */
 export const longBoundaries = [450, 900, 1350];
 
-/** A 30-minute class: four topics of 7.5 minutes, a sentence every 6 seconds, in segments of two sentences. */
-export function longLecture(punctuated = true): Transcript {
+/**
+ * A 30-minute class: four topics of 7.5 minutes (or of `topicMs`), a sentence every 6 seconds, in
+ * segments of two sentences.
+ */
+export function longLecture(punctuated = true, topicMs = 450_000): Transcript {
   const random = prng(27);
   const segments: Transcript['segments'][number][] = [];
   const sentenceMs = 6_000;
   let pending: string[] = [];
-  for (let at = 0; at < 1_800_000; at += sentenceMs) {
-    const topic = topics[Math.floor(at / 450_000)]!;
+  for (let at = 0; at < 4 * topicMs; at += sentenceMs) {
+    const topic = topics[Math.floor(at / topicMs)]!;
     const pickWord = () => topic.words[Math.floor(random() * topic.words.length)]!;
     const template = templates[Math.floor(random() * templates.length)]!;
     let text = template.replace('{a}', pickWord()).replace('{b}', pickWord()).replace('{c}', pickWord());
@@ -73,5 +76,5 @@ export function longLecture(punctuated = true): Transcript {
       pending = [];
     }
   }
-  return { language: 'en', durationMs: 1_800_000, segments };
+  return { language: 'en', durationMs: 4 * topicMs, segments };
 }
