@@ -362,7 +362,8 @@ function cloze(s: Sentence, termRank: Map<string, number>, used: Set<string>): {
 
 export function extractiveNotes(t: Transcript): LectureNotes {
   const sentences = transcriptSentences(t);
-  const durationMs = Math.max(t.durationMs, sentences.at(-1)?.startMs ?? 0);
+  // Chapters must start inside the stated duration, even if a segment runs past it.
+  const durationMs = t.durationMs > 0 ? t.durationMs : Math.max(0, ...t.segments.map((s) => s.endMs));
   if (sentences.length === 0) {
     return { summary: { overview: 'No speech was recognized in this recording.', bullets: [] }, chapters: [{ title: 'Recording', startSeconds: 0 }], quiz: [] };
   }
@@ -409,7 +410,11 @@ export function extractiveNotes(t: Transcript): LectureNotes {
       .filter((i) => i !== undefined)
       .sort((a, b) => score[b]! - score[a]! || a - b);
   const overview = take(spans.length > 1 ? bestOfChapters() : [], overviewSentences(sentences.length)).sort((a, b) => a - b);
-  const wantBullets = Math.max(bulletsFloor(sentences.length), Math.min(NOTES_LIMITS.maxBullets, chapters.length + 2, sentences.length - overview.length));
+  // One a chapter and two more, or one for each five minutes of a class with few chapters.
+  const wantBullets = Math.max(
+    bulletsFloor(sentences.length),
+    Math.min(NOTES_LIMITS.maxBullets, Math.max(chapters.length + 2, Math.round(durationMs / 300_000)), sentences.length - overview.length),
+  );
   const bullets = take(spans.length > 1 ? bestOfChapters() : [], wantBullets);
   bullets.sort((a, b) => a - b);
 

@@ -193,7 +193,7 @@ export class OpenAiNotesEngine implements NotesEngine {
     this.#timeoutMs = s.timeoutMs ?? 120_000;
     this.#retries = s.retries ?? 3;
     this.#backoffMs = s.backoffMs ?? 1_000;
-    this.#maxBackoffMs = s.maxBackoffMs ?? 30_000;
+    this.#maxBackoffMs = s.maxBackoffMs ?? 60_000;
     this.#transcriptChars = s.transcriptChars ?? 60_000;
     this.#fallback = s.fallback ?? new ExtractiveNotesEngine();
     this.#onFallback = s.onFallback ?? (() => {});
