@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import { extractiveNotes, ExtractiveNotesEngine, bulletsFloor, lectureNotesSchema, type LectureNotes, type Transcript } from '../../src/platform/ai/notes.ts';
 import { transcriptSentences } from '../../src/platform/ai/notes-extractive.ts';
+import type { Transcript as HeardTranscript } from '../../src/platform/ai/asr.ts';
 import { longBoundaries, longLecture, shortClip } from './notes-fixtures.ts';
 
 function valid(t: Test, transcript: Transcript, notes: LectureNotes): void {
@@ -87,6 +88,25 @@ t.test('extractiveNotes() of 30 minutes on one subject: one chapter, not chapter
   valid(t, lecture, notes);
   t.equal(notes.chapters.length, 1, `chapters at ${notes.chapters.map((c) => c.startSeconds).join(', ')}`);
   t.ok(notes.summary.bullets.length >= 3);
+});
+
+t.test('transcriptSentences() times a sentence by the engine\'s word times where given, else spreads the words evenly', async (t) => {
+  const heard: HeardTranscript = {
+    language: 'en',
+    durationMs: 20_000,
+    segments: [
+      {
+        startMs: 0,
+        endMs: 20_000,
+        text: 'Plants make sugar. Then a long pause follows here.',
+        words: ['Plants', 'make', 'sugar.', 'Then', 'a', 'long', 'pause', 'follows', 'here.'].map((word, i) => ({ word, startMs: i < 3 ? i * 500 : 15_000 + i * 500, endMs: 0 })),
+      },
+    ],
+  };
+  t.same(transcriptSentences(heard).map((s) => s.startMs), [0, 16_500]);
+  const untimed = { ...heard, segments: heard.segments.map(({ words: _, ...s }) => s) };
+  t.same(transcriptSentences(untimed).map((s) => s.startMs), [0, Math.round((3 * 20_000) / 9)]);
+  t.ok(extractiveNotes(heard).summary.overview, 'a transcription engine\'s transcript is a notes engine\'s input');
 });
 
 t.test('extractiveNotes() is deterministic', async (t) => {

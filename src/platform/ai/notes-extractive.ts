@@ -76,12 +76,16 @@ export function transcriptSentences(t: Transcript): Sentence[] {
     if (!text) continue;
     const words = text.split(' ');
     const msPerWord = Math.max(0, seg.endMs - seg.startMs) / words.length;
+    // The engine's own word times where it gives them (their count can differ from the text's words a little).
+    const timed = seg.words?.length ? seg.words : null;
+    const timeOf = (w: number) =>
+      timed ? timed[Math.min(timed.length - 1, Math.round((w * timed.length) / words.length))]!.startMs : Math.round(seg.startMs + w * msPerWord);
     let at = 0;
     for (const piece of text.split(/(?<=[.!?…。！？])\s+/)) {
       const pw = piece.split(' ');
       for (let i = 0; i < pw.length; i += pw.length > MAX_SENTENCE_WORDS ? PIECE_WORDS : pw.length) {
         const chunk = pw.length > MAX_SENTENCE_WORDS ? pw.slice(i, i + PIECE_WORDS) : pw;
-        raw.push({ text: chunk.join(' '), startMs: Math.round(seg.startMs + (at + i) * msPerWord) });
+        raw.push({ text: chunk.join(' '), startMs: timeOf(at + i) });
       }
       at += pw.length;
     }

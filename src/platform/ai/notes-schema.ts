@@ -3,14 +3,14 @@
  * notes.ts imports the engines (no import circles).
  */
 import { z } from 'zod';
+import type { TranscriptSegment as HeardSegment } from './transcript.ts';
 
-export interface TranscriptSegment {
-  startMs: number;
-  endMs: number;
-  text: string;
+/** A segment of what an engine heard, with who spoke it (each participant's track is transcribed apart). */
+export interface TranscriptSegment extends HeardSegment {
   speaker?: string;
 }
 
+/** A class's transcript: its participants' transcripts merged on one timeline. */
 export interface Transcript {
   language: string;
   durationMs: number;
