@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import { extractiveNotes, ExtractiveNotesEngine, bulletsFloor, lectureNotesSchema, type LectureNotes, type Transcript } from '../../src/platform/ai/notes.ts';
-import { transcriptSentences } from '../../src/platform/ai/notes-extractive.ts';
+import { transcriptSentences } from '../../src/platform/ai/notes-text.ts';
 import type { Transcript as HeardTranscript } from '../../src/platform/ai/asr.ts';
 import { longBoundaries, longLecture, shortClip } from './notes-fixtures.ts';
 

@@ -10,7 +10,7 @@
  * configuration behind offline notes. The key goes only into the Authorization header; every error
  * message is scrubbed of it in case an endpoint echoes it.
  */
-import { ExtractiveNotesEngine, transcriptSentences } from './notes-extractive.ts';
+import { ExtractiveNotesEngine } from './notes-extractive.ts';
 import {
   NOTES_LIMITS,
   bulletsFloor,
@@ -20,6 +20,7 @@ import {
   type NotesOptions,
   type Transcript,
 } from './notes-schema.ts';
+import { transcriptSentences } from './notes-text.ts';
 
 export interface OpenAiNotesSettings {
   /** The API's base (`https://api.openai.com/v1`, `http://host:8000`) or the full chat completions URL. */
