@@ -114,7 +114,7 @@ t.test('OpenAiNotesEngine: 5xx answers are retried with a growing backoff; past 
 
   const down = await fakeApi(t, [json(502, {}), json(502, {}), json(502, {})]);
   const { e: e2, sleeps: sleeps2, fallbacks } = engine(down.url, { retries: 2 });
-  await t.rejects(e2.notes(shortClip, { language: 'en' }), { name: 'NotesEngineError', status: 502, message: /HTTP 502/ });
+  await t.rejects(e2.notes(shortClip, { language: 'en' }), { name: 'NotesEngineError', status: 502, retryable: true, message: /HTTP 502/ });
   t.equal(down.seen.length, 3);
   t.same(sleeps2, [10, 20]);
   t.same(fallbacks, [], 'a failing engine is an error, not offline notes');
@@ -155,6 +155,7 @@ t.test('OpenAiNotesEngine: the key is in no error message, whatever the endpoint
   const err = await e.notes(shortClip, { language: 'en' }).catch((x: unknown) => x);
   t.ok(err instanceof NotesEngineError);
   t.equal((err as NotesEngineError).status, 401);
+  t.equal((err as NotesEngineError).retryable, false);
   t.equal(api.seen.length, 1, 'a 401 is not retried');
   t.notMatch(String((err as Error).message), KEY);
   t.notMatch(String((err as Error).stack), KEY);
@@ -176,7 +177,7 @@ t.test('OpenAiNotesEngine: the key is in no error message, whatever the endpoint
 t.test('OpenAiNotesEngine: a request unanswered within the timeout fails; an aborted job stops at once', async (t) => {
   const api = await fakeApi(t, [() => {}, () => {}]);
   const { e } = engine(api.url, { timeoutMs: 100, retries: 1 });
-  await t.rejects(e.notes(shortClip, { language: 'en' }), { name: 'NotesEngineError', message: /no answer within 100 ms/ });
+  await t.rejects(e.notes(shortClip, { language: 'en' }), { name: 'NotesEngineError', retryable: true, message: /no answer within 100 ms/ });
   t.equal(api.seen.length, 2);
 
   const hung = await fakeApi(t, [() => {}]);

@@ -45,12 +45,15 @@ export interface OpenAiNotesSettings {
 
 export class NotesEngineError extends Error {
   override readonly name = 'NotesEngineError';
-  constructor(
-    message: string,
-    readonly status?: number,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
+  /** The endpoint's HTTP status, when it answered. */
+  readonly status: number | undefined;
+  /** Worth trying again later (the endpoint down or busy), as opposed to a refused key or a bad request. */
+  readonly retryable: boolean;
+
+  constructor(message: string, o: { status?: number; retryable?: boolean } = {}) {
+    super(message);
+    this.status = o.status;
+    this.retryable = o.retryable ?? false;
   }
 }
 
@@ -241,37 +244,40 @@ export class OpenAiNotesEngine implements NotesEngine {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
     if (this.#key) headers['authorization'] = `Bearer ${this.#key}`;
     let last: NotesEngineError | undefined;
+    let retryAfter: number | null = null;
     for (let attempt = 0; attempt <= this.#retries; attempt++) {
+      if (attempt > 0) await this.#sleep(Math.min(this.#maxBackoffMs, retryAfter ?? this.#backoffMs * 2 ** (attempt - 1)), signal);
+      retryAfter = null;
       signal?.throwIfAborted();
-      let wait = Math.min(this.#maxBackoffMs, this.#backoffMs * 2 ** attempt);
       const timeout = AbortSignal.timeout(this.#timeoutMs);
+      let res: Response;
+      let text: string;
       try {
-        const res = await fetch(this.#url, { method: 'POST', headers, body, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
-        if (res.ok) {
-          const text = await res.text();
-          try {
-            const json = JSON.parse(text) as { choices?: { message?: { content?: unknown } }[] };
-            const content = json.choices?.[0]?.message?.content;
-            return typeof content === 'string' ? content : null;
-          } catch {
-            return null;
-          }
-        }
-        const detail = (await res.text().catch(() => '')).replace(/\s+/g, ' ').slice(0, 300);
-        last = new NotesEngineError(this.#scrub(`notes engine: HTTP ${res.status} from ${this.#url}${detail ? `: ${detail}` : ''}`), res.status);
-        if (res.status !== 429 && res.status < 500) throw last;
-        if (res.status === 429) wait = Math.min(this.#maxBackoffMs, retryAfterMs(res.headers.get('retry-after')) ?? wait);
+        res = await fetch(this.#url, { method: 'POST', headers, body, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+        text = await res.text();
       } catch (err) {
-        if (err === last) throw err;
         if (signal?.aborted) throw signal.reason;
         const why = timeout.aborted
           ? `no answer within ${this.#timeoutMs} ms`
           : err instanceof Error
             ? `${err.message}${err.cause instanceof Error ? ` (${err.cause.message})` : ''}`
             : String(err);
-        last = new NotesEngineError(this.#scrub(`notes engine: ${why} from ${this.#url}`));
+        last = new NotesEngineError(this.#scrub(`notes engine: ${why} from ${this.#url}`), { retryable: true });
+        continue;
       }
-      if (attempt < this.#retries) await this.#sleep(wait, signal);
+      if (res.ok) {
+        try {
+          const content = (JSON.parse(text) as { choices?: { message?: { content?: unknown } }[] }).choices?.[0]?.message?.content;
+          return typeof content === 'string' ? content : null;
+        } catch {
+          return null;
+        }
+      }
+      const detail = text.replace(/\s+/g, ' ').slice(0, 300);
+      const retryable = res.status === 429 || res.status >= 500;
+      last = new NotesEngineError(this.#scrub(`notes engine: HTTP ${res.status} from ${this.#url}${detail ? `: ${detail}` : ''}`), { status: res.status, retryable });
+      if (!retryable) throw last;
+      if (res.status === 429) retryAfter = retryAfterMs(res.headers.get('retry-after'));
     }
     throw last!;
   }
