@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { DEBIAN_EN_US_MODEL, PocketSphinxEngine } from '../../src/platform/ai/pocketsphinx.ts';
 import { measureAsr, type AsrClip } from '../../src/platform/ai/measure.ts';
 import { LESSON } from './lesson.ts';
-import { speak, type Voice } from './speech.ts';
+import { concatWithSilences, speak, type Voice } from './speech.ts';
 
 const VOICES: Voice[] = [
   { tts: 'espeak-ng', voice: 'en-us', speed: 130 },
@@ -41,6 +41,9 @@ try {
     const clips = LESSON.map((text, i) => ({ text, path: speak(text, join(dir, `${v.tts}-${v.voice}-${v.speed ?? 0}-${i}.wav`), v) }));
     sets.push({ name: `${v.tts} ${v.voice}${v.speed ? ` ${v.speed} wpm` : ''}`, clips });
   }
+  // one long file, as a class is: the model is loaded once, so this is the speed that matters
+  const rms = sets.find((s) => s.name === 'flite rms')!.clips;
+  const long = concatWithSilences(Array.from({ length: 5 }, () => rms.map((c) => c.path)).flat(), 800, join(dir, 'long.wav'));
   if (existsSync(join(LIBRIVOX, 'transcription'))) {
     const clips = readFileSync(join(LIBRIVOX, 'transcription'), 'utf8').trim().split('\n').map((line) => {
       const m = /^<s> (.*) <\/s> \((.*)\)$/.exec(line.trim());
@@ -48,6 +51,7 @@ try {
     });
     sets.push({ name: 'LibriVox, real speech (pocketsphinx-testdata)', clips });
   }
+  sets.push({ name: 'flite rms, the lesson 5 times in one file', clips: [{ path: long, text: Array(5).fill(LESSON.join(' ')).join(' ') }] });
   for (const set of sets) {
     const m = await measureAsr(engine, set.clips);
     let cpu = 0;
