@@ -1,11 +1,12 @@
+import fc from 'fast-check';
 import t, { type Test } from 'tap';
 import { extractiveNotes, ExtractiveNotesEngine, bulletsFloor, lectureNotesSchema, type LectureNotes, type Transcript } from '../../src/platform/ai/notes.ts';
-import { transcriptSentences } from '../../src/platform/ai/notes-text.ts';
+import { distinctSentences, transcriptSentences } from '../../src/platform/ai/notes-text.ts';
 import type { Transcript as HeardTranscript } from '../../src/platform/ai/asr.ts';
 import { longBoundaries, longLecture, shortClip } from './notes-fixtures.ts';
 
 function valid(t: Test, transcript: Transcript, notes: LectureNotes): void {
-  const schema = lectureNotesSchema({ durationSeconds: transcript.durationMs / 1000, minBullets: bulletsFloor(transcriptSentences(transcript).length) });
+  const schema = lectureNotesSchema({ durationSeconds: transcript.durationMs / 1000, minBullets: bulletsFloor(distinctSentences(transcriptSentences(transcript))) });
   const checked = schema.safeParse(notes);
   t.ok(checked.success, checked.success ? 'the notes fit the schema' : JSON.stringify(checked.error.issues));
 }
@@ -138,4 +139,28 @@ t.test('ExtractiveNotesEngine.notes() honours an aborted signal', async (t) => {
   t.equal(engine.name, 'extractive');
   t.same(await engine.notes(shortClip, { language: 'en' }), extractiveNotes(shortClip));
   await t.rejects(engine.notes(shortClip, { language: 'en', signal: AbortSignal.abort() }));
+});
+
+t.test('extractiveNotes() of any transcript fits the schema (generated transcripts)', async (t) => {
+  const repeated = { language: 'en', durationMs: 60_000, segments: Array.from({ length: 6 }, (_, i) => ({ startMs: i * 10_000, endMs: i * 10_000 + 5_000, text: 'Plants make sugar from light.' })) };
+  valid(t, repeated, extractiveNotes(repeated));
+  const vocabulary = ['the', 'plants', 'sugar', 'volcano', 'lava', 'rome', 'senate', 'python', 'loops', 'and', 'is', 'of', 'a', 'why', '42', "it's", 'Émile', 'über', '.', '?', ',', 'x'];
+  const segment = fc.record({
+    startMs: fc.integer({ min: 0, max: 3_600_000 }),
+    len: fc.integer({ min: 0, max: 60_000 }),
+    words: fc.array(fc.constantFrom(...vocabulary), { maxLength: 60 }),
+  });
+  fc.assert(
+    fc.property(fc.array(segment, { maxLength: 80 }), fc.constantFrom('en', 'de', 'ja'), (segs, language) => {
+      const segments = segs.map((s) => ({ startMs: s.startMs, endMs: s.startMs + s.len, text: s.words.join(' ').replace(/ ([.?,])/g, '$1') }));
+      const durationMs = Math.max(1, ...segments.map((s) => s.endMs));
+      const transcript = { language, durationMs, segments };
+      const notes = extractiveNotes(transcript);
+      const schema = lectureNotesSchema({ durationSeconds: durationMs / 1000, minBullets: bulletsFloor(distinctSentences(transcriptSentences(transcript))) });
+      const checked = schema.safeParse(notes);
+      if (!checked.success) throw new Error(JSON.stringify(checked.error.issues));
+    }),
+    { numRuns: 150, seed: 27 },
+  );
+  t.pass('150 generated transcripts');
 });

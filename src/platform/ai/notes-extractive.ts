@@ -14,7 +14,7 @@ import {
   type QuizQuestion,
   type Transcript,
 } from './notes-schema.ts';
-import { cosine, counts, tfidfVectors, transcriptSentences, type Sentence, type Vector } from './notes-text.ts';
+import { cosine, counts, distinctSentences, sentenceKey, tfidfVectors, transcriptSentences, type Sentence, type Vector } from './notes-text.ts';
 
 /** TextRank: PageRank over the sentences, linked by their cosine similarity. */
 function textRank(vectors: Vector[]): number[] {
@@ -270,7 +270,7 @@ export function extractiveNotes(t: Transcript): LectureNotes {
   const chosen: number[] = [];
   const lines = new Set<string>();
   const pick = (i: number, strict: boolean): boolean => {
-    const line = asLine(sentences[i]!).toLowerCase();
+    const line = sentenceKey(sentences[i]!);
     if (lines.has(line) || chosen.includes(i)) return false;
     if (strict && chosen.some((c) => cosine(vectors[c]!, vectors[i]!) > 0.5)) return false;
     chosen.push(i);
@@ -291,11 +291,12 @@ export function extractiveNotes(t: Transcript): LectureNotes {
       .map((span) => span.map((s) => s.index).filter((i) => !chosen.includes(i)).sort((a, b) => score[b]! - score[a]! || a - b)[0])
       .filter((i) => i !== undefined)
       .sort((a, b) => score[b]! - score[a]! || a - b);
-  const overview = take(spans.length > 1 ? bestOfChapters() : [], overviewSentences(sentences.length)).sort((a, b) => a - b);
+  const distinct = distinctSentences(sentences);
+  const overview = take(spans.length > 1 ? bestOfChapters() : [], overviewSentences(distinct)).sort((a, b) => a - b);
   // One a chapter and two more, or one for each five minutes of a class with few chapters.
   const wantBullets = Math.max(
-    bulletsFloor(sentences.length),
-    Math.min(NOTES_LIMITS.maxBullets, Math.max(chapters.length + 2, Math.round(durationMs / 300_000)), sentences.length - overview.length),
+    bulletsFloor(distinct),
+    Math.min(NOTES_LIMITS.maxBullets, Math.max(chapters.length + 2, Math.round(durationMs / 300_000)), distinct - overview.length),
   );
   const bullets = take(spans.length > 1 ? bestOfChapters() : [], wantBullets);
   bullets.sort((a, b) => a - b);

@@ -20,7 +20,7 @@ import {
   type NotesOptions,
   type Transcript,
 } from './notes-schema.ts';
-import { transcriptSentences } from './notes-text.ts';
+import { distinctSentences, transcriptSentences } from './notes-text.ts';
 
 export interface OpenAiNotesSettings {
   /** The API's base (`https://api.openai.com/v1`, `http://host:8000`) or the full chat completions URL. */
@@ -206,7 +206,7 @@ export class OpenAiNotesEngine implements NotesEngine {
 
   async notes(t: Transcript, o: NotesOptions): Promise<LectureNotes> {
     const durationSeconds = Math.floor(t.durationMs / 1000);
-    const minBullets = bulletsFloor(transcriptSentences(t).length);
+    const minBullets = bulletsFloor(distinctSentences(transcriptSentences(t)));
     const content = await this.#complete(
       [
         { role: 'system', content: instructions(o.language, durationSeconds, minBullets) },

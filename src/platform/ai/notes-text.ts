@@ -87,7 +87,10 @@ export function transcriptSentences(t: Transcript): Sentence[] {
       return { surface: m[0], stem: content ? stem(lower, english) : null };
     });
     return { index, text: r.text, startMs: r.startMs, words, terms: words.flatMap((w) => (w.stem ? [w.stem] : [])) };
-  });
+  })
+    // A "sentence" of punctuation alone (a recognizer's stray mark) says nothing.
+    .filter((s) => s.words.length > 0)
+    .map((s, index) => ({ ...s, index }));
 }
 
 /** Without a stop list for the language, the words in more than a quarter of the sentences stand in for one. */
@@ -125,4 +128,14 @@ export function tfidfVectors(sentences: Sentence[]): Vector[] {
     for (const [term, tf] of v) v.set(term, tf * Math.log(1 + n / df.get(term)!));
     return v;
   });
+}
+
+/** A sentence's identity for the notes: the same words, whatever the case and punctuation. */
+export function sentenceKey(s: Sentence): string {
+  return s.words.map((w) => w.surface.toLowerCase()).join(' ');
+}
+
+/** How many different sentences the transcript has: a notes engine can give no more summary lines. */
+export function distinctSentences(sentences: Sentence[]): number {
+  return new Set(sentences.map(sentenceKey)).size;
 }
