@@ -1,5 +1,5 @@
 import type { Config } from '../config.ts';
-import { OpenAiTranscriptionEngine } from './openai-asr.ts';
+import { OpenAiTranscriptionEngine, type OpenAiAsrOptions } from './openai-asr.ts';
 import { PocketSphinxEngine } from './pocketsphinx.ts';
 import { TranscriptionError, type TranscriptionEngine } from './transcript.ts';
 
@@ -13,10 +13,13 @@ export function supportsLanguage(engine: TranscriptionEngine, language: string):
 }
 
 /** The engine AULA_ASR_ENGINE names, configured from the other AULA_ASR_ settings. */
-export function openTranscriptionEngine(config: Pick<Config, 'AULA_ASR_ENGINE' | 'AULA_ASR_URL' | 'AULA_ASR_KEY' | 'AULA_ASR_MODEL'>): TranscriptionEngine {
+export function openTranscriptionEngine(
+  config: Pick<Config, 'AULA_ASR_ENGINE' | 'AULA_ASR_URL' | 'AULA_ASR_KEY' | 'AULA_ASR_MODEL'>,
+  o: { log?: OpenAiAsrOptions['log'] } = {},
+): TranscriptionEngine {
   if (config.AULA_ASR_ENGINE === 'openai') {
     if (!config.AULA_ASR_URL) throw new TranscriptionError('AULA_ASR_ENGINE=openai needs AULA_ASR_URL');
-    return new OpenAiTranscriptionEngine({ url: config.AULA_ASR_URL, model: config.AULA_ASR_MODEL, ...(config.AULA_ASR_KEY ? { key: config.AULA_ASR_KEY } : {}) });
+    return new OpenAiTranscriptionEngine({ url: config.AULA_ASR_URL, model: config.AULA_ASR_MODEL, ...(config.AULA_ASR_KEY ? { key: config.AULA_ASR_KEY } : {}), ...(o.log ? { log: o.log } : {}) });
   }
   return new PocketSphinxEngine();
 }

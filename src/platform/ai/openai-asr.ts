@@ -64,8 +64,9 @@ export class OpenAiTranscriptionEngine implements TranscriptionEngine {
       retries: o.retries ?? 4,
       backoffMs: o.backoffMs ?? 1000,
       maxBackoffMs: o.maxBackoffMs ?? 60_000,
-      maxChunkMs: o.maxChunkMs ?? 10 * 60_000,
-      maxChunkBytes: o.maxChunkBytes ?? 24 * 1024 * 1024,
+      // below a few seconds a chunk holds no sentence, and planning would never end at 0
+      maxChunkMs: Math.max(2000, o.maxChunkMs ?? 10 * 60_000),
+      maxChunkBytes: Math.max(2000 * WAV_BYTES_PER_MS + WAV_HEADER_BYTES, o.maxChunkBytes ?? 24 * 1024 * 1024),
     };
   }
 
