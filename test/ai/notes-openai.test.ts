@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { extractiveNotes, NotesEngineError, OpenAiNotesEngine, openNotesEngine, type LectureNotes, type OpenAiNotesSettings } from '../../src/platform/ai/notes.ts';
-import { promptTranscript } from '../../src/platform/ai/notes-openai.ts';
+import { promptTranscript, retryAfterMs } from '../../src/platform/ai/notes-openai.ts';
 import { longLecture, shortClip } from './notes-fixtures.ts';
 
 const KEY = 'sk-test-0123456789abcdef-secret';
@@ -104,6 +104,16 @@ t.test('OpenAiNotesEngine: a 429 waits for its Retry-After, then succeeds', asyn
   t.same(await e.notes(shortClip, { language: 'en' }), goodNotes);
   t.equal(api.seen.length, 2);
   t.same(sleeps, [2000]);
+});
+
+t.test('retryAfterMs() reads seconds and HTTP dates', async (t) => {
+  const now = Date.parse('2026-11-26T18:00:00Z');
+  t.equal(retryAfterMs('3', now), 3000);
+  t.equal(retryAfterMs('0', now), 0);
+  t.equal(retryAfterMs('Thu, 26 Nov 2026 18:00:05 GMT', now), 5000);
+  t.equal(retryAfterMs('Thu, 26 Nov 2026 17:00:00 GMT', now), 0, 'a date past is now');
+  t.equal(retryAfterMs(null, now), null);
+  t.equal(retryAfterMs('soon', now), null);
 });
 
 t.test('OpenAiNotesEngine: 5xx answers are retried with a growing backoff; past the retries it throws', async (t) => {

@@ -209,7 +209,7 @@ export class OpenAiNotesEngine implements NotesEngine {
     const minBullets = bulletsFloor(distinctSentences(transcriptSentences(t)));
     const content = await this.#complete(
       [
-        { role: 'system', content: instructions(o.language, durationSeconds, minBullets) },
+        { role: 'system', content: instructions(o.language || t.language, durationSeconds, minBullets) },
         { role: 'user', content: promptTranscript(t, this.#transcriptChars) || '(no speech was recognized)' },
       ],
       o.signal,

@@ -88,12 +88,12 @@ export function lectureNotesSchema(o: { durationSeconds: number; minBullets?: nu
   });
 }
 
-/** How many sentences of a transcript of `sentences` make its overview: the top 2-3, one for a clip. */
+/** How many of a transcript's `sentences` different sentences make its overview: the top 2-3, one for a clip. */
 export function overviewSentences(sentences: number): number {
   return sentences >= 8 ? 3 : sentences >= 5 ? 2 : Math.min(1, sentences);
 }
 
-/** How many bullets a transcript of `sentences` sentences can give beside its overview. */
+/** How many bullets a transcript of `sentences` different sentences can give beside its overview. */
 export function bulletsFloor(sentences: number): number {
   return Math.max(0, Math.min(NOTES_LIMITS.minBullets, sentences - overviewSentences(sentences)));
 }
