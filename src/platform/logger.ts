@@ -10,7 +10,7 @@ export function createLogger(config: Pick<Config, 'AULA_LOG_LEVEL'>, bindings: R
       level: config.AULA_LOG_LEVEL,
       base: { pid: process.pid, ...bindings },
       timestamp: pino.stdTimeFunctions.isoTime,
-      redact: { paths: ['req.headers.authorization', '*.token', '*.secret', '*.password'], censor: '[redacted]' },
+      redact: { paths: ['req.headers.authorization', '*.token', '*.secret', '*.password', '*.AULA_ASR_KEY', '*.AULA_NOTES_KEY', '*.AULA_S3_SECRET_ACCESS_KEY', '*.AULA_TURN_SECRET', '*.AULA_SECRET_KEY'], censor: '[redacted]' },
     },
     pino.destination({ dest: fd, sync: true }),
   );
