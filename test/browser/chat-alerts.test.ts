@@ -157,9 +157,10 @@ t.test('reactions float over the sender\'s tile; hosts allow everyone to unmute'
 
   await tp.click('nav.controls button[title="People"]');
   await tp.click('text=Mute all');
-  await eventually(async () => (await sp.evaluate(() => (window as any).aula.state.notice)) === 'A host muted your microphone.', 5000);
+  const micLocked = () => sp.evaluate(() => (window as any).aula.state.roster.find((p: any) => p.participantId === (window as any).aula.state.participantId)?.micLocked === true);
+  await eventually(micLocked, 10_000);
   await tp.click('#allow-unmute-all');
-  await eventually(async () => (await state(sp, 'unmuteAllowed')) === true, 5000);
+  await eventually(async () => (await state(sp, 'unmuteAllowed')) === true && !(await micLocked()), 10_000);
   t.pass('the student may unmute again');
 });
 
