@@ -39,6 +39,8 @@ function asset(path: string, contentType: string, body: string, cache: string): 
 export interface Assets {
   /** The room application: the join, pre-join, waiting and room pages (web/room); `inputs`, the files bundled. */
   room: { js: Asset; css: Asset; inputs: string[] };
+  /** The admin console (web/console), at /console. */
+  console: { js: Asset; css: Asset };
   /** The embedding SDK (web/sdk), at /sdk/svc-embed.js. */
   sdk: Asset;
   byPath: Map<string, Asset>;
@@ -74,11 +76,13 @@ async function bundle(entry: string, format: 'iife' | 'esm'): Promise<{ js: stri
 }
 
 async function buildAll(): Promise<Assets> {
-  const [room, sdk] = await Promise.all([bundle('room/main.tsx', 'iife'), bundle('sdk/svc-embed.ts', 'iife')]);
+  const [room, sdk, con] = await Promise.all([bundle('room/main.tsx', 'iife'), bundle('sdk/svc-embed.ts', 'iife'), bundle('console/main.tsx', 'iife')]);
   const js = asset(`/assets/room-${hashOf(room.js)}.js`, 'text/javascript; charset=utf-8', room.js, IMMUTABLE);
   const css = asset(`/assets/room-${hashOf(room.css)}.css`, 'text/css; charset=utf-8', room.css, IMMUTABLE);
   const sdkAsset = asset('/sdk/svc-embed.js', 'text/javascript; charset=utf-8', sdk.js, SDK_CACHE);
-  return { room: { js, css, inputs: room.inputs }, sdk: sdkAsset, byPath: new Map([js, css, sdkAsset].map((a) => [a.path, a])) };
+  const conJs = asset(`/assets/console-${hashOf(con.js)}.js`, 'text/javascript; charset=utf-8', con.js, IMMUTABLE);
+  const conCss = asset(`/assets/console-${hashOf(con.css)}.css`, 'text/css; charset=utf-8', con.css, IMMUTABLE);
+  return { room: { js, css, inputs: room.inputs }, console: { js: conJs, css: conCss }, sdk: sdkAsset, byPath: new Map([js, css, sdkAsset, conJs, conCss].map((a) => [a.path, a])) };
 }
 
 let built: Promise<Assets> | null = null;

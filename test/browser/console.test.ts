@@ -1,0 +1,261 @@
+import t, { type Test } from 'tap';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { Page } from 'playwright-core';
+import { api, createTenant, startTestNode } from '../helpers/node.ts';
+import { launchBrowser, screenshot } from '../helpers/browser.ts';
+import { Receiver } from '../helpers/receiver.ts';
+import { eventually, goLive } from '../helpers/ws.ts';
+
+// The admin console (docs/console.md) in Chromium against a real node: an owner signs in, adds a webhook
+// endpoint and sees its test delivery in the log, saves settings, ends a live meeting and downloads its
+// attendance, deactivates a user; axe-core on every page, and each page at 1280 and 360 px wide
+// (AULA_SCREENSHOTS=docs/screenshots writes the docs' pictures).
+
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const PASSWORD = 'correct horse battery staple';
+const EMAIL = 'owner@school.example';
+
+const node = await startTestNode(t, { redis: false, overrides: { WEBHOOKS_ALLOW_PRIVATE_TARGETS: true, AULA_MEDIA_WORKERS: 0 } });
+const tenant = await createTenant(node);
+await node.app.services.admins.create(node.app.sql, { orgId: tenant.orgId, email: EMAIL, role: 'owner', password: PASSWORD });
+await node.app.sql`update organizations set name = 'Riverside Secondary School' where id = ${tenant.orgId}`;
+const call = (method: string, path: string, body?: unknown) => api(node, method, path, { key: tenant.key, ...(body ? { body } : {}) });
+const user = async (externalId: string, fullName: string, role: string, email?: string) => (await call('POST', '/public/users', { externalId, fullName, role, ...(email ? { email } : {}) })).body.data;
+const teacher = await user('t-100', 'Tina Teacher', 'TEACHER', 'tina@school.example');
+const students = [await user('s-201', 'Sam Student', 'STUDENT'), await user('s-202', 'Priya Patel', 'STUDENT'), await user('s-203', 'Jonas Berg', 'STUDENT')];
+const meeting = (title: string, start: string, externalId: string) => call('POST', '/public/meetings', { title, externalId, type: 'MEETING', hostUserId: teacher.id, scheduledStart: start, durationMinutes: 50 });
+const created = await meeting('Year 9 Biology: cells and tissues', new Date(Date.now() - 2 * 60_000).toISOString(), 'bio-9a-1126');
+const biology = created.body.data;
+if (!biology) throw new Error(JSON.stringify(created.body));
+const staff = (await meeting('Staff briefing', '2030-12-01T08:00:00Z', 'staff-1201')).body.data;
+await meeting('Year 11 Chemistry revision', '2030-12-02T13:00:00Z', 'chem-11-1202');
+await goLive(t, node, tenant.key, biology.id, teacher.id);
+// the weeks before, as the usage report reads them: stays in rooms on school days (for the overview's chart)
+for (let d = 24; d >= 1; d--) {
+  const day = new Date(Date.now() - d * 86_400_000);
+  if (day.getUTCDay() === 0 || day.getUTCDay() === 6) continue;
+  day.setUTCHours(9, 0, 0, 0);
+  for (const [i, s] of students.entries()) {
+    const left = new Date(day.getTime() + (25 + ((d * 7 + i * 11) % 35)) * 60_000);
+    await node.app.sql`insert into attendance_intervals (meeting_id, participant_id, user_id, joined_at, left_at) values (${staff.id}, ${`p-${d}-${i}`}, ${s.id}, ${day}, ${left})`;
+  }
+}
+
+const receiver = await Receiver.start(t);
+const browser = await launchBrowser(t);
+const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+const page = await context.newPage();
+page.on('console', (msg) => {
+  if (msg.type() === 'error') process.stderr.write(`[page error] ${msg.text()}\n`);
+});
+page.on('pageerror', (err) => process.stderr.write(`[page exception] ${err.message}\n`));
+
+/** axe's serious and critical violations on the page as it is. */
+async function violations(p: Page): Promise<{ id: string; targets: string[] }[]> {
+  if (!(await p.evaluate(() => 'axe' in window))) await p.evaluate(AXE);
+  const found: { id: string; impact: string; nodes: { target: string[]; failureSummary: string }[] }[] = await p.evaluate(async () => (await (window as any).axe.run(document, { resultTypes: ['violations'] })).violations);
+  return found.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => ({ id: v.id, targets: v.nodes.map((n) => `${n.target.join(' ')}: ${n.failureSummary.replace(/\s+/g, ' ')}`) }));
+}
+
+/** axe finds nothing serious; the page at 1280 px and at 360 px. */
+async function look(t: Test, name: string): Promise<void> {
+  await page.waitForSelector('.state.loading', { state: 'detached' });
+  const found = await violations(page);
+  t.same(found, [], `axe: no serious or critical violation on ${name}`, { violations: found });
+  await screenshot(page, `console-${name}-1280`);
+  await page.setViewportSize({ width: 360, height: 740 });
+  const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+  t.ok(wide <= 360, `${name} fits 360 px without scrolling sideways (${wide})`);
+  await screenshot(page, `console-${name}-360`);
+  await page.setViewportSize({ width: 1280, height: 800 });
+}
+
+const nav = async (label: string) => {
+  await page.click(`nav#nav a:text-is("${label}")`);
+  await page.waitForSelector(`h1:text-is("${label}")`);
+};
+
+t.test('sign in: /console asks for the organization, email and password; a wrong password shows the API\'s message', async (t) => {
+  await page.goto(`${node.url}/console/webhooks`);
+  await page.waitForSelector('h1:text-is("Sign in")');
+  t.match(page.url(), /\/console\/sign-in\?next=%2Fconsole%2Fwebhooks$/, 'the sign-in page keeps where the admin was going');
+  await look(t, 'sign-in');
+  await page.fill('input[name=orgId]', tenant.orgId);
+  await page.fill('input[name=email]', EMAIL);
+  await page.fill('input[name=password]', 'not the password');
+  await page.click('button[type=submit]');
+  t.match(await page.textContent('[role=alert]'), /The organization, email or password is not right/, 'the error envelope\'s message');
+  await page.fill('input[name=password]', PASSWORD);
+  await page.click('button[type=submit]');
+  await page.waitForSelector('h1:text-is("Webhooks")');
+  t.match(page.url(), /\/console\/webhooks$/, 'then the page it was going to');
+  t.match(await page.textContent('.org-name'), 'Riverside Secondary School');
+  const stored = await page.evaluate(() => JSON.parse(localStorage.getItem('aula.console.orgs') ?? '[]'));
+  t.equal(stored[0]?.orgId, tenant.orgId, 'the organization is remembered on this browser');
+});
+
+t.test('overview: live rooms and usage', async (t) => {
+  await nav('Overview');
+  await page.waitForSelector('text=Year 9 Biology: cells and tissues');
+  await page.waitForSelector('.stat-value');
+  t.ok(await page.isVisible('.chart svg'), 'the chart per day');
+  await look(t, 'overview');
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await screenshot(page, 'console-overview-dark-1280');
+  await page.emulateMedia({ colorScheme: 'light' });
+});
+
+t.test('webhooks: an endpoint added, its secret shown once, a test delivery seen in the log, its detail, redelivered', async (t) => {
+  await nav('Webhooks');
+  await page.waitForSelector('text=No webhook endpoints yet.');
+  await look(t, 'webhooks-empty');
+  await page.click('.page-actions a:text("Add endpoint")');
+  await page.waitForSelector('h1:text-is("Add a webhook endpoint")');
+  await page.fill('input[name=url]', receiver.url('/aula'));
+  await page.fill('input[name=description]', 'Our LMS');
+  await page.check('text=Only the types chosen below');
+  for (const type of ['meeting.started', 'meeting.ended', 'attendance.finalized', 'user.deactivated']) await page.check(`input[value="${type}"]`);
+  await look(t, 'webhook-new');
+  await page.click('button:text("Add endpoint")');
+  const secret = await page.textContent('.secret-value');
+  t.match(secret, /^whsec_/, 'the secret, shown once');
+  await look(t, 'webhook-created');
+  await page.click('text=Go to the endpoint');
+  await page.waitForSelector('h1:text-is("Webhook endpoint")');
+  t.match(await page.textContent('.panel h2'), receiver.url('/aula'));
+  await page.click('button:text("Send test event")');
+  await page.waitForSelector('.flash:text("Test delivered")');
+  await receiver.waitFor(1);
+  t.equal(receiver.received[0]!.body.type, 'webhook.test', 'the receiver got webhook.test');
+  await page.waitForSelector('table:has(caption:text("Deliveries")) code:text("webhook.test")');
+  t.match(await page.textContent('table:has(caption:text("Deliveries")) tbody tr'), /succeeded[\s\S]*HTTP 200/, 'the log shows it delivered');
+
+  // the log's filters live in the URL
+  await page.selectOption('select[name=status]', 'FAILED');
+  await page.waitForSelector('text=No delivery matches these filters.');
+  t.match(page.url(), /status=FAILED/);
+  await page.goBack();
+  await page.waitForSelector('table:has(caption:text("Deliveries"))');
+
+  await page.click('table:has(caption:text("Deliveries")) tbody tr a');
+  await page.waitForSelector('h1:text-is("Delivery")');
+  t.match(await page.textContent('pre.code >> nth=1'), /"type": "webhook.test"/, 'the detail shows the event sent');
+  await page.click('button:text("Redeliver")');
+  await page.waitForSelector('.flash:text("Redelivered")');
+  await receiver.waitFor(2);
+  t.equal(receiver.received[1]!.body.id, receiver.received[0]!.body.id, 'the same event again');
+  await look(t, 'webhook-delivery');
+
+  await page.click('text=← The endpoint\'s log');
+  await page.waitForSelector('h1:text-is("Webhook endpoint")');
+  await page.click('.row-actions button:text("Rotate secret")');
+  await page.click('dialog[open] button:text("Rotate secret")');
+  await page.waitForSelector('.secret-value');
+  t.not(await page.textContent('.secret-value'), secret, 'a new secret');
+  t.match(await page.textContent('.secret'), /two signatures/, 'the overlap of the old and new secrets is said');
+  await look(t, 'webhook');
+  await nav('Webhooks');
+  await page.waitForSelector(`text=${receiver.url('/aula')}`);
+  await look(t, 'webhooks');
+});
+
+t.test('settings: allowed origins, attendance rules and retention saved with PATCH /orgs/:orgId; a refused value shows the API\'s message', async (t) => {
+  await nav('Settings');
+  await page.fill('textarea[name=allowedOrigins]', 'not an origin');
+  await page.click('button:text("Save settings")');
+  await page.waitForSelector('.error-note');
+  t.match(await page.textContent('.error-note'), /allowedOrigins/, 'the refused field');
+  await page.fill('textarea[name=allowedOrigins]', 'https://lms.riverside.example\nhttps://staging.riverside.example:8443');
+  await page.fill('input[name=lateAfterMinutes]', '7');
+  await page.fill('input[name=recordingRetentionDays]', '180');
+  await page.click('button:text("Save settings")');
+  await page.waitForSelector('.flash:text("Settings saved.")');
+  const [org] = await node.app.sql<{ allowedOrigins: string[]; recordingRetentionDays: number; attendanceRules: any }[]>`select allowed_origins, recording_retention_days, attendance_rules from organizations where id = ${tenant.orgId}`;
+  t.same(org!.allowedOrigins, ['https://lms.riverside.example', 'https://staging.riverside.example:8443']);
+  t.equal(org!.recordingRetentionDays, 180);
+  t.equal(org!.attendanceRules.lateAfterMinutes ?? org!.attendanceRules.late_after_minutes, 7);
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await look(t, 'settings');
+});
+
+t.test('meetings: filters in the URL, a live meeting ended after confirming, its attendance downloaded as CSV', async (t) => {
+  await nav('Meetings');
+  await page.waitForSelector('text=Staff briefing');
+  await look(t, 'meetings');
+  await page.selectOption('select[name=status]', 'LIVE');
+  await page.waitForSelector('text=Staff briefing', { state: 'detached' });
+  t.match(page.url(), /\/console\/meetings\?status=LIVE$/);
+  await page.click('text=Year 9 Biology: cells and tissues');
+  await page.waitForSelector('h1:text-is("Year 9 Biology: cells and tissues")');
+  await page.waitForSelector('table:has(caption:text("Attendance"))');
+  await look(t, 'meeting-live');
+
+  await page.click('.page-actions button:text("End meeting")');
+  await page.waitForSelector('dialog[open]');
+  await page.keyboard.press('Escape');
+  await page.waitForSelector('dialog[open]', { state: 'detached' });
+  t.equal((await call('GET', `/public/meetings/${biology.id}`)).body.data.status, 'LIVE', 'Escape cancels');
+  await page.click('.page-actions button:text("End meeting")');
+  await page.click('dialog[open] button:text("End meeting now")');
+  await page.waitForSelector('.flash:text("The meeting has ended.")');
+  t.equal((await call('GET', `/public/meetings/${biology.id}`)).body.data.status, 'ENDED');
+  t.match(await page.textContent('.facts'), /ended/);
+
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('button:text("Download CSV")')]);
+  t.equal(download.suggestedFilename(), 'attendance-bio-9a-1126.csv');
+  const csv = readFileSync((await download.path())!, 'utf8');
+  t.match(csv.split('\n')[0], /^meetingId,externalMeetingId,/, 'the CSV header');
+  t.match(csv, /Tina Teacher/, 'the teacher attended');
+  await look(t, 'meeting');
+});
+
+t.test('users: found by external id, deactivated after confirming', async (t) => {
+  await nav('Users');
+  await page.waitForSelector('text=Sam Student');
+  await look(t, 'users');
+  await page.fill('input[name=externalId]', 's-201');
+  await page.click('form[role=search] button');
+  await page.waitForSelector('text=Priya Patel', { state: 'detached' });
+  t.match(page.url(), /externalId=s-201/);
+  await page.click('button[aria-label="Deactivate Sam Student"]');
+  await page.click('dialog[open] button:text("Deactivate user")');
+  await page.waitForSelector('.flash:text("Sam Student is deactivated.")');
+  t.equal((await call('GET', '/public/users/s-201')).body.data.status, 'DEACTIVATED');
+  t.ok(await page.isVisible('.badge:text("deactivated")'));
+});
+
+t.test('recordings, API keys and the audit log: their pages draw (empty or not) without a violation', async (t) => {
+  await nav('Recordings');
+  await page.waitForSelector('text=No recordings yet.');
+  await look(t, 'recordings');
+  await nav('API keys');
+  await look(t, 'api-keys');
+  await nav('Audit log');
+  await look(t, 'audit-log');
+});
+
+t.test('at 360 px the navigation is behind a menu button; sign out forgets the session, keeps the organization', async (t) => {
+  await page.setViewportSize({ width: 360, height: 740 });
+  t.notOk(await page.isVisible('nav#nav'), 'the navigation is folded');
+  await page.click('button.menu-button');
+  t.equal(await page.getAttribute('button.menu-button', 'aria-expanded'), 'true');
+  await page.waitForSelector('nav#nav a:text-is("Webhooks")');
+  const found = await violations(page);
+  t.same(found, [], 'axe: the open menu', { violations: found });
+  await screenshot(page, 'console-menu-360');
+  await page.click('nav#nav a:text-is("Webhooks")');
+  await page.waitForSelector('h1:text-is("Webhooks")');
+  t.notOk(await page.isVisible('nav#nav'), 'the menu folds after choosing a page');
+  await page.setViewportSize({ width: 1280, height: 800 });
+
+  await page.click('.org-button');
+  await page.click('text=Sign out');
+  await page.waitForSelector('h1:text-is("Sign in")');
+  const stored = await page.evaluate(() => JSON.parse(localStorage.getItem('aula.console.orgs') ?? '[]'));
+  t.equal(stored[0]?.orgId, tenant.orgId, 'the organization is still offered');
+  t.equal(stored[0]?.token, null, 'its session is forgotten');
+  t.equal(await page.inputValue('input[name=orgId]'), tenant.orgId, 'signing in again starts from it');
+  await eventually(async () => (await node.app.sql`select count(*)::int as n from admin_sessions where revoked_at is null`)[0]!.n === 0, 5000);
+  t.pass('the session is revoked on the server');
+});

@@ -1,0 +1,213 @@
+import * as api from '../api.ts';
+import { duration, when } from '../format.ts';
+import { href } from '../router.ts';
+import { Badge, ConfirmButton, Empty, ErrorNote, Loaded, PageHead, useAction, useFlash, useLoad } from '../ui/common.tsx';
+import type { Meeting } from './meetings.tsx';
+import { type Recording, RecordingRow } from './recordings.tsx';
+
+interface Attendance {
+  status: 'PROVISIONAL' | 'FINAL';
+  startedAt: string;
+  endedAt: string | null;
+  finalizedAt: string | null;
+  summary: { total: number; present: number; late: number; absent: number };
+  records: { user: { id: string; externalId: string; name: string; role: string }; status: string; durationSeconds: number; joinedAt: string | null; leftAt: string | null }[];
+}
+
+/**
+ * Ends a live room: the admin surface's route (recorded in the audit log as the admin's act) where the
+ * server has it, otherwise the public API's, which the admin's session may call as well.
+ */
+async function endMeeting(id: string): Promise<Meeting> {
+  try {
+    return await api.post<Meeting>(api.org(`/meetings/${api.enc(id)}/end`));
+  } catch (e) {
+    if (!(e instanceof api.ApiError) || e.code !== 'route_not_found') throw e;
+    return api.post<Meeting>(`/public/meetings/${api.enc(id)}/end`);
+  }
+}
+
+/** A meeting: its status and times, end (or cancel) it, its attendance with the CSV, its recordings. */
+export function MeetingPage({ id }: { id: string }) {
+  const path = `/public/meetings/${api.enc(id)}`;
+  const [load, reload, set] = useLoad(() => api.get<Meeting>(path), id);
+  const [flash, say] = useFlash();
+  return (
+    <Loaded load={load} what="the meeting" retry={reload}>
+      {(m) => (
+        <>
+          <PageHead title={m.title} sub={<a href={href('/meetings')}>← Meetings</a>}>
+            {m.status === 'LIVE' && (
+              <ConfirmButton
+                label="End meeting"
+                title="End this meeting for everyone?"
+                body={<p>Everyone in the room is disconnected now, and the meeting cannot be started again. Its attendance is settled and recordings in progress are finished.</p>}
+                confirmLabel="End meeting now"
+                danger
+                onConfirm={async () => {
+                  set(await endMeeting(m.id));
+                  say('The meeting has ended.');
+                }}
+              />
+            )}
+            {m.status === 'SCHEDULED' && (
+              <ConfirmButton
+                label="Cancel meeting"
+                title="Cancel this meeting?"
+                body={<p>Its join links stop working and meeting.cancelled is sent. A cancelled meeting cannot be scheduled again.</p>}
+                confirmLabel="Cancel meeting"
+                danger
+                onConfirm={async () => {
+                  set(await api.post<Meeting>(`${path}/cancel`));
+                  say('The meeting is cancelled.');
+                }}
+              />
+            )}
+          </PageHead>
+          {flash}
+          <section class="panel" aria-labelledby="m-h">
+            <h2 id="m-h" class="sr-only">
+              Details
+            </h2>
+            <dl class="facts">
+              <div>
+                <dt>Status</dt>
+                <dd>
+                  <Badge value={m.status} />
+                  {m.endedReason && <span class="muted small"> {m.endedReason.replaceAll('_', ' ').toLowerCase()}</span>}
+                </dd>
+              </div>
+              <div>
+                <dt>Kind</dt>
+                <dd>{m.kind === 'CLASS' ? 'Class session' : 'Meeting'}</dd>
+              </div>
+              <div>
+                <dt>Scheduled</dt>
+                <dd>
+                  {when(m.scheduledStart)}, {m.durationMinutes} min
+                </dd>
+              </div>
+              <div>
+                <dt>Started</dt>
+                <dd>{when(m.startedAt)}</dd>
+              </div>
+              <div>
+                <dt>Ended</dt>
+                <dd>
+                  {when(m.endedAt ?? m.cancelledAt)}
+                  {m.durationSeconds !== null && <span class="muted"> ({duration(m.durationSeconds)})</span>}
+                </dd>
+              </div>
+              <div>
+                <dt>Access</dt>
+                <dd>{m.access.mode.replaceAll('_', ' ').toLowerCase()}</dd>
+              </div>
+              <div>
+                <dt>Ids</dt>
+                <dd class="small">
+                  <code>{m.id}</code>
+                  {m.externalId && (
+                    <>
+                      {' '}
+                      · yours: <code>{m.externalId}</code>
+                    </>
+                  )}
+                </dd>
+              </div>
+              <div>
+                <dt>Settings</dt>
+                <dd class="small">
+                  {[m.settings.waitingRoom && 'waiting room', m.settings.muteOnEntry && 'muted on entry', m.settings.recordAutomatically && 'recorded automatically', m.settings.lectureMode && 'lecture mode', `chat: ${m.settings.chat.toLowerCase()}`].filter(Boolean).join(', ')}
+                </dd>
+              </div>
+            </dl>
+          </section>
+          {m.status === 'SCHEDULED' || m.status === 'CANCELLED' ? null : <AttendanceSection meeting={m} />}
+          <MeetingRecordings meetingId={m.id} />
+        </>
+      )}
+    </Loaded>
+  );
+}
+
+function AttendanceSection({ meeting }: { meeting: Meeting }) {
+  const path = `/public/meetings/${api.enc(meeting.id)}/attendance`;
+  const [load, reload] = useLoad(() => api.get<Attendance>(path), `${meeting.id}|${meeting.status}`);
+  const csv = useAction();
+  return (
+    <section class="section" aria-labelledby="att-h">
+      <div class="section-head">
+        <h2 id="att-h">Attendance</h2>
+        <button type="button" class="btn small" disabled={csv.busy} onClick={() => csv.run(() => api.download(path, 'text/csv', `attendance-${meeting.externalId ?? meeting.id}.csv`))}>
+          {csv.busy ? 'Preparing…' : 'Download CSV'}
+        </button>
+      </div>
+      {csv.error && <ErrorNote error={csv.error} />}
+      <Loaded load={load} what="attendance" retry={reload}>
+        {(a) => (
+          <>
+            <p class="muted small">
+              {a.status === 'FINAL' ? `Final since ${when(a.finalizedAt)}.` : 'Provisional: it becomes final a few minutes after the meeting ends.'} {a.summary.present} present, {a.summary.late} late, {a.summary.absent} absent of {a.summary.total}.
+            </p>
+            {a.records.length === 0 ? (
+              <Empty title="Nobody attended." />
+            ) : (
+              <div class="table-wrap">
+                <table class="table">
+                  <caption class="sr-only">Attendance</caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">Person</th>
+                      <th scope="col">Status</th>
+                      <th scope="col">Time in the room</th>
+                      <th scope="col">Joined</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {a.records.map((r) => (
+                      <tr key={r.user.id}>
+                        <td>
+                          {r.user.name}
+                          <div class="muted small">
+                            {r.user.role.toLowerCase()} · {r.user.externalId}
+                          </div>
+                        </td>
+                        <td>
+                          <Badge value={r.status} />
+                        </td>
+                        <td>{duration(r.durationSeconds)}</td>
+                        <td class="nowrap">{when(r.joinedAt)}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            )}
+          </>
+        )}
+      </Loaded>
+    </section>
+  );
+}
+
+function MeetingRecordings({ meetingId }: { meetingId: string }) {
+  const [load, reload] = useLoad(() => api.list<Recording>(`/public/meetings/${api.enc(meetingId)}/recordings`, { limit: 20 }), meetingId);
+  return (
+    <section class="section" aria-labelledby="rec-h">
+      <h2 id="rec-h">Recordings</h2>
+      <Loaded load={load} what="recordings" retry={reload}>
+        {(page) =>
+          page.data.length === 0 ? (
+            <Empty title="No recordings of this meeting." />
+          ) : (
+            <ul class="cards">
+              {page.data.map((r) => (
+                <RecordingRow key={r.id} recording={r} onChanged={reload} />
+              ))}
+            </ul>
+          )
+        }
+      </Loaded>
+    </section>
+  );
+}

@@ -1,0 +1,149 @@
+import { useState } from 'preact/hooks';
+import * as api from '../api.ts';
+import { update, current } from '../session.ts';
+import { ErrorNote, Loaded, PageHead, useAction, useFlash, useLoad } from '../ui/common.tsx';
+
+export interface Org {
+  id: string;
+  name: string;
+  plan: string;
+  features: string[];
+  allowedOrigins: string[];
+  attendanceRules: { lateAfterMinutes: number; presentShare: number; mergeGapSeconds: number; settleMinutes: number };
+  mobileApps: { android: { packageName: string } | null; ios: { teamId: string; bundleId: string } | null };
+  recordingRetentionDays: number;
+}
+
+/** The organization's settings (PATCH /orgs/:orgId): name, allowed origins, attendance rules, recording retention. */
+export function Settings() {
+  const [load, reload, set] = useLoad(() => api.get<Org>(api.org()), 'org');
+  return (
+    <>
+      <PageHead title="Settings" sub="Your organization's settings. Changes apply on every node at once." />
+      <Loaded load={load} what="settings" retry={reload}>
+        {(org) => <SettingsForm org={org} onSaved={set} />}
+      </Loaded>
+    </>
+  );
+}
+
+function SettingsForm({ org, onSaved }: { org: Org; onSaved: (o: Org) => void }) {
+  const [name, setName] = useState(org.name);
+  const [origins, setOrigins] = useState(org.allowedOrigins.join('\n'));
+  const [rules, setRules] = useState({ ...org.attendanceRules, presentShare: Math.round(org.attendanceRules.presentShare * 100) });
+  const [retention, setRetention] = useState(String(org.recordingRetentionDays));
+  const action = useAction();
+  const [flash, say] = useFlash();
+  const num = (v: string) => (v.trim() === '' ? NaN : Number(v));
+
+  const submit = (e: Event) => {
+    e.preventDefault();
+    void action.run(async () => {
+      const body: Record<string, unknown> = {};
+      if (name.trim() !== org.name) body.name = name.trim();
+      const list = origins
+        .split(/[\s,]+/)
+        .map((o) => o.trim())
+        .filter(Boolean);
+      if (list.join('\n') !== org.allowedOrigins.join('\n')) body.allowedOrigins = list;
+      const r = { ...rules, presentShare: rules.presentShare / 100 };
+      const changedRules = Object.fromEntries(Object.entries(r).filter(([k, v]) => v !== org.attendanceRules[k as keyof Org['attendanceRules']]));
+      if (Object.keys(changedRules).length) body.attendanceRules = changedRules;
+      if (num(retention) !== org.recordingRetentionDays) body.recordingRetentionDays = num(retention);
+      if (!Object.keys(body).length) {
+        say('Nothing changed.');
+        return;
+      }
+      const saved = await api.patch<Org>(api.org(), body);
+      onSaved(saved);
+      setOrigins(saved.allowedOrigins.join('\n'));
+      const s = current();
+      if (s) update(s.orgId, { orgName: saved.name });
+      say('Settings saved.');
+    });
+  };
+
+  const rule = (key: keyof typeof rules, label: string, hint: string, unit: string, max?: number) => (
+    <label>
+      <span>{label}</span>
+      <span class="with-unit">
+        <input name={key} type="number" min={0} max={max} step={1} required value={rules[key]} onInput={(e) => setRules({ ...rules, [key]: num((e.target as HTMLInputElement).value) })} aria-describedby={`${key}-hint`} />
+        <span class="unit">{unit}</span>
+      </span>
+      <span class="hint" id={`${key}-hint`}>
+        {hint}
+      </span>
+    </label>
+  );
+
+  return (
+    <form class="form settings" onSubmit={submit}>
+      <section class="panel" aria-labelledby="s-org">
+        <h2 id="s-org">Organization</h2>
+        <label>
+          <span>Name</span>
+          <input name="name" required maxLength={200} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
+        </label>
+        <dl class="facts">
+          <div>
+            <dt>Organization id</dt>
+            <dd>
+              <code>{org.id}</code>
+            </dd>
+          </div>
+          <div>
+            <dt>Plan</dt>
+            <dd>{org.plan}</dd>
+          </div>
+          <div>
+            <dt>Plan features</dt>
+            <dd>{org.features.length ? org.features.join(', ') : 'none'}</dd>
+          </div>
+          <div>
+            <dt>Apps for deep links</dt>
+            <dd>{[org.mobileApps.android && `Android ${org.mobileApps.android.packageName}`, org.mobileApps.ios && `iOS ${org.mobileApps.ios.bundleId}`].filter(Boolean).join(', ') || 'none'}</dd>
+          </div>
+        </dl>
+      </section>
+      <section class="panel" aria-labelledby="s-embed">
+        <h2 id="s-embed">Embedding</h2>
+        <label>
+          <span>Allowed origins</span>
+          <textarea name="allowedOrigins" rows={4} value={origins} onInput={(e) => setOrigins((e.target as HTMLTextAreaElement).value)} spellcheck={false} placeholder="https://lms.school.example" aria-describedby="origins-hint" />
+          <span class="hint" id="origins-hint">
+            One per line: the sites whose pages may put the room in an iframe with the embedding SDK (scheme, host and optional port). At most 50.
+          </span>
+        </label>
+      </section>
+      <section class="panel" aria-labelledby="s-att">
+        <h2 id="s-att">Attendance rules</h2>
+        <div class="grid-2">
+          {rule('lateAfterMinutes', 'Late after', 'Joining later than this after the session began counts as late.', 'min')}
+          {rule('presentShare', 'Present from', 'Attending less than this share of the session counts as absent.', '%', 100)}
+          {rule('mergeGapSeconds', 'Merge gaps up to', 'Short drops (a reconnect) count as attended.', 's')}
+          {rule('settleMinutes', 'Final after', 'Minutes after the end before the report is final.', 'min')}
+        </div>
+      </section>
+      <section class="panel" aria-labelledby="s-rec">
+        <h2 id="s-rec">Recordings</h2>
+        <label>
+          <span>Keep recordings for</span>
+          <span class="with-unit">
+            <input name="recordingRetentionDays" type="number" min={1} max={3650} required value={retention} onInput={(e) => setRetention((e.target as HTMLInputElement).value)} aria-describedby="ret-hint" />
+            <span class="unit">days</span>
+          </span>
+          <span class="hint" id="ret-hint">
+            Older recordings are deleted, each with a recording.deleted event. 1 to 3650 days.
+          </span>
+        </label>
+      </section>
+      {action.error && <ErrorNote error={action.error} />}
+      {flash}
+      <div class="form-actions sticky-actions">
+        <button class="btn primary" type="submit" disabled={action.busy}>
+          {action.busy ? 'Saving…' : 'Save settings'}
+        </button>
+      </div>
+    </form>
+  );
+}
