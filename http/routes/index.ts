@@ -2,26 +2,28 @@ import { z } from 'zod';
 import type { App } from '../../src/services/app.ts';
 import { buildOpenApi } from '../openapi.ts';
 import { route, type Route } from '../route.ts';
+import { apiKeyRoutes } from './api-keys.ts';
 import { attendanceRoutes } from './attendance.ts';
+import { auditLogRoutes } from './audit-log.ts';
 import { classroomRoutes } from './classroom.ts';
 import { authRoutes } from './auth.ts';
 import { classRoutes } from './classes.ts';
 import { enrollmentRoutes } from './enrollments.ts';
 import { healthRoutes } from './health.ts';
 import { joinRoutes } from './join.ts';
+import { liveRoutes } from './live.ts';
 import { meetingRoutes } from './meetings.ts';
 import { notificationRoutes } from './notifications.ts';
 import { orgRoutes } from './orgs.ts';
 import { usageRoutes } from './usage.ts';
 import { userRoutes } from './users.ts';
 import { pageRoutes } from '../pages/join.ts';
-import { consoleRoutes } from '../pages/console.ts';
 import { roomRoutes } from './rooms.ts';
 import { recordingRoutes } from './recordings.ts';
 import { webhookRoutes } from './webhooks.ts';
 import { wellKnownRoutes } from './well-known.ts';
 
-const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...attendanceRoutes, ...classroomRoutes, ...recordingRoutes, ...usageRoutes, ...joinRoutes, ...roomRoutes, ...authRoutes, ...orgRoutes, ...notificationRoutes, ...webhookRoutes, ...pageRoutes, ...consoleRoutes, ...wellKnownRoutes];
+const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...attendanceRoutes, ...classroomRoutes, ...recordingRoutes, ...usageRoutes, ...joinRoutes, ...roomRoutes, ...authRoutes, ...orgRoutes, ...apiKeyRoutes, ...liveRoutes, ...auditLogRoutes, ...notificationRoutes, ...webhookRoutes, ...pageRoutes, ...wellKnownRoutes];
 
 /** The document of each server (its own base URL in `servers`), made on first request. */
 const docs = new WeakMap<App, string>();

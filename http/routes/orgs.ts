@@ -4,6 +4,9 @@ import { getOrg, updateOrg, type Org } from '../../src/services/orgs.ts';
 import { attendanceRules } from '../schemas/attendance.ts';
 import { allowedOrigins, mobileApps, mobileAppsPatch } from '../schemas/orgs.ts';
 import { route } from '../route.ts';
+import { inTx } from '../../src/platform/db/tx.ts';
+import { recordAudit } from '../../src/services/audit-log.ts';
+import { auditActorOf } from './audit-log.ts';
 
 const tag = 'Organization (admin)';
 const orgParams = z.object({ orgId: z.string().min(1).max(64) });
@@ -54,8 +57,15 @@ export const orgRoutes = [
       response: organization,
       errors: ['not_found'],
     },
-    async ({ app, db, params, body }) => {
-      const org = await updateOrg(db, app.clock, params.orgId, body);
+    async ({ app, db, req, admin, apiKey, params, body }) => {
+      const org = await inTx(db, async (tx) => {
+        const updated = await updateOrg(tx, app.clock, params.orgId, body);
+        const changed = Object.keys(body).filter((k) => body[k as keyof typeof body] !== undefined);
+        if (changed.length) {
+          await recordAudit(tx, app.clock.now(), { orgId: params.orgId, actor: auditActorOf({ admin, apiKey }), action: 'organization.updated', target: { type: 'organization', id: params.orgId }, details: { changed }, requestId: req.requestId });
+        }
+        return updated;
+      });
       if (body.allowedOrigins || body.mobileApps) app.services.orgOrigins.changed(db, org.id);
       return { data: present(org) };
     },

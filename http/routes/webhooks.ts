@@ -21,6 +21,10 @@ import {
   webhookWithSecret,
 } from '../schemas/webhooks.ts';
 import { route, type Ctx, type Reply, type Route, type RouteSpec } from '../route.ts';
+import type { Db } from '../../src/platform/db/index.ts';
+import { inTx } from '../../src/platform/db/tx.ts';
+import { recordAudit, type AuditAction } from '../../src/services/audit-log.ts';
+import { auditActorOf } from './audit-log.ts';
 
 /**
  * Spec rule 3: without the plan's `webhooks` feature the admin surface answers 402 on every operation,
@@ -78,6 +82,15 @@ function onBothSurfaces<const S extends RouteSpec & { auth: 'apiKey'; path: `${t
   return { key, admin };
 }
 
+/**
+ * An audit entry for a change to endpoint `id`, by whoever made it (an admin on either surface, or the
+ * API key). `db`: the change's transaction; the pool after a change the endpoint's actor committed.
+ * Details never hold the secret or the URL's path and query (they may carry a token): its host only.
+ */
+const audited = (ctx: Ctx<unknown, unknown, unknown>, db: Db, action: AuditAction, id: string, details: Record<string, string | string[] | null> = {}) =>
+  recordAudit(db, ctx.app.clock.now(), { orgId: callerOf(ctx).orgId, actor: auditActorOf(ctx), action, target: { type: 'webhook_endpoint', id }, details, requestId: ctx.req.requestId });
+const hostOf = (url: string): string => new URL(url).host;
+
 /** The answer of a test or a redelivery: its delivery record as the log has it. */
 const deliveryAnswer = (attempt: AttemptRow): Reply => ({ status: 201, data: toDeliveryRecord(attempt) });
 
@@ -119,7 +132,11 @@ const operations = [
       errors: ['plan_feature_unavailable', 'limit_reached'],
     },
     async (ctx) => {
-      const { endpoint, secret } = await ctx.app.services.webhookEndpoints.create(ctx.db, callerOf(ctx).orgId, ctx.body);
+      const { endpoint, secret } = await inTx(ctx.db, async (tx) => {
+        const made = await ctx.app.services.webhookEndpoints.create(tx, callerOf(ctx).orgId, ctx.body);
+        await audited(ctx, tx, 'webhook_endpoint.created', made.endpoint.id, { host: hostOf(made.endpoint.url), events: made.endpoint.events });
+        return made;
+      });
       return { status: 201, data: { ...toWebhookRecord(endpoint, ctx.app.clock.now()), secret } };
     },
   ),
@@ -181,7 +198,30 @@ const operations = [
       response: webhookRecord,
       errors: ['plan_feature_unavailable', 'webhook_not_found', 'actor_unavailable'],
     },
-    async (ctx) => ({ data: toWebhookRecord(await ctx.app.services.webhookEndpoints.update(ctx.db, callerOf(ctx).orgId, ctx.params.id, ctx.body), ctx.app.clock.now()) }),
+    async (ctx) => {
+      const endpoints = ctx.app.services.webhookEndpoints;
+      const orgId = callerOf(ctx).orgId;
+      const before = await endpoints.get(ctx.db, orgId, ctx.params.id);
+      const changes = (e: typeof before) =>
+        (['url', 'description', 'events'] as const).filter((f) => (f === 'events' ? e.events.join('\n') !== before.events.join('\n') : e[f] !== before[f]));
+      let after: typeof before;
+      if (ctx.body.status === undefined) {
+        // rows only: the entry commits with the change
+        after = await inTx(ctx.db, async (tx) => {
+          const e = await endpoints.update(tx, orgId, ctx.params.id, ctx.body);
+          const changed = changes(e);
+          if (changed.length) await audited(ctx, tx, 'webhook_endpoint.updated', e.id, { changed, ...(changed.includes('url') ? { host: hostOf(e.url) } : {}) });
+          return e;
+        });
+      } else {
+        // the status is the endpoint's actor's, committed by it: the entries follow its acknowledgement
+        after = await endpoints.update(ctx.db, orgId, ctx.params.id, ctx.body);
+        const changed = changes(after);
+        if (changed.length) await audited(ctx, ctx.app.sql, 'webhook_endpoint.updated', after.id, { changed, ...(changed.includes('url') ? { host: hostOf(after.url) } : {}) });
+        if (after.status !== before.status) await audited(ctx, ctx.app.sql, after.status === 'ACTIVE' ? 'webhook_endpoint.enabled' : 'webhook_endpoint.disabled', after.id, { previousStatus: before.status });
+      }
+      return { data: toWebhookRecord(after, ctx.app.clock.now()) };
+    },
   ),
   onBothSurfaces(
     {
@@ -197,7 +237,10 @@ const operations = [
       errors: ['webhook_not_found', 'actor_unavailable'],
     },
     async (ctx) => {
+      const gone = await ctx.app.services.webhookEndpoints.get(ctx.db, callerOf(ctx).orgId, ctx.params.id);
       await ctx.app.services.webhookEndpoints.remove(ctx.db, callerOf(ctx).orgId, ctx.params.id);
+      // deleted by the endpoint's actor: the entry follows its acknowledgement
+      await audited(ctx, ctx.app.sql, 'webhook_endpoint.deleted', gone.id, { host: hostOf(gone.url) });
       return { data: { id: ctx.params.id, deleted: true } };
     },
   ),
@@ -216,7 +259,11 @@ const operations = [
       errors: ['plan_feature_unavailable', 'webhook_not_found'],
     },
     async (ctx) => {
-      const { endpoint, secret } = await ctx.app.services.webhookEndpoints.rotateSecret(ctx.db, callerOf(ctx).orgId, ctx.params.id);
+      const { endpoint, secret } = await inTx(ctx.db, async (tx) => {
+        const rotated = await ctx.app.services.webhookEndpoints.rotateSecret(tx, callerOf(ctx).orgId, ctx.params.id);
+        await audited(ctx, tx, 'webhook_endpoint.secret_rotated', rotated.endpoint.id, { previousSecretExpiresAt: rotated.endpoint.previousSecretExpiresAt?.toISOString() ?? null });
+        return rotated;
+      });
       return { data: { ...toWebhookRecord(endpoint, ctx.app.clock.now()), secret } };
     },
   ),

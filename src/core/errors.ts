@@ -23,6 +23,7 @@ export const errorCatalog = {
   auth_malformed: { status: 401, message: 'The Authorization header is not a Bearer credential of the expected form.' },
   api_key_invalid: { status: 401, message: 'The API key is not known.' },
   api_key_revoked: { status: 401, message: 'The API key has been revoked.' },
+  api_key_expired: { status: 401, message: 'The API key was rolled and its overlap has ended; use the key that replaced it.' },
   insufficient_scope: { status: 403, message: 'The API key lacks the scope this operation needs.' },
   session_invalid: { status: 401, message: 'The meeting session token is not valid.' },
   session_expired: { status: 401, message: 'The meeting session can no longer be refreshed; open a new join link.' },
@@ -64,6 +65,7 @@ export const errorCatalog = {
   meeting_exists: { status: 409, message: 'A meeting with this externalId already exists.' },
   slug_taken: { status: 409, message: 'This slug is already in use.' },
   admin_exists: { status: 409, message: 'An owner or admin with this email already exists in the organization.' },
+  api_key_not_found: { status: 404, message: 'No API key with this id in the organization.' },
   invalid_state: { status: 409, message: 'The resource is not in a state that allows this operation.' },
   role_not_allowed: { status: 403, message: 'The requested room role exceeds what the user\'s organization role allows.' },
 

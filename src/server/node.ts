@@ -284,6 +284,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
     (input, why) => recordings.composeGaveUp(String(input.recordingId), why),
   );
   app.services.jobs.start(config.AULA_JOB_POLL_MS);
+  apiKeys.start(log);
   // Retention (delivery log, events, idempotency records, sessions) is the maintenance actor's hourly
   // durable timer; every node makes sure the actor exists, until one attempt gets through.
   const ensureRetention = setInterval(() => {
@@ -325,6 +326,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
       await cluster.stop({ drain: true });
       actors.stopAll();
       await app.services.jobs.stop();
+      await apiKeys.stop();
       await app.mailer.stop();
       await bus.close();
       redis?.disconnect();

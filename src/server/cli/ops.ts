@@ -20,6 +20,8 @@ import { SCOPES } from '../../core/scopes.ts';
 import { ApiKeys } from '../../services/api-keys.ts';
 import { ADMIN_ROLES, Admins } from '../../services/admins.ts';
 import { createOrg, getOrg, updateOrg } from '../../services/orgs.ts';
+import { auditAdminDisabled, OPERATOR, recordAudit } from '../../services/audit-log.ts';
+import { inTx } from '../../platform/db/tx.ts';
 import { cliBus } from './bus.ts';
 import { CommandFailure, OwnerGone, sendToServer } from './control.ts';
 
@@ -79,12 +81,17 @@ const ops = {
     return { id: org.id, name: org.name, plan: org.plan, createdAt: iso(org.createdAt)! };
   },
   async 'org.update'(ctx: OpContext, a: OpArgs<'org.update'>) {
-    const org = await updateOrg(ctx.sql, ctx.clock, a.id, { ...(a.name !== undefined ? { name: a.name } : {}), ...(a.allowedOrigins ? { allowedOrigins: a.allowedOrigins } : {}) });
+    const org = await inTx(ctx.sql, async (tx) => {
+      const changed = [...(a.name !== undefined ? ['name'] : []), ...(a.allowedOrigins ? ['allowedOrigins'] : [])];
+      const o = await updateOrg(tx, ctx.clock, a.id, { ...(a.name !== undefined ? { name: a.name } : {}), ...(a.allowedOrigins ? { allowedOrigins: a.allowedOrigins } : {}) });
+      if (changed.length) await recordAudit(tx, ctx.clock.now(), { orgId: o.id, actor: OPERATOR, action: 'organization.updated', target: { type: 'organization', id: o.id }, details: { changed } });
+      return o;
+    });
     if (a.allowedOrigins) await ctx.publish('orgs', { orgId: org.id });
     return { id: org.id, name: org.name, plan: org.plan, allowedOrigins: org.allowedOrigins };
   },
   async 'keys.create'(ctx: OpContext, a: OpArgs<'keys.create'>) {
-    const key = await ctx.apiKeys(false).create(ctx.sql, a);
+    const key = await ctx.apiKeys(false).create(ctx.sql, a, { actor: OPERATOR });
     return { id: key.id, orgId: key.orgId, name: key.name, scopes: key.scopes, key: key.key, createdAt: iso(key.createdAt)! };
   },
   async 'keys.list'(ctx: OpContext, a: OpArgs<'keys.list'>): Promise<{ data: KeyListing[] }> {
@@ -99,20 +106,26 @@ const ops = {
   },
   async 'keys.revoke'(ctx: OpContext, a: OpArgs<'keys.revoke'>) {
     // published on the nodes' bus (or, inside the server, its own): running nodes refuse the key at once
-    const now = await ctx.apiKeys(true).revoke(ctx.sql, a.id);
+    const now = await ctx.apiKeys(true).revoke(ctx.sql, a.id, { actor: OPERATOR });
     const [row] = await ctx.sql<{ revokedAt: Date | null }[]>`select revoked_at from api_keys where id = ${a.id}`;
     if (!row) throw new CommandFailure(`no API key ${a.id}`);
     return { id: a.id, revoked: true, revokedAt: iso(row.revokedAt), alreadyRevoked: !now };
   },
   async 'admins.add'(ctx: OpContext, a: OpArgs<'admins.add'>) {
-    const m = await ctx.admins(false).create(ctx.sql, a);
+    const m = await inTx(ctx.sql, async (tx) => {
+      const made = await ctx.admins(false).create(tx, a);
+      await recordAudit(tx, ctx.clock.now(), { orgId: made.orgId, actor: OPERATOR, action: 'admin.added', target: { type: 'admin', id: made.id }, details: { email: made.email, role: made.role } });
+      return made;
+    });
     return { id: m.id, orgId: m.orgId, email: m.email, role: m.role, createdAt: m.createdAt };
   },
   async 'admins.disable'(ctx: OpContext, a: OpArgs<'admins.disable'>) {
     // the revoked sessions are published on the nodes' bus, so running nodes drop them at once
     const now = await ctx.admins(true).disable(ctx.sql, a.id);
-    const [row] = await ctx.sql<{ disabledAt: Date | null }[]>`select disabled_at from admins where id = ${a.id}`;
+    const [row] = await ctx.sql<{ disabledAt: Date | null; orgId: string; email: string }[]>`select disabled_at, org_id, email from admins where id = ${a.id}`;
     if (!row) throw new CommandFailure(`no admin ${a.id}`);
+    // after the change, which tells running nodes to drop the sessions only once it has committed
+    if (now) await auditAdminDisabled(ctx.sql, ctx.clock.now(), { orgId: row.orgId, actor: OPERATOR, adminId: a.id, email: row.email });
     return { id: a.id, disabled: true, disabledAt: iso(row.disabledAt), alreadyDisabled: !now };
   },
   async 'cluster.status'(ctx: OpContext): Promise<Placement> {

@@ -996,6 +996,127 @@ export interface paths {
         patch: operations["patchApiV1OrgsOrgId"];
         trace?: never;
     };
+    "/api/v1/orgs/{orgId}/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's API keys, newest first, revoked and expired ones included. */
+        get: operations["getApiV1OrgsOrgIdApiKeys"];
+        put?: never;
+        /**
+         * Create an API key; the key is in this answer only.
+         * @description Owners and admins. The organization holds at most 100 keys that still work (limit_reached beyond; revoked and expired ones do not count). Recorded in the audit log (api_key.created).
+         */
+        post: operations["postApiV1OrgsOrgIdApiKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/orgs/{orgId}/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key: refused at once on every node.
+         * @description Answers the key as it now is. Revoking a revoked key answers it unchanged. Recorded in the audit log (api_key.revoked).
+         */
+        delete: operations["deleteApiV1OrgsOrgIdApiKeysId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/orgs/{orgId}/api-keys/{id}/roll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Roll an API key: a new key with the same name and scopes; the old one works until the overlap ends.
+         * @description `expiresInSeconds`: how long the old key keeps working, 0 (it stops now) to 604800 (7 days), as Stripe's dashboard offers. Every node refuses the old key from then on (api_key_expired). A revoked key, or one already rolled, answers invalid_state. The answer is the new key, with the key itself (shown only here), and `previous`, the old one with its expiresAt. Recorded in the audit log (api_key.rolled).
+         */
+        post: operations["postApiV1OrgsOrgIdApiKeysIdRoll"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/orgs/{orgId}/live": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's live rooms now: title, kind, start, people and hosts in each, and the totals.
+         * @description Most recently started first, `limit` rooms a page (`nextCursor` beside `data`); `totals` count every live room. Read in one query from what the rooms record as people join and leave, so a join or leave shows as soon as the room has taken it.
+         */
+        get: operations["getApiV1OrgsOrgIdLive"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/orgs/{orgId}/meetings/{id}/end": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * End a live room for everyone, as an owner or admin.
+         * @description The same as `POST /public/meetings/:id/end` (LIVE to ENDED with endedReason HOST_ENDED, meeting.ended; ending again answers the meeting unchanged; a SCHEDULED meeting answers invalid_state), for the console, and recorded in the audit log (meeting.ended) when it ended the room.
+         */
+        post: operations["postApiV1OrgsOrgIdMeetingsIdEnd"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/orgs/{orgId}/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who created, rolled or revoked a key, changed a webhook endpoint or a setting, added or disabled an admin, ended a room: newest first.
+         * @description Filters: `action` (one action, or a family such as `api_key.*`) and `actor` (an admin's id, an API key's id, or `operator`). Entries are written in the transaction of the change they record, or, for a change an actor commits (ending a room, enabling, disabling or deleting a webhook endpoint), as soon as it acknowledged it (docs/console-api.md).
+         */
+        get: operations["getApiV1OrgsOrgIdAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/orgs/{orgId}/notifications": {
         parameters: {
             query?: never;
@@ -9147,6 +9268,1012 @@ export interface operations {
             };
             /** @description `not_found` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiV1OrgsOrgIdApiKeys: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100; default 50. */
+                limit?: number;
+                /** @description The nextCursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            name: string;
+                            /** @description The key's first 12 characters (`aula_sk_` and 4 more), to tell keys apart; never the key. */
+                            prefix: string;
+                            scopes: ("users:read" | "users:write" | "meetings:read" | "meetings:write" | "join-links:write" | "classes:read" | "classes:write" | "webhooks:read" | "webhooks:write" | "recordings:read" | "recordings:write")[];
+                            /**
+                             * @description EXPIRING: rolled, still accepted until expiresAt.
+                             * @enum {string}
+                             */
+                            status: "ACTIVE" | "EXPIRING" | "EXPIRED" | "REVOKED";
+                            createdAt: string;
+                            /** @description When the key was last used, to the minute: each node records a key's use at most once a minute, written every few seconds. */
+                            lastUsedAt: string | null;
+                            revokedAt: string | null;
+                            /** @description Set when the key was rolled: the end of its overlap. */
+                            expiresAt: string | null;
+                            /** @description The key this one replaced by a roll. */
+                            rolledFrom: string | null;
+                            /** @description The key that replaced this one by a roll. */
+                            replacedBy: string | null;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `admin_session_missing`, `auth_malformed`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `csrf_failed`, `org_mismatch` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiV1OrgsOrgIdApiKeys: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response for 24 hours. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    /** @description What the key may do; a `:write` scope implies its `:read`. */
+                    scopes: ("users:read" | "users:write" | "meetings:read" | "meetings:write" | "join-links:write" | "classes:read" | "classes:write" | "webhooks:read" | "webhooks:write" | "recordings:read" | "recordings:write")[];
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            name: string;
+                            /** @description The key's first 12 characters (`aula_sk_` and 4 more), to tell keys apart; never the key. */
+                            prefix: string;
+                            scopes: ("users:read" | "users:write" | "meetings:read" | "meetings:write" | "join-links:write" | "classes:read" | "classes:write" | "webhooks:read" | "webhooks:write" | "recordings:read" | "recordings:write")[];
+                            /**
+                             * @description EXPIRING: rolled, still accepted until expiresAt.
+                             * @enum {string}
+                             */
+                            status: "ACTIVE" | "EXPIRING" | "EXPIRED" | "REVOKED";
+                            createdAt: string;
+                            /** @description When the key was last used, to the minute: each node records a key's use at most once a minute, written every few seconds. */
+                            lastUsedAt: string | null;
+                            revokedAt: string | null;
+                            /** @description Set when the key was rolled: the end of its overlap. */
+                            expiresAt: string | null;
+                            /** @description The key this one replaced by a roll. */
+                            rolledFrom: string | null;
+                            /** @description The key that replaced this one by a roll. */
+                            replacedBy: string | null;
+                            /** @description The key itself, shown only in this answer: store it now. */
+                            key: string;
+                        };
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `admin_session_missing`, `auth_malformed`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `csrf_failed`, `org_mismatch` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `limit_reached` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteApiV1OrgsOrgIdApiKeysId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+                /** @description The key's id (key_...). */
+                id: string & (unknown & unknown);
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            name: string;
+                            /** @description The key's first 12 characters (`aula_sk_` and 4 more), to tell keys apart; never the key. */
+                            prefix: string;
+                            scopes: ("users:read" | "users:write" | "meetings:read" | "meetings:write" | "join-links:write" | "classes:read" | "classes:write" | "webhooks:read" | "webhooks:write" | "recordings:read" | "recordings:write")[];
+                            /**
+                             * @description EXPIRING: rolled, still accepted until expiresAt.
+                             * @enum {string}
+                             */
+                            status: "ACTIVE" | "EXPIRING" | "EXPIRED" | "REVOKED";
+                            createdAt: string;
+                            /** @description When the key was last used, to the minute: each node records a key's use at most once a minute, written every few seconds. */
+                            lastUsedAt: string | null;
+                            revokedAt: string | null;
+                            /** @description Set when the key was rolled: the end of its overlap. */
+                            expiresAt: string | null;
+                            /** @description The key this one replaced by a roll. */
+                            rolledFrom: string | null;
+                            /** @description The key that replaced this one by a roll. */
+                            replacedBy: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `admin_session_missing`, `auth_malformed`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `csrf_failed`, `org_mismatch` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `api_key_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiV1OrgsOrgIdApiKeysIdRoll: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response for 24 hours. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                orgId: string;
+                /** @description The key's id (key_...). */
+                id: string & (unknown & unknown);
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    expiresInSeconds: number;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            name: string;
+                            /** @description The key's first 12 characters (`aula_sk_` and 4 more), to tell keys apart; never the key. */
+                            prefix: string;
+                            scopes: ("users:read" | "users:write" | "meetings:read" | "meetings:write" | "join-links:write" | "classes:read" | "classes:write" | "webhooks:read" | "webhooks:write" | "recordings:read" | "recordings:write")[];
+                            /**
+                             * @description EXPIRING: rolled, still accepted until expiresAt.
+                             * @enum {string}
+                             */
+                            status: "ACTIVE" | "EXPIRING" | "EXPIRED" | "REVOKED";
+                            createdAt: string;
+                            /** @description When the key was last used, to the minute: each node records a key's use at most once a minute, written every few seconds. */
+                            lastUsedAt: string | null;
+                            revokedAt: string | null;
+                            /** @description Set when the key was rolled: the end of its overlap. */
+                            expiresAt: string | null;
+                            /** @description The key this one replaced by a roll. */
+                            rolledFrom: string | null;
+                            /** @description The key that replaced this one by a roll. */
+                            replacedBy: string | null;
+                            /** @description The key itself, shown only in this answer: store it now. */
+                            key: string;
+                            previous: {
+                                id: string;
+                                name: string;
+                                /** @description The key's first 12 characters (`aula_sk_` and 4 more), to tell keys apart; never the key. */
+                                prefix: string;
+                                scopes: ("users:read" | "users:write" | "meetings:read" | "meetings:write" | "join-links:write" | "classes:read" | "classes:write" | "webhooks:read" | "webhooks:write" | "recordings:read" | "recordings:write")[];
+                                /**
+                                 * @description EXPIRING: rolled, still accepted until expiresAt.
+                                 * @enum {string}
+                                 */
+                                status: "ACTIVE" | "EXPIRING" | "EXPIRED" | "REVOKED";
+                                createdAt: string;
+                                /** @description When the key was last used, to the minute: each node records a key's use at most once a minute, written every few seconds. */
+                                lastUsedAt: string | null;
+                                revokedAt: string | null;
+                                /** @description Set when the key was rolled: the end of its overlap. */
+                                expiresAt: string | null;
+                                /** @description The key this one replaced by a roll. */
+                                rolledFrom: string | null;
+                                /** @description The key that replaced this one by a roll. */
+                                replacedBy: string | null;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `admin_session_missing`, `auth_malformed`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `csrf_failed`, `org_mismatch` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `api_key_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `invalid_state` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiV1OrgsOrgIdLive: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100; default 50. */
+                limit?: number;
+                /** @description The nextCursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description Over all the organization's live rooms, not only this page. */
+                            totals: {
+                                rooms: number;
+                                people: number;
+                                hosts: number;
+                            };
+                            /** @description The plan's limit on rooms live at once. */
+                            maxLiveMeetings: number;
+                            rooms: {
+                                meetingId: string;
+                                externalId: string | null;
+                                title: string;
+                                /** @enum {string} */
+                                kind: "MEETING" | "CLASS";
+                                slug: string;
+                                startedAt: string;
+                                /** @description People in the room now; someone reconnecting within the grace still counts. */
+                                people: number;
+                                /** @description Of them, hosts and cohosts. */
+                                hosts: number;
+                            }[];
+                        };
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `admin_session_missing`, `auth_malformed`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `csrf_failed`, `org_mismatch` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postApiV1OrgsOrgIdMeetingsIdEnd: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response for 24 hours. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                orgId: string;
+                /** @description The meeting's id or externalId. */
+                id: string & (unknown & unknown);
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            externalId: string | null;
+                            slug: string;
+                            /** @enum {string} */
+                            kind: "MEETING" | "CLASS";
+                            /**
+                             * @description As created: MEETING, or CLASS for a class session (the same as `kind`).
+                             * @enum {string}
+                             */
+                            type: "MEETING" | "CLASS";
+                            title: string;
+                            /** @enum {string} */
+                            status: "SCHEDULED" | "LIVE" | "ENDED" | "CANCELLED";
+                            hostUserId: string;
+                            classId: string | null;
+                            externalClassId: string | null;
+                            courseId: string | null;
+                            batchId: string | null;
+                            scheduledStart: string;
+                            scheduledEnd: string;
+                            durationMinutes: number;
+                            settings: {
+                                waitingRoom: boolean;
+                                muteOnEntry: boolean;
+                                recordAutomatically: boolean;
+                                lectureMode: boolean;
+                                allowStudentScreenShare: boolean;
+                                /** @enum {string} */
+                                chat: "everyone" | "hosts-only" | "off";
+                                privateChatToHosts: boolean;
+                                maxParticipants: number | null;
+                            };
+                            access: {
+                                /** @enum {string} */
+                                mode: "ORG_MEMBERS" | "ENROLLED" | "INVITED";
+                            };
+                            startedAt: string | null;
+                            endedAt: string | null;
+                            durationSeconds: number | null;
+                            endedReason: ("HOST_ENDED" | "ROOM_FINISHED" | "PLAN_LIMIT" | "API" | "TIMEOUT") | null;
+                            cancelledAt: string | null;
+                            createdAt: string;
+                            updatedAt: string;
+                        };
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `admin_session_missing`, `auth_malformed`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `csrf_failed`, `org_mismatch` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `meeting_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `invalid_state` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `actor_unavailable`, `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiV1OrgsOrgIdAuditLog: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100; default 50. */
+                limit?: number;
+                /** @description The nextCursor of the previous page. */
+                cursor?: string;
+                /** @description One action (`api_key.created`, `api_key.rolled`, `api_key.revoked`, `webhook_endpoint.created`, `webhook_endpoint.updated`, `webhook_endpoint.disabled`, `webhook_endpoint.enabled`, `webhook_endpoint.deleted`, `webhook_endpoint.secret_rotated`, `organization.updated`, `admin.added`, `admin.invited`, `admin.disabled`, `meeting.ended`) or a family of them: `api_key.*`, `webhook_endpoint.*`, `admin.*`. */
+                action?: string;
+                /** @description An owner's or admin's id (`adm_…`), an API key's id (`key_…`), or `operator` for the CLI. */
+                actor?: string;
+            };
+            header?: never;
+            path: {
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            at: string;
+                            actor: {
+                                /**
+                                 * @description An owner or admin, the operator's CLI, or an API key (changes on the API-key surface).
+                                 * @enum {string}
+                                 */
+                                type: "admin" | "operator" | "api_key";
+                                /** @description The admin's or the key's id; null for the operator. */
+                                id: string | null;
+                                /** @description The admin's email when the change was made. */
+                                email: string | null;
+                            };
+                            action: string;
+                            target: {
+                                type: string;
+                                id: string | null;
+                            };
+                            /** @description A few facts about the change (names, prefixes, which fields changed); never a key, a secret or a webhook URL's path. */
+                            details: {
+                                [key: string]: unknown;
+                            };
+                            /** @description The request that made the change (its X-Request-Id), to find it in the logs. */
+                            requestId: string | null;
+                        }[];
+                        nextCursor: string | null;
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `admin_session_missing`, `auth_malformed`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `csrf_failed`, `org_mismatch` */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
