@@ -5,7 +5,7 @@ import type { Page } from 'playwright-core';
 import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { launchBrowser, screenshot } from '../helpers/browser.ts';
 import { Receiver } from '../helpers/receiver.ts';
-import { eventually, goLive } from '../helpers/ws.ts';
+import { connect, eventually, goLive } from '../helpers/ws.ts';
 
 // The admin console (docs/console.md) in Chromium against a real node: an owner signs in, adds a webhook
 // endpoint and sees its test delivery in the log, saves settings, ends a live meeting and downloads its
@@ -31,6 +31,11 @@ if (!biology) throw new Error(JSON.stringify(created.body));
 const staff = (await meeting('Staff briefing', '2030-12-01T08:00:00Z', 'staff-1201')).body.data;
 await meeting('Year 11 Chemistry revision', '2030-12-02T13:00:00Z', 'chem-11-1202');
 await goLive(t, node, tenant.key, biology.id, teacher.id);
+for (const s of students.slice(1)) {
+  const link = (await call('POST', `/public/meetings/${biology.id}/join-links`, { userId: s.id })).body.data;
+  const session = (await api(node, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: `laptop-${s.externalId}` } })).body.data;
+  await (await connect(t, session.mediaUrl, session.mediaToken)).type('joined');
+}
 // the weeks before, as the usage report reads them: stays in rooms on school days (for the overview's chart)
 for (let d = 24; d >= 1; d--) {
   const day = new Date(Date.now() - d * 86_400_000);
@@ -230,7 +235,24 @@ t.test('recordings, API keys and the audit log: their pages draw (empty or not) 
   await page.waitForSelector('text=No recordings yet.');
   await look(t, 'recordings');
   await nav('API keys');
-  await look(t, 'api-keys');
+  await page.waitForSelector('.state.loading', { state: 'detached' });
+  if (await page.isVisible('.page-actions button:text("Create key")')) {
+    // the server has the API keys routes (issue 28): a key made here works on the public API, and revoked it does not
+    await page.click('.page-actions button:text("Create key")');
+    await page.fill('input[name=name]', 'Moodle sync');
+    await look(t, 'api-key-new');
+    await page.click('form button[type=submit]:text("Create key")');
+    const key = (await page.textContent('.secret-value'))!;
+    t.match(key, /^aula_sk_/, 'the key, shown once');
+    t.equal((await api(node, 'GET', '/public/users', { key })).status, 200, 'it works on the public API');
+    await look(t, 'api-keys');
+    await page.click('button[aria-label="Revoke Moodle sync"]');
+    await page.click('dialog[open] button:text("Revoke key")');
+    await page.waitForSelector('.flash:text("is revoked")');
+    t.equal((await api(node, 'GET', '/public/users', { key })).body.error?.code, 'api_key_revoked', 'revoked, it is refused');
+  } else {
+    await look(t, 'api-keys');
+  }
   await nav('Audit log');
   await look(t, 'audit-log');
 });

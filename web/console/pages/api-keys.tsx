@@ -59,7 +59,7 @@ export function ApiKeys() {
     return (
       <>
         <PageHead title="API keys" />
-        <Empty title="This server does not manage API keys from the console yet.">The operator creates keys with the command line (`aula keys create`) until the server has the API keys routes.</Empty>
+        <Empty title="This server does not manage API keys from the console yet.">Until the server has the API keys routes, the operator creates keys with `aula keys create`.</Empty>
       </>
     );
   }
@@ -105,13 +105,13 @@ export function ApiKeys() {
                   <tbody>
                     {page.data.map((k) => (
                       <tr key={k.id}>
-                        <td>
+                        <td class="key-name">
                           <span class="strong">{k.name}</span>
-                          <div class="muted small">
+                          <div class="muted small nowrap">
                             <code>{k.prefix}…</code>
                           </div>
                         </td>
-                        <td class="small wrap">{k.scopes.join(', ')}</td>
+                        <td class="small scopes-cell">{k.scopes.join(', ')}</td>
                         <td>
                           <Badge value={k.status} tone={k.status === 'EXPIRING' ? 'warn' : undefined} />
                           {k.expiresAt && k.status === 'EXPIRING' && <div class="muted small">until {when(k.expiresAt)}</div>}

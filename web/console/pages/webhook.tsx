@@ -73,7 +73,7 @@ export function WebhookPage({ id, query }: { id: string; query: URLSearchParams 
                 </div>
                 <div>
                   <dt>Events</dt>
-                  <dd>{eventsLabel(e.events)}</dd>
+                  <dd>{e.events.includes('*') ? eventsLabel(e.events) : <span class="small">{e.events.join(', ')}</span>}</dd>
                 </div>
                 <div>
                   <dt>Description</dt>
