@@ -18,12 +18,13 @@ import { orgRoutes } from './orgs.ts';
 import { usageRoutes } from './usage.ts';
 import { userRoutes } from './users.ts';
 import { pageRoutes } from '../pages/join.ts';
+import { consoleRoutes } from '../pages/console.ts';
 import { roomRoutes } from './rooms.ts';
 import { recordingRoutes } from './recordings.ts';
 import { webhookRoutes } from './webhooks.ts';
 import { wellKnownRoutes } from './well-known.ts';
 
-const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...attendanceRoutes, ...classroomRoutes, ...recordingRoutes, ...usageRoutes, ...joinRoutes, ...roomRoutes, ...authRoutes, ...orgRoutes, ...apiKeyRoutes, ...liveRoutes, ...auditLogRoutes, ...notificationRoutes, ...webhookRoutes, ...pageRoutes, ...wellKnownRoutes];
+const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...attendanceRoutes, ...classroomRoutes, ...recordingRoutes, ...usageRoutes, ...joinRoutes, ...roomRoutes, ...authRoutes, ...orgRoutes, ...apiKeyRoutes, ...liveRoutes, ...auditLogRoutes, ...notificationRoutes, ...webhookRoutes, ...pageRoutes, ...consoleRoutes, ...wellKnownRoutes];
 
 /** The document of each server (its own base URL in `servers`), made on first request. */
 const docs = new WeakMap<App, string>();
