@@ -72,6 +72,8 @@ async function look(t: Test, name: string): Promise<void> {
   await page.setViewportSize({ width: 360, height: 740 });
   const wide = await page.evaluate(() => document.documentElement.scrollWidth);
   t.ok(wide <= 360, `${name} fits 360 px without scrolling sideways (${wide})`);
+  const narrow = await violations(page);
+  t.same(narrow, [], `axe: no serious or critical violation on ${name} at 360 px`, { violations: narrow });
   await screenshot(page, `console-${name}-360`);
   await page.setViewportSize({ width: 1280, height: 800 });
 }
@@ -255,6 +257,21 @@ t.test('recordings, API keys and the audit log: their pages draw (empty or not) 
   }
   await nav('Audit log');
   await look(t, 'audit-log');
+});
+
+t.test('dark, as the system says: every page without a violation', async (t) => {
+  await page.emulateMedia({ colorScheme: 'dark' });
+  for (const label of ['Overview', 'Meetings', 'Recordings', 'Users', 'Webhooks', 'API keys', 'Settings', 'Audit log']) {
+    await nav(label);
+    await page.waitForSelector('.state.loading', { state: 'detached' });
+    const found = await violations(page);
+    t.same(found, [], `axe: ${label}, dark`, { violations: found });
+  }
+  await nav('Webhooks');
+  await page.click('table:has(caption:text("Webhook endpoints")) a');
+  await page.waitForSelector('table:has(caption:text("Deliveries"))');
+  await screenshot(page, 'console-webhook-dark-1280');
+  await page.emulateMedia({ colorScheme: 'light' });
 });
 
 t.test('at 360 px the navigation is behind a menu button; sign out forgets the session, keeps the organization', async (t) => {

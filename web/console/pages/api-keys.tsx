@@ -3,7 +3,7 @@ import { SCOPES } from '../../../src/core/scopes.ts';
 import * as api from '../api.ts';
 import { when } from '../format.ts';
 import { href, useLocation } from '../router.ts';
-import { Badge, ConfirmButton, CopyButton, Empty, ErrorNote, Loaded, PageHead, Pager, useAction, useFlash, useLoad } from '../ui/common.tsx';
+import { Badge, ConfirmButton, CopyButton, Empty, ErrorNote, Loaded, PageHead, Pager, TableWrap, useAction, useFlash, useLoad } from '../ui/common.tsx';
 
 interface ApiKey {
   id: string;
@@ -87,7 +87,7 @@ export function ApiKeys() {
             <Empty title="No API keys yet.">Create one for your backend to provision users, schedule meetings and mint join links.</Empty>
           ) : (
             <>
-              <div class="table-wrap">
+              <TableWrap label="API keys">
                 <table class="table">
                   <caption class="sr-only">API keys</caption>
                   <thead>
@@ -150,7 +150,7 @@ export function ApiKeys() {
                     ))}
                   </tbody>
                 </table>
-              </div>
+              </TableWrap>
               <Pager nextCursor={page.nextCursor} count={page.data.length} />
             </>
           )

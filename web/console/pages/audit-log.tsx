@@ -1,7 +1,7 @@
 import * as api from '../api.ts';
 import { when } from '../format.ts';
 import { href, setQuery } from '../router.ts';
-import { Empty, FilterSelect, Loaded, PageHead, Pager, useLoad } from '../ui/common.tsx';
+import { Empty, Filters, FilterSelect, Loaded, PageHead, Pager, TableWrap, useLoad } from '../ui/common.tsx';
 
 interface Entry {
   id: string;
@@ -40,7 +40,7 @@ export function AuditLog({ query }: { query: URLSearchParams }) {
   return (
     <>
       <PageHead title="Audit log" sub="Who changed keys, webhooks, settings and admins, and who ended a room: newest first." />
-      <div class="filters">
+      <Filters active={[f.action, f.actor].filter(Boolean).length}>
         <FilterSelect name="action" label="Action" options={FAMILIES} labels={FAMILY_LABELS} value={f.action} onChange={(v) => setQuery({ action: v })} />
         {f.actor && (
           <p class="filter">
@@ -52,14 +52,14 @@ export function AuditLog({ query }: { query: URLSearchParams }) {
             Clear filters
           </a>
         )}
-      </div>
+      </Filters>
       <Loaded load={load} what="the audit log" retry={reload}>
         {(page) =>
           page.data.length === 0 ? (
             <Empty title={filtered ? 'Nothing matches these filters.' : 'Nothing recorded yet.'} />
           ) : (
             <>
-              <div class="table-wrap">
+              <TableWrap label="Audit log">
                 <table class="table">
                   <caption class="sr-only">Audit log</caption>
                   <thead>
@@ -86,7 +86,7 @@ export function AuditLog({ query }: { query: URLSearchParams }) {
                     ))}
                   </tbody>
                 </table>
-              </div>
+              </TableWrap>
               <Pager nextCursor={page.nextCursor} count={page.data.length} />
             </>
           )

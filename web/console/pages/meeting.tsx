@@ -1,7 +1,7 @@
 import * as api from '../api.ts';
 import { duration, when } from '../format.ts';
 import { href } from '../router.ts';
-import { Badge, ConfirmButton, Empty, ErrorNote, Loaded, PageHead, useAction, useFlash, useLoad } from '../ui/common.tsx';
+import { Badge, ConfirmButton, Empty, ErrorNote, Loaded, PageHead, TableWrap, useAction, useFlash, useLoad } from '../ui/common.tsx';
 import type { Meeting } from './meetings.tsx';
 import { type Recording, RecordingRow } from './recordings.tsx';
 
@@ -152,7 +152,7 @@ function AttendanceSection({ meeting }: { meeting: Meeting }) {
             {a.records.length === 0 ? (
               <Empty title="Nobody attended." />
             ) : (
-              <div class="table-wrap">
+              <TableWrap label="Attendance">
                 <table class="table">
                   <caption class="sr-only">Attendance</caption>
                   <thead>
@@ -181,7 +181,7 @@ function AttendanceSection({ meeting }: { meeting: Meeting }) {
                     ))}
                   </tbody>
                 </table>
-              </div>
+              </TableWrap>
             )}
           </>
         )}

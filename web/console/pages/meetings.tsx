@@ -3,7 +3,7 @@ import { MEETING_STATUSES } from '../../../src/core/domain.ts';
 import * as api from '../api.ts';
 import { fromLocalInput, toLocalInput, when } from '../format.ts';
 import { href, setQuery } from '../router.ts';
-import { Badge, Empty, FilterSelect, Loaded, PageHead, Pager, useLoad } from '../ui/common.tsx';
+import { Badge, Empty, Filters, FilterSelect, Loaded, PageHead, Pager, TableWrap, useLoad } from '../ui/common.tsx';
 
 export interface Meeting {
   id: string;
@@ -36,7 +36,7 @@ export function Meetings({ query }: { query: URLSearchParams }) {
   return (
     <>
       <PageHead title="Meetings" sub="Meetings and live classes, by scheduled start." />
-      <div class="filters">
+      <Filters active={[f.status, f.from, f.to, f.externalId].filter(Boolean).length}>
         <FilterSelect name="status" label="Status" options={MEETING_STATUSES} value={f.status} onChange={(v) => setQuery({ status: v })} />
         <label class="filter">
           <span>Starting from</span>
@@ -67,14 +67,14 @@ export function Meetings({ query }: { query: URLSearchParams }) {
             Clear filters
           </a>
         )}
-      </div>
+      </Filters>
       <Loaded load={load} what="meetings" retry={reload}>
         {(page) =>
           page.data.length === 0 ? (
             <Empty title={filtered ? 'No meeting matches these filters.' : 'No meetings yet.'}>{filtered ? 'Clear a filter to see more.' : 'Meetings appear here once your backend schedules them through the API.'}</Empty>
           ) : (
             <>
-              <div class="table-wrap">
+              <TableWrap label="Meetings">
                 <table class="table">
                   <caption class="sr-only">Meetings</caption>
                   <thead>
@@ -103,7 +103,7 @@ export function Meetings({ query }: { query: URLSearchParams }) {
                     ))}
                   </tbody>
                 </table>
-              </div>
+              </TableWrap>
               <Pager nextCursor={page.nextCursor} count={page.data.length} />
             </>
           )

@@ -3,7 +3,7 @@ import { RECORDING_STATUSES } from '../../../src/core/recording.ts';
 import * as api from '../api.ts';
 import { bytes, duration, when } from '../format.ts';
 import { href, setQuery } from '../router.ts';
-import { Badge, ConfirmButton, Empty, ErrorNote, FilterSelect, Loaded, PageHead, Pager, useAction, useLoad } from '../ui/common.tsx';
+import { Badge, ConfirmButton, Empty, ErrorNote, Filters, FilterSelect, Loaded, PageHead, Pager, useAction, useLoad } from '../ui/common.tsx';
 
 export interface Recording {
   id: string;
@@ -93,7 +93,7 @@ export function Recordings({ query }: { query: URLSearchParams }) {
   return (
     <>
       <PageHead title="Recordings" sub="Cloud recordings of your meetings and classes, newest first." />
-      <div class="filters">
+      <Filters active={[f.status, f.meetingId].filter(Boolean).length}>
         <FilterSelect name="status" label="Status" options={RECORDING_STATUSES} value={f.status} onChange={(v) => setQuery({ status: v })} />
         <form
           class="filter search"
@@ -116,7 +116,7 @@ export function Recordings({ query }: { query: URLSearchParams }) {
             Clear filters
           </a>
         )}
-      </div>
+      </Filters>
       <Loaded load={load} what="recordings" retry={reload}>
         {(page) =>
           page.data.length === 0 ? (

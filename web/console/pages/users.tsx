@@ -3,7 +3,7 @@ import { USER_ROLES } from '../../../src/core/domain.ts';
 import * as api from '../api.ts';
 import { when } from '../format.ts';
 import { href, setQuery } from '../router.ts';
-import { Badge, ConfirmButton, Empty, FilterSelect, Loaded, PageHead, Pager, useFlash, useLoad } from '../ui/common.tsx';
+import { Badge, ConfirmButton, Empty, Filters, FilterSelect, Loaded, PageHead, Pager, TableWrap, useFlash, useLoad } from '../ui/common.tsx';
 
 interface User {
   id: string;
@@ -29,7 +29,7 @@ export function Users({ query }: { query: URLSearchParams }) {
   return (
     <>
       <PageHead title="Users" sub="Teachers and students your backend has provisioned, newest first." />
-      <div class="filters">
+      <Filters active={[f.status, f.role, f.externalId].filter(Boolean).length}>
         <form
           class="filter search"
           role="search"
@@ -53,7 +53,7 @@ export function Users({ query }: { query: URLSearchParams }) {
             Clear filters
           </a>
         )}
-      </div>
+      </Filters>
       {flash}
       <Loaded load={load} what="users" retry={reload}>
         {(page) =>
@@ -61,7 +61,7 @@ export function Users({ query }: { query: URLSearchParams }) {
             <Empty title={filtered ? 'No user matches.' : 'No users yet.'}>{filtered ? 'The external id is matched exactly. Clear a filter to see more.' : 'Users appear once your backend provisions them (POST /public/users).'}</Empty>
           ) : (
             <>
-              <div class="table-wrap">
+              <TableWrap label="Users">
                 <table class="table">
                   <caption class="sr-only">Users</caption>
                   <thead>
@@ -118,7 +118,7 @@ export function Users({ query }: { query: URLSearchParams }) {
                     ))}
                   </tbody>
                 </table>
-              </div>
+              </TableWrap>
               <Pager nextCursor={page.nextCursor} count={page.data.length} />
             </>
           )

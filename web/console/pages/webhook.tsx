@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import * as api from '../api.ts';
 import { when } from '../format.ts';
 import { href, navigate, setQuery } from '../router.ts';
-import { Badge, ConfirmButton, Empty, ErrorNote, FilterSelect, Loaded, PageHead, Pager, useAction, useFlash, useLoad } from '../ui/common.tsx';
+import { Badge, ConfirmButton, Empty, ErrorNote, Filters, FilterSelect, Loaded, PageHead, Pager, TableWrap, useAction, useFlash, useLoad } from '../ui/common.tsx';
 import { AutoDisabledBanner, EventPicker, SecretOnce } from './webhooks.tsx';
 import { DELIVERY_STATUSES, eventsLabel, type Catalog, type Delivery, type Endpoint, type EndpointWithSecret } from './webhook-types.ts';
 
@@ -193,17 +193,17 @@ function DeliveryLog({ endpointId, catalog, query }: { endpointId: string; catal
           Refresh
         </button>
       </div>
-      <div class="filters">
+      <Filters active={[status, eventType].filter(Boolean).length}>
         <FilterSelect name="status" label="Status" options={DELIVERY_STATUSES} value={status} onChange={(v) => setQuery({ status: v })} />
         <FilterSelect name="eventType" label="Event type" options={['webhook.test', ...catalog.types.filter((t) => t !== 'webhook.test')]} value={eventType} onChange={(v) => setQuery({ eventType: v })} />
-      </div>
+      </Filters>
       <Loaded load={load} what="deliveries" retry={reload}>
         {(page) =>
           page.data.length === 0 ? (
             <Empty title={status || eventType ? 'No delivery matches these filters.' : 'Nothing delivered yet.'}>{status || eventType ? 'Clear a filter to see more.' : 'Send a test event to see one here. Attempts are kept 30 days.'}</Empty>
           ) : (
             <>
-              <div class="table-wrap">
+              <TableWrap label="Deliveries">
                 <table class="table">
                   <caption class="sr-only">Deliveries</caption>
                   <thead>
@@ -239,7 +239,7 @@ function DeliveryLog({ endpointId, catalog, query }: { endpointId: string; catal
                     ))}
                   </tbody>
                 </table>
-              </div>
+              </TableWrap>
               <Pager nextCursor={page.nextCursor} count={page.data.length} />
             </>
           )

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import * as api from '../api.ts';
 import { when } from '../format.ts';
 import { href, useLocation } from '../router.ts';
-import { Badge, CopyButton, Empty, ErrorNote, Loaded, PageHead, Pager, useAction, useLoad } from '../ui/common.tsx';
+import { Badge, CopyButton, Empty, ErrorNote, Loaded, PageHead, Pager, TableWrap, useAction, useLoad } from '../ui/common.tsx';
 import { eventsLabel, WILDCARD, type Catalog, type Endpoint, type EndpointWithSecret } from './webhook-types.ts';
 
 /** Endpoints the server turned off by itself: the list says so before anything else. */
@@ -51,7 +51,7 @@ export function Webhooks() {
           ) : (
             <>
               <AutoDisabledBanner endpoints={page.data} />
-              <div class="table-wrap">
+              <TableWrap label="Webhook endpoints">
                 <table class="table">
                   <caption class="sr-only">Webhook endpoints</caption>
                   <thead>
@@ -81,7 +81,7 @@ export function Webhooks() {
                     ))}
                   </tbody>
                 </table>
-              </div>
+              </TableWrap>
               <Pager nextCursor={page.nextCursor} count={page.data.length} />
             </>
           )

@@ -282,3 +282,43 @@ export function FilterSelect({ name, label, options, value, onChange, labels }: 
     </label>
   );
 }
+
+/** A table's card: scrolls sideways on a phone, and so takes the focus (arrow keys scroll it) with a name. */
+export function TableWrap({ label, children }: { label: string; children: ComponentChildren }) {
+  return (
+    <div class="table-wrap" role="region" aria-label={label} tabIndex={0}>
+      {children}
+    </div>
+  );
+}
+
+const NARROW = '(max-width: 800px)';
+
+/** Whether the window is a phone's width (the layout's breakpoint), following changes. */
+export function useNarrow(): boolean {
+  const [narrow, setNarrow] = useState(() => matchMedia(NARROW).matches);
+  useEffect(() => {
+    const mq = matchMedia(NARROW);
+    const on = () => setNarrow(mq.matches);
+    mq.addEventListener('change', on);
+    return () => mq.removeEventListener('change', on);
+  }, []);
+  return narrow;
+}
+
+/** A list's filters: always shown on a wide screen; on a phone behind a button that says how many are on. */
+export function Filters({ active, children }: { active: number; children: ComponentChildren }) {
+  const narrow = useNarrow();
+  const [open, setOpen] = useState(active > 0);
+  if (!narrow) return <div class="filters">{children}</div>;
+  return (
+    <div class="filters-box">
+      <button type="button" class="btn small" aria-expanded={open} aria-controls="filters" onClick={() => setOpen(!open)}>
+        Filters{active ? ` (${active} on)` : ''} <span aria-hidden="true">{open ? '▴' : '▾'}</span>
+      </button>
+      <div id="filters" class={`filters${open ? '' : ' hidden'}`}>
+        {children}
+      </div>
+    </div>
+  );
+}
