@@ -232,6 +232,26 @@ t.test('users: found by external id, deactivated after confirming', async (t) =>
   t.ok(await page.isVisible('.badge:text("deactivated")'));
 });
 
+t.test('webhooks: what the endpoint missed while its receiver was down is redelivered from its page', async (t) => {
+  const [endpoint] = (await call('GET', '/public/webhooks')).body.data;
+  receiver.answer = () => ({ status: 503, body: 'down for maintenance' });
+  const before = receiver.received.length;
+  await call('POST', '/public/users/s-203/deactivate');
+  await eventually(async () => (await call('GET', `/public/webhooks/${endpoint.id}/deliveries?status=FAILED`)).body.data.length > 0, 15_000);
+  t.equal(receiver.received.length, before + 1, 'the receiver answered 503 to user.deactivated');
+  const missed = receiver.received.at(-1)!.body;
+  receiver.answer = () => ({ status: 200, body: 'ok' });
+
+  await nav('Webhooks');
+  await page.click('table:has(caption:text("Webhook endpoints")) a');
+  await page.waitForSelector('text=failing since');
+  await page.click('button:text("Redeliver missed events…")');
+  await page.click('dialog[open] button:text("Redeliver them")');
+  await page.waitForSelector('.flash:text("Redelivered 1 missed event: 1 delivered")');
+  t.equal(receiver.received.at(-1)!.body.id, missed.id, 'the same event, delivered');
+  t.equal(receiver.received.at(-1)!.body.type, 'user.deactivated');
+});
+
 t.test('recordings, API keys and the audit log: their pages draw (empty or not) without a violation', async (t) => {
   await nav('Recordings');
   await page.waitForSelector('text=No recordings yet.');

@@ -4,6 +4,7 @@ import { when } from '../format.ts';
 import { href, navigate, setQuery } from '../router.ts';
 import { Badge, ConfirmButton, Empty, ErrorNote, Filters, FilterSelect, Loaded, PageHead, Pager, TableWrap, useAction, useFlash, useLoad } from '../ui/common.tsx';
 import { AutoDisabledBanner, EventPicker, SecretOnce } from './webhooks.tsx';
+import { RedeliverMissed } from './redeliver-missed.tsx';
 import { DELIVERY_STATUSES, eventsLabel, type Catalog, type Delivery, type Endpoint, type EndpointWithSecret } from './webhook-types.ts';
 
 /** One endpoint: its state and actions (test, enable or disable, rotate, edit, delete) and its delivery log. */
@@ -29,7 +30,7 @@ export function WebhookPage({ id, query }: { id: string; query: URLSearchParams 
         const enable = () =>
           action.run(async () => {
             setEndpoint(await api.patch<Endpoint>(path, { status: 'ACTIVE' }));
-            say('Endpoint enabled: events are delivered again. Redeliver what it missed from the log below.');
+            say('Endpoint enabled: events are delivered again. "Redeliver missed events" sends what it missed.');
           });
         return (
           <>
@@ -96,6 +97,15 @@ export function WebhookPage({ id, query }: { id: string; query: URLSearchParams 
                 <button type="button" class="btn" aria-expanded={editing} onClick={() => setEditing(!editing)}>
                   {editing ? 'Close editing' : 'Edit URL, description and events'}
                 </button>
+                {e.status === 'ACTIVE' && (
+                  <RedeliverMissed
+                    endpoint={e}
+                    onDone={(text) => {
+                      say(text);
+                      setLogKey((k) => k + 1);
+                    }}
+                  />
+                )}
                 <ConfirmButton
                   label="Rotate secret"
                   title="Rotate the signing secret?"

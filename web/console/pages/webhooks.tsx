@@ -39,6 +39,12 @@ export function Webhooks() {
           Add endpoint
         </a>
       </PageHead>
+      {load.state === 'error' && load.error.code === 'plan_feature_unavailable' ? (
+        <Empty title="Webhooks are not in this organization's plan.">
+          <p>{load.error.message}</p>
+          <p>The operator who runs this server can change the organization's plan.</p>
+        </Empty>
+      ) : (
       <Loaded load={load} what="endpoints" retry={reload}>
         {(page) =>
           page.data.length === 0 ? (
@@ -87,6 +93,7 @@ export function Webhooks() {
           )
         }
       </Loaded>
+      )}
     </>
   );
 }

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { ApiError } from '../api.ts';
 import { href, useLocation } from '../router.ts';
 
@@ -198,6 +198,7 @@ export function ConfirmButton(props: {
   ariaLabel?: string;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
   const action = useAction();
   const open = () => {
     action.clear();
@@ -211,8 +212,8 @@ export function ConfirmButton(props: {
       <button type="button" class={`btn${props.danger ? ' danger' : ''}${props.small ? ' small' : ''}`} onClick={open} disabled={props.disabled} aria-label={props.ariaLabel}>
         {props.label}
       </button>
-      <dialog ref={ref} class="dialog" aria-labelledby={`${props.confirmLabel}-t`.replace(/\W+/g, '-')}>
-        <h2 id={`${props.confirmLabel}-t`.replace(/\W+/g, '-')}>{props.title}</h2>
+      <dialog ref={ref} class="dialog" aria-labelledby={titleId}>
+        <h2 id={titleId}>{props.title}</h2>
         <div class="dialog-body">{props.body}</div>
         {action.error && <ErrorNote error={action.error} />}
         <div class="dialog-actions">
