@@ -30,12 +30,21 @@ const biology = created.body.data;
 if (!biology) throw new Error(JSON.stringify(created.body));
 const staff = (await meeting('Staff briefing', '2030-12-01T08:00:00Z', 'staff-1201')).body.data;
 await meeting('Year 11 Chemistry revision', '2030-12-02T13:00:00Z', 'chem-11-1202');
-await goLive(t, node, tenant.key, biology.id, teacher.id);
+const host = await goLive(t, node, tenant.key, biology.id, teacher.id);
+const inClass = [];
 for (const s of students.slice(1)) {
   const link = (await call('POST', `/public/meetings/${biology.id}/join-links`, { userId: s.id })).body.data;
   const session = (await api(node, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: `laptop-${s.externalId}` } })).body.data;
-  await (await connect(t, session.mediaUrl, session.mediaToken)).type('joined');
+  const ws = await connect(t, session.mediaUrl, session.mediaToken);
+  await ws.type('joined');
+  inClass.push(ws);
 }
+// a quiz answered and closed, a question asked: what the meeting's page shows besides attendance
+const quiz = (await host.command({ type: 'open-poll', question: 'Which organelle makes ATP?', pollType: 'SINGLE_CHOICE', options: ['Nucleus', 'Mitochondrion', 'Ribosome'], correct: [1] })).poll.pollId;
+await inClass[0]!.command({ type: 'answer-poll', pollId: quiz, choices: [1] });
+await inClass[1]!.command({ type: 'answer-poll', pollId: quiz, choices: [0] });
+await host.command({ type: 'close-poll', pollId: quiz, share: true });
+await inClass[1]!.command({ type: 'ask-question', text: 'Do plant cells have mitochondria too?' });
 // the weeks before, as the usage report reads them: stays in rooms on school days (for the overview's chart)
 for (let d = 24; d >= 1; d--) {
   const day = new Date(Date.now() - d * 86_400_000);
@@ -250,6 +259,16 @@ t.test('webhooks: what the endpoint missed while its receiver was down is redeli
   await page.waitForSelector('.flash:text("Redelivered 1 missed event: 1 delivered")');
   t.equal(receiver.received.at(-1)!.body.id, missed.id, 'the same event, delivered');
   t.equal(receiver.received.at(-1)!.body.type, 'user.deactivated');
+});
+
+t.test('webhooks: an endpoint the server turned off is announced on the list, with what to do', async (t) => {
+  // as the delivery worker leaves it after 3 days of failures (set in the table: the page only reads it)
+  await node.app.sql`update webhook_endpoints set status = 'DISABLED', disabled_reason = 'FAILING', disabled_at = now() where org_id = ${tenant.orgId}`;
+  await nav('Webhooks');
+  await page.waitForSelector('.banner.bad');
+  t.match(await page.textContent('.banner.bad'), /turned off because deliveries kept failing[\s\S]*every delivery failed for 3 days/);
+  await look(t, 'webhooks-auto-disabled');
+  await node.app.sql`update webhook_endpoints set status = 'ACTIVE', disabled_reason = null, disabled_at = null where org_id = ${tenant.orgId}`;
 });
 
 t.test('recordings, API keys and the audit log: their pages draw (empty or not) without a violation', async (t) => {

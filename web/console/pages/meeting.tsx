@@ -123,6 +123,7 @@ export function MeetingPage({ id }: { id: string }) {
             </dl>
           </section>
           {m.status === 'SCHEDULED' || m.status === 'CANCELLED' ? null : <AttendanceSection meeting={m} />}
+          {m.status !== 'SCHEDULED' && m.status !== 'CANCELLED' && <PollsAndQuestions meetingId={m.id} />}
           <MeetingRecordings meetingId={m.id} />
         </>
       )}
@@ -203,6 +204,61 @@ function MeetingRecordings({ meetingId }: { meetingId: string }) {
             <ul class="cards">
               {page.data.map((r) => (
                 <RecordingRow key={r.id} recording={r} onChanged={reload} />
+              ))}
+            </ul>
+          )
+        }
+      </Loaded>
+    </section>
+  );
+}
+
+interface Polls {
+  polls: { pollId: string; question: string; type: string; quiz: boolean; status: string; options: { index: number; text: string; votes: number | null; correct?: boolean }[]; answered: number | null; createdAt: string }[];
+}
+interface Questions {
+  questions: { questionId: string; text: string; askedBy: { name: string } | null; upvotes: number; status: string; answer: string | null; answeredLive: boolean }[];
+}
+
+/** What the class said besides attendance: its polls and quizzes (with the votes once closed) and its Q&A. */
+function PollsAndQuestions({ meetingId }: { meetingId: string }) {
+  const base = `/public/meetings/${api.enc(meetingId)}`;
+  const [load, reload] = useLoad(() => Promise.all([api.get<Polls>(`${base}/polls`), api.get<Questions>(`${base}/questions`)]), meetingId);
+  return (
+    <section class="section" aria-labelledby="pq-h">
+      <h2 id="pq-h">Polls and questions</h2>
+      <Loaded load={load} what="polls and questions" retry={reload}>
+        {([p, q]) =>
+          p.polls.length === 0 && q.questions.length === 0 ? (
+            <Empty title="No polls or questions in this meeting." />
+          ) : (
+            <ul class="cards">
+              {p.polls.map((poll) => (
+                <li key={poll.pollId} class="card-item">
+                  <div class="card-main">
+                    <p class="strong">
+                      {poll.quiz ? 'Quiz' : 'Poll'}: {poll.question} <Badge value={poll.status} />
+                    </p>
+                    <p class="muted small">
+                      {poll.answered !== null ? `${poll.answered} answered` : 'open'}
+                      {poll.options.length > 0 && ' · '}
+                      {poll.options.map((o) => `${o.text}${o.votes !== null ? ` ${o.votes}` : ''}${o.correct ? ' ✓' : ''}`).join(' · ')}
+                    </p>
+                  </div>
+                </li>
+              ))}
+              {q.questions.map((x) => (
+                <li key={x.questionId} class="card-item">
+                  <div class="card-main">
+                    <p class="strong">
+                      “{x.text}” <Badge value={x.status} />
+                    </p>
+                    <p class="muted small">
+                      {x.askedBy?.name ?? 'anonymous'} · {x.upvotes} {x.upvotes === 1 ? 'upvote' : 'upvotes'}
+                      {x.answer ? ` · answered: ${x.answer}` : x.answeredLive ? ' · answered live' : ''}
+                    </p>
+                  </div>
+                </li>
               ))}
             </ul>
           )

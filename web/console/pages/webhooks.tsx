@@ -15,7 +15,7 @@ export function AutoDisabledBanner({ endpoints }: { endpoints: Endpoint[] }) {
         <strong>
           {off.length === 1 ? 'An endpoint was turned off' : `${off.length} endpoints were turned off`} because deliveries kept failing.
         </strong>{' '}
-        No events are sent to {off.length === 1 ? 'it' : 'them'} until enabled again. Fix the receiver, send a test, enable the endpoint, then redeliver what it missed from its delivery log.
+        No events are sent to {off.length === 1 ? 'it' : 'them'} until enabled again. Fix the receiver, send a test, enable the endpoint, then use "Redeliver missed events" on its page.
       </p>
       <ul>
         {off.map((e) => (
@@ -34,7 +34,7 @@ export function Webhooks() {
   const [load, reload] = useLoad(() => api.list<Endpoint>(api.org('/webhooks'), { cursor, limit: 50 }), cursor ?? '');
   return (
     <>
-      <PageHead title="Webhooks" sub="Endpoints that receive your organization's events, signed (docs/webhooks.md).">
+      <PageHead title="Webhooks" sub="Addresses of yours that receive your organization's events as they happen, each signed with the endpoint's secret.">
         <a class="btn primary" href={href('/webhooks/new')}>
           Add endpoint
         </a>
