@@ -271,10 +271,30 @@ t.test('webhooks: an endpoint the server turned off is announced on the list, wi
   await node.app.sql`update webhook_endpoints set status = 'ACTIVE', disabled_reason = null, disabled_at = null where org_id = ${tenant.orgId}`;
 });
 
-t.test('recordings, API keys and the audit log: their pages draw (empty or not) without a violation', async (t) => {
+t.test('recordings: played through a playback link, deleted after confirming', async (t) => {
   await nav('Recordings');
   await page.waitForSelector('text=No recordings yet.');
+  // two finished recordings of the class, as the recorder leaves them (their files are not needed to list and link them)
+  for (const [id, minutesAgo, seconds] of [['rec_console_a', 30, 2710], ['rec_console_b', 10, 1260]] as const) {
+    const at = new Date(Date.now() - minutesAgo * 60_000);
+    await node.app.sql`insert into recordings (id, org_id, meeting_id, status, automatic, started_at, ended_at, duration_seconds, file_size_bytes, mime_type, updated_at)
+      values (${id}, ${tenant.orgId}, ${biology.id}, 'READY', true, ${at}, ${new Date(at.getTime() + seconds * 1000)}, ${seconds}, ${seconds * 52_000}, 'video/mp4', now())`;
+  }
+  await page.reload();
+  await page.waitForSelector('.cards .card-item');
+  t.equal(await page.locator('.cards .card-item').count(), 2);
+  await page.click('.cards .card-item >> nth=0 >> button:text("Play")');
+  await page.waitForSelector('.player video');
+  t.match(await page.getAttribute('.player video', 'src'), /\/api\/v1\/recordings\/rec_console_b\/video\?exp=\d+&sig=/, 'the signed video link');
+  t.match(await page.getAttribute('.player a:text("Open the player page")', 'href'), /\/api\/v1\/recordings\/rec_console_b\/player\?exp=\d+&sig=/, 'and the player page (embedUrl)');
   await look(t, 'recordings');
+  await page.click('.cards .card-item >> nth=1 >> button:text("Delete")');
+  await page.click('dialog[open] button:text("Delete recording")');
+  await page.waitForSelector('.badge:text("deleted")');
+  t.equal((await call('GET', '/public/recordings/rec_console_a')).body.data.status, 'DELETED');
+});
+
+t.test('API keys and the audit log', async (t) => {
   await nav('API keys');
   await page.waitForSelector('.state.loading', { state: 'detached' });
   if (await page.isVisible('.page-actions button:text("Create key")')) {
