@@ -51,6 +51,11 @@ if (argv.includes('--scenario=recording') || argv.some((a, i) => a === '--scenar
   await import('./recording.ts');
   process.exit(process.exitCode ?? 0);
 }
+// `--scenario notes` too (the offline transcription and notes engines; no wrk): bench/notes.ts
+if (argv.includes('--scenario=notes') || argv.some((a, i) => a === '--scenario' && argv[i + 1] === 'notes')) {
+  await import('./notes.ts');
+  process.exit(process.exitCode ?? 0);
+}
 
 const USAGE = `npm run bench -- [options]
 
@@ -69,6 +74,8 @@ const USAGE = `npm run bench -- [options]
                     and with a flooding socket (its own options: --scenario storm --help)
                     recording: composing a class with a screen share, in x real time on one
                     core, against a bare ffmpeg encode (its own options: --scenario recording --help)
+                    notes: the offline transcription engine's word error rate and x real time,
+                    and the notes of a 30-minute class (its own options: --scenario notes --help)
   --duration S      seconds of each measured run                        [8]
   --warmup S        seconds of an unrecorded run before each one (0: none) [2]
   --connections N   wrk connections (and pgbench clients)                [64]
