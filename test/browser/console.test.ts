@@ -226,10 +226,20 @@ t.test('meetings: filters in the URL, a live meeting ended after confirming, its
   await look(t, 'meeting');
 });
 
-t.test('users: found by external id, deactivated after confirming', async (t) => {
+t.test('users: pages by cursor, found by external id, deactivated after confirming', async (t) => {
+  // a class list's worth more, so the list has a second page (25 a page)
+  await call('POST', '/public/users/bulk', { users: Array.from({ length: 26 }, (_, i) => ({ externalId: `s-${300 + i}`, fullName: `Student ${300 + i}`, role: 'STUDENT' })) });
+  await eventually(async () => (await call('GET', '/public/users?limit=100')).body.data.length === 30, 15_000);
   await nav('Users');
+  await page.waitForSelector('a:text("Next page →")');
+  t.equal(await page.locator('table:has(caption:text("Users")) tbody tr').count(), 25, 'the first page');
+  await page.click('a:text("Next page →")');
   await page.waitForSelector('text=Sam Student');
+  t.match(page.url(), /\/console\/users\?cursor=/, 'the cursor is in the address');
+  t.equal(await page.locator('table:has(caption:text("Users")) tbody tr').count(), 5, 'the second page');
   await look(t, 'users');
+  await page.click('a:text("← First page")');
+  await page.waitForSelector('text=Student 325');
   await page.fill('input[name=externalId]', 's-201');
   await page.click('form[role=search] button');
   await page.waitForSelector('text=Priya Patel', { state: 'detached' });
@@ -282,6 +292,7 @@ t.test('recordings: played through a playback link, deleted after confirming', a
   }
   await page.reload();
   await page.waitForSelector('.cards .card-item');
+  t.equal(await page.locator('.boot').count(), 0, 'a reload draws the page alone, without the shell\'s "Loading…"');
   t.equal(await page.locator('.cards .card-item').count(), 2);
   await page.click('.cards .card-item >> nth=0 >> button:text("Play")');
   await page.waitForSelector('.player video');
@@ -333,7 +344,7 @@ t.test('dark, as the system says: every page without a violation', async (t) => 
   await page.emulateMedia({ colorScheme: 'light' });
 });
 
-t.test('at 360 px the navigation is behind a menu button; sign out forgets the session, keeps the organization', async (t) => {
+t.test('at 360 px the navigation is behind a menu button; a second organization signed in and switched to; the skip link; sign out forgets the session, keeps the organization', async (t) => {
   await page.setViewportSize({ width: 360, height: 740 });
   t.notOk(await page.isVisible('nav#nav'), 'the navigation is folded');
   await page.click('button.menu-button');
@@ -347,13 +358,43 @@ t.test('at 360 px the navigation is behind a menu button; sign out forgets the s
   t.notOk(await page.isVisible('nav#nav'), 'the menu folds after choosing a page');
   await page.setViewportSize({ width: 1280, height: 800 });
 
+  // a second school this admin also runs: signed in beside the first, then switched between without a password
+  const other = await createTenant(node);
+  await node.app.sql`update organizations set name = 'Hillside Primary' where id = ${other.orgId}`;
+  await node.app.services.admins.create(node.app.sql, { orgId: other.orgId, email: EMAIL, role: 'admin', password: PASSWORD });
+  await page.click('.org-button');
+  await page.click('text=Sign in to another organization…');
+  await page.waitForSelector('h1:text-is("Sign in")');
+  t.ok(await page.isVisible('button:text("Back to Riverside Secondary School")'), 'the way back is offered');
+  await page.fill('input[name=orgId]', other.orgId);
+  await page.fill('input[name=email]', EMAIL);
+  await page.fill('input[name=password]', PASSWORD);
+  await page.click('button[type=submit]');
+  await page.waitForSelector('.org-name:text("Hillside Primary")');
+  await page.click('.org-button');
+  await screenshot(page, 'console-org-menu-1280');
+  await page.click('#org-menu button:has-text("Riverside Secondary School")');
+  await page.waitForSelector('.org-name:text("Riverside Secondary School")');
+  await page.waitForSelector('h1:text-is("Overview")');
+  t.pass('switched back without signing in again');
+
+  // the keyboard: the skip link comes first and leads to the page
+  await page.reload();
+  await page.waitForSelector('h1:text-is("Overview")');
+  await page.keyboard.press('Tab');
+  t.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to the page', 'the first Tab reaches the skip link');
+  await page.keyboard.press('Enter');
+  t.equal(await page.evaluate(() => document.activeElement?.id), 'main', 'Enter on it moves the focus to the page');
+
   await page.click('.org-button');
   await page.click('text=Sign out');
   await page.waitForSelector('h1:text-is("Sign in")');
   const stored = await page.evaluate(() => JSON.parse(localStorage.getItem('aula.console.orgs') ?? '[]'));
-  t.equal(stored[0]?.orgId, tenant.orgId, 'the organization is still offered');
-  t.equal(stored[0]?.token, null, 'its session is forgotten');
+  const riverside = stored.find((o: { orgId: string }) => o.orgId === tenant.orgId);
+  t.equal(riverside?.token, null, 'its session is forgotten, the organization still offered');
+  t.ok(stored.find((o: { orgId: string }) => o.orgId === other.orgId)?.token, 'the other one stays signed in');
   t.equal(await page.inputValue('input[name=orgId]'), tenant.orgId, 'signing in again starts from it');
-  await eventually(async () => (await node.app.sql`select count(*)::int as n from admin_sessions where revoked_at is null`)[0]!.n === 0, 5000);
+  await eventually(async () => (await node.app.sql`select count(*)::int as n from admin_sessions where org_id = ${tenant.orgId} and revoked_at is null`)[0]!.n === 0, 5000);
   t.pass('the session is revoked on the server');
+  await look(t, 'sign-in-again');
 });

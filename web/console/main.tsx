@@ -119,4 +119,7 @@ function App() {
 }
 
 interceptLinks();
-render(<App />, document.getElementById('app')!);
+// the shell's "Loading…" goes: Preact would keep what it did not render itself beside the application
+const root = document.getElementById('app')!;
+root.replaceChildren();
+render(<App />, root);

@@ -70,6 +70,8 @@ export function interceptLinks(): void {
     if (!a || a.target || a.hasAttribute('download')) return;
     const url = new URL(a.href, location.href);
     if (url.origin !== location.origin || !(url.pathname === BASE || url.pathname.startsWith(`${BASE}/`))) return;
+    // a link within the page (the skip link): the browser moves there and the focus with it
+    if (url.hash && url.pathname === location.pathname && url.search === location.search) return;
     e.preventDefault();
     navigate(url.pathname + url.search);
   });
