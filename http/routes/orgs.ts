@@ -4,6 +4,7 @@ import { getOrg, updateOrg, type Org } from '../../src/services/orgs.ts';
 import { attendanceRules } from '../schemas/attendance.ts';
 import { allowedOrigins, mobileApps, mobileAppsPatch } from '../schemas/orgs.ts';
 import { route } from '../route.ts';
+import type { App } from '../../src/services/app.ts';
 import { inTx } from '../../src/platform/db/tx.ts';
 import { recordAudit } from '../../src/services/audit-log.ts';
 import { auditActorOf } from './audit-log.ts';
@@ -19,8 +20,11 @@ const organization = z.object({
   attendanceRules: attendanceRules.describe('How attendance is reconciled (docs/attendance.md): the rules in force.'),
   mobileApps: mobileApps.describe('The organization\'s own apps: the join page offers one only when it is configured, and /.well-known/assetlinks.json and apple-app-site-association vouch for it.'),
   recordingRetentionDays: z.number().int().describe('Recordings older than this many days are deleted, with recording.deleted (docs/recordings.md); default 365.'),
+  aiNotes: z.boolean().describe('Whether READY recordings get a transcript and lecture notes (docs/ai-notes.md); on by default, used only when the plan has `ai_notes`.'),
+  language: z.string().describe('The language classes are taught in (ISO 639-1, default `en`): what transcription listens for.'),
+  aiNotesUnavailable: z.string().nullable().describe('Why recordings get no transcript and notes now (the plan, the switch, a language the server\'s engine cannot do, no engine installed); null when they do.'),
 });
-const present = (org: Org) => ({
+const present = (app: App, org: Org) => ({
   id: org.id,
   name: org.name,
   plan: org.plan,
@@ -29,13 +33,16 @@ const present = (org: Org) => ({
   attendanceRules: org.attendanceRules,
   mobileApps: org.mobileApps,
   recordingRetentionDays: org.recordingRetentionDays,
+  aiNotes: org.aiNotes,
+  language: org.language,
+  aiNotesUnavailable: app.services.recordingNotes.unavailable(org),
 });
 
 /** The admin surface, `/orgs/:orgId/...`: signed-in owners and admins of that organization only. */
 export const orgRoutes = [
   route(
     { method: 'get', path: '/orgs/:orgId', tag, auth: 'admin', summary: 'The signed-in admin\'s organization: name, plan, plan features, allowed origins, attendance rules and mobile apps.', params: orgParams, response: organization },
-    async ({ db, params }) => ({ data: present(await getOrg(db, params.orgId)) }),
+    async ({ app, db, params }) => ({ data: present(app, await getOrg(db, params.orgId)) }),
   ),
   route(
     {
@@ -53,6 +60,8 @@ export const orgRoutes = [
         attendanceRules: attendanceRules.partial().optional(),
         mobileApps: mobileAppsPatch.optional(),
         recordingRetentionDays: z.number().int().min(1).max(3650).optional(),
+        aiNotes: z.boolean().optional(),
+        language: z.string().regex(/^[a-z]{2}$/, 'an ISO 639-1 code: two lowercase letters, like en').optional(),
       }),
       response: organization,
       errors: ['not_found'],
@@ -67,7 +76,7 @@ export const orgRoutes = [
         return updated;
       });
       if (body.allowedOrigins || body.mobileApps) app.services.orgOrigins.changed(db, org.id);
-      return { data: present(org) };
+      return { data: present(app, org) };
     },
   ),
 ];

@@ -3,6 +3,9 @@ import { AppError } from '../../src/core/errors.ts';
 import { RECORDING_LIMITS } from '../../src/core/recording.ts';
 import { RECORDING_FILES } from '../../src/services/recordings.ts';
 import { route } from '../route.ts';
+import type { LectureNotes } from '../../src/services/recording-notes.ts';
+import { jobRecord } from '../schemas/users.ts';
+import { toJobRecord } from '../../src/services/jobs.ts';
 import { idParam } from '../schemas/common.ts';
 import { fileParams, playbackLinks, playbackRequest, recordingListQuery, recordingRecord, signedQuery } from '../schemas/recordings.ts';
 
@@ -25,23 +28,68 @@ export function parseRange(header: string | undefined, size: number): { start: n
   return { start, end };
 }
 
-const PLAYER = (title: string, video: string, audio: string) => `<!doctype html>
+const html = (s: string) => s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
+const clock = (seconds: number) => {
+  const h = Math.floor(seconds / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = String(Math.floor(seconds % 60)).padStart(2, '0');
+  return h ? `${h}:${String(m).padStart(2, '0')}:${s}` : `${m}:${s}`;
+};
+
+/** What the player page shows beside the video when the recording has a transcript and notes (docs/ai-notes.md). */
+interface PlayerNotes {
+  language: string;
+  captionsUrl: string;
+  textUrl: string;
+  notes: LectureNotes;
+}
+
+/** The player page: the video with its speed, downloads, and (when they exist) captions, chapters and the summary. */
+export function playerPage(o: { title: string; video: string; audio: string; notes: PlayerNotes | null }): string {
+  const n = o.notes;
+  const lang = n ? html(n.language) : 'en';
+  const notesHtml = n
+    ? `<section aria-labelledby="summary-h"><h2 id="summary-h">Summary</h2><p>${html(n.notes.summary.overview)}</p>
+<ul>${n.notes.summary.bullets.map((b) => `<li>${html(b)}</li>`).join('')}</ul></section>
+${n.notes.chapters.length ? `<section aria-labelledby="chapters-h"><h2 id="chapters-h">Chapters</h2><ol class="chapters">${n.notes.chapters
+      .map((c) => `<li><button type="button" data-t="${c.startSeconds}"><span class="t">${clock(c.startSeconds)}</span> ${html(c.title)}</button></li>`)
+      .join('')}</ol></section>` : ''}
+<p class="bar"><a href="${n.textUrl}" download>Download the transcript (text)</a><a href="${n.captionsUrl}" download>Download the captions (WebVTT)</a></p>`
+    : '';
+  return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<meta name="robots" content="noindex"><meta name="referrer" content="no-referrer"><title>${title}</title>
+<meta name="robots" content="noindex"><meta name="referrer" content="no-referrer"><title>${html(o.title)}</title>
 <style>
 body{margin:0;background:#14171f;color:#f3f5f9;font:16px/1.5 system-ui,sans-serif;display:flex;flex-direction:column;min-height:100vh}
 main{flex:1;display:flex;flex-direction:column;gap:.6rem;padding:.8rem;max-width:1280px;margin:0 auto;width:100%;box-sizing:border-box}
-video{width:100%;max-height:80vh;background:#000;border-radius:8px}
-.bar{display:flex;flex-wrap:wrap;gap:.6rem;align-items:center}
+h1{font-size:1.1rem;margin:0}h2{font-size:1rem;margin:.4rem 0 .2rem}
+video{width:100%;max-height:70vh;background:#000;border-radius:8px}
+.bar{display:flex;flex-wrap:wrap;gap:.6rem;align-items:center;margin:0}
 label,a{color:#cdd6ff}
 select{font:inherit;padding:.3rem;border-radius:6px}
+section{background:#1d2130;border-radius:8px;padding:.2rem .9rem .6rem}
+ul,ol{margin:.2rem 0;padding-left:1.2rem}
+.chapters{list-style:none;padding:0;display:flex;flex-direction:column;gap:.2rem}
+.chapters button{font:inherit;color:#f3f5f9;background:none;border:1px solid #3a4160;border-radius:6px;padding:.3rem .6rem;width:100%;text-align:left;cursor:pointer}
+.chapters button:hover,.chapters button:focus-visible{background:#2a3048;outline:2px solid #8fa2ff}
+.chapters button[aria-current="true"]{border-color:#8fa2ff}
+.t{font-variant-numeric:tabular-nums;color:#cdd6ff;margin-right:.4rem}
 </style></head>
-<body><main><h1 style="font-size:1.1rem;margin:0">${title}</h1>
-<video id="video" controls preload="metadata" src="${video}"></video>
+<body><main><h1>${html(o.title)}</h1>
+<video id="video" controls preload="metadata" src="${o.video}">${n ? `<track kind="captions" srclang="${lang}" label="Captions" src="${n.captionsUrl}" default>` : ''}</video>
 <div class="bar"><label>Speed <select id="speed">${[0.75, 1, 1.25, 1.5, 1.75, 2].map((r) => `<option value="${r}"${r === 1 ? ' selected' : ''}>${r}×</option>`).join('')}</select></label>
-<a href="${video}" download>Download the video</a><a href="${audio}" download>Download the audio only</a></div></main>
-<script>document.getElementById('speed').addEventListener('change',function(e){document.getElementById('video').playbackRate=Number(e.target.value)});</script>
+<a href="${o.video}" download>Download the video</a><a href="${o.audio}" download>Download the audio only</a></div>
+${notesHtml}</main>
+<script>
+var v=document.getElementById('video');
+document.getElementById('speed').addEventListener('change',function(e){v.playbackRate=Number(e.target.value)});
+var cs=[].slice.call(document.querySelectorAll('.chapters button'));
+cs.forEach(function(b){b.addEventListener('click',function(){v.currentTime=Number(b.dataset.t);v.play().catch(function(){})})});
+v.addEventListener('timeupdate',function(){var cur=null;cs.forEach(function(b){if(Number(b.dataset.t)<=v.currentTime+0.25)cur=b});cs.forEach(function(b){b.setAttribute('aria-current',b===cur?'true':'false')})});
+if(v.textTracks&&v.textTracks[0])v.textTracks[0].mode='showing';
+</script>
 </body></html>`;
+}
 
 export const recordingRoutes = [
   route(
@@ -138,6 +186,50 @@ export const recordingRoutes = [
   ),
   route(
     {
+      method: 'post',
+      path: '/public/recordings/:id/notes',
+      tag,
+      auth: 'apiKey',
+      scope: 'recordings:write',
+      summary: 'Make a READY recording\'s transcript and lecture notes again.',
+      description: 'Answers 202 with the job (GET /public/jobs/:id, recordings:read). When it finishes, transcript.ready and insights.ready are sent again with new event ids; nothing is sent if it fails (the job says why), or if the recording is deleted meanwhile. The earlier notes are shown until the new ones are ready. Refused when the plan lacks `ai_notes` (402), and with ai_notes_unavailable when the organization switched AI notes off, its language is one the server\'s engine cannot do, or the server has no engine. docs/ai-notes.md.',
+      params: recordingParam,
+      status: 202,
+      response: jobRecord,
+      errors: ['recording_not_found', 'invalid_state', 'plan_feature_unavailable', 'ai_notes_unavailable'],
+    },
+    async ({ app, db, apiKey, params }) => ({ status: 202, data: toJobRecord(await app.services.recordingNotes.regenerate(db, apiKey!.orgId, params.id)) }),
+  ),
+  route(
+    {
+      method: 'get',
+      path: '/recordings/:id/transcript',
+      tag,
+      auth: 'none',
+      summary: 'The transcript of a playback link\'s recording: WebVTT captions (`format=vtt`) or text (`format=txt`).',
+      description: 'Linked from the player page, signed with the page\'s expiry; 404 not_found while the recording has no transcript. docs/ai-notes.md.',
+      raw: ['text/vtt', 'text/plain'],
+      params: recordingParam,
+      query: signedQuery.extend({ format: z.enum(['vtt', 'txt']) }),
+      errors: ['playback_link_invalid', 'not_found'],
+    },
+    async ({ app, db, params, query }) => {
+      const { orgId } = await app.services.recordings.verify(params.id, 'transcript', query.exp, query.sig);
+      const body = await app.services.recordingNotes.transcriptFile(db, orgId, params.id, query.format);
+      if (body === null) throw new AppError('not_found', { message: 'This recording has no transcript yet.' });
+      return {
+        data: null,
+        raw: { contentType: query.format === 'vtt' ? 'text/vtt; charset=utf-8' : 'text/plain; charset=utf-8', body },
+        headers: {
+          'Cache-Control': 'private, no-store',
+          'X-Content-Type-Options': 'nosniff',
+          'Content-Disposition': `inline; filename="transcript-${params.id}.${query.format}"`,
+        },
+      };
+    },
+  ),
+  route(
+    {
       method: 'get',
       path: '/recordings/:id/player',
       tag,
@@ -150,12 +242,16 @@ export const recordingRoutes = [
     },
     async ({ app, db, params, query }) => {
       const { orgId } = await app.services.recordings.verify(params.id, 'player', query.exp, query.sig);
-      const links = await app.services.recordings.playback(db, orgId, params.id, Math.max(60, Number(query.exp) - Math.floor(app.clock.now() / 1000)));
+      const exp = Number(query.exp);
+      const links = await app.services.recordings.playback(db, orgId, params.id, Math.max(60, exp - Math.floor(app.clock.now() / 1000)));
       const origins = await app.services.recordings.playerOrigins(db, orgId);
-      const esc = (s: string) => s.replaceAll('&', '&amp;').replaceAll('"', '&quot;');
+      const current = await app.services.recordingNotes.current(db, orgId, params.id);
+      // the transcript's links ride on the page's own expiry, signed for the transcript
+      const transcript = (format: 'vtt' | 'txt') => html(`${app.baseUrl}/api/v1/recordings/${params.id}/transcript?format=${format}&exp=${exp}&sig=${app.services.recordings.sign(params.id, 'transcript', exp)}`);
+      const notes = current ? { language: current.transcript.language, captionsUrl: transcript('vtt'), textUrl: transcript('txt'), notes: current.notes } : null;
       return {
         data: null,
-        raw: { contentType: 'text/html; charset=utf-8', body: PLAYER('Class recording', esc(links.url), esc(links.audioUrl)) },
+        raw: { contentType: 'text/html; charset=utf-8', body: playerPage({ title: 'Class recording', video: html(links.url), audio: html(links.audioUrl), notes }) },
         headers: {
           'Cache-Control': 'no-store',
           'Referrer-Policy': 'no-referrer',

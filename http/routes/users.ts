@@ -118,7 +118,7 @@ export const userRoutes = [
     async ({ app, db, apiKey, params }) => {
       const job = await app.services.jobs.get(db, apiKey!.orgId, params.id);
       // each kind of job is read with the scope of what it works on
-      const needed = job.kind === 'recording.compose' ? 'recordings:read' : 'users:read';
+      const needed = job.kind === 'users.bulk_upsert' ? 'users:read' : 'recordings:read';
       if (!hasScope(apiKey!.scopes, needed)) throw new AppError('insufficient_scope', { details: { required: needed, granted: [...apiKey!.scopes] } });
       return { data: toJobRecord(job) };
     },

@@ -59,7 +59,7 @@ const jobFailure = z.object({
 export const jobRecord = schemaOf<JobRecord>()(
   z.object({
     id: z.string(),
-    kind: z.enum(['users.bulk_upsert', 'recording.compose']).describe('A bulk import of users (users:read reads it), or a recording\'s composition (recordings:read).'),
+    kind: z.enum(['users.bulk_upsert', 'recording.compose', 'recording.notes']).describe('A bulk import of users (users:read reads it), a recording\'s composition, or its transcript and notes (recordings:read reads those).'),
     status: z.enum(JOB_STATUSES),
     total: z.number(),
     processed: z.number(),
@@ -69,5 +69,6 @@ export const jobRecord = schemaOf<JobRecord>()(
     createdAt: z.string(),
     startedAt: z.string().nullable(),
     finishedAt: z.string().nullable(),
+    error: z.string().nullable().describe('Why a recording job FAILED, or why its last attempt did while it is tried again; null for bulk imports (their failures are per user).'),
   }),
 );

@@ -67,6 +67,7 @@ export const errorCatalog = {
   admin_exists: { status: 409, message: 'An owner or admin with this email already exists in the organization.' },
   api_key_not_found: { status: 404, message: 'No API key with this id in the organization.' },
   invalid_state: { status: 409, message: 'The resource is not in a state that allows this operation.' },
+  ai_notes_unavailable: { status: 409, message: 'Transcripts and notes cannot be made for this organization now; the message says why.' },
   role_not_allowed: { status: 403, message: 'The requested room role exceeds what the user\'s organization role allows.' },
 
   // waiting room

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { fillRandom, randomString } from './crypto.ts';
 
-export type IdPrefix = 'org' | 'key' | 'usr' | 'mtg' | 'cls' | 'enr' | 'job' | 'evt' | 'ses' | 'wr' | 'req' | 'adm' | 'as' | 'whe' | 'whm' | 'whd' | 'ntf' | 'eml' | 'att' | 'pol' | 'qst' | 'chm' | 'rec';
+export type IdPrefix = 'org' | 'key' | 'usr' | 'mtg' | 'cls' | 'enr' | 'job' | 'evt' | 'ses' | 'wr' | 'req' | 'adm' | 'as' | 'whe' | 'whm' | 'whd' | 'ntf' | 'eml' | 'att' | 'pol' | 'qst' | 'chm' | 'rec' | 'nts';
 
 /** Crockford's base32, lowercase: what a ULID is made of. */
 const B32 = '0123456789abcdefghjkmnpqrstvwxyz';

@@ -20,6 +20,9 @@ import { Polls, VOTER_KEY_PURPOSE } from '../services/polls.ts';
 import { Questions } from '../services/questions.ts';
 import { ChatLog } from '../services/chat.ts';
 import { PLAYBACK_KEY_PURPOSE, Recordings } from '../services/recordings.ts';
+import { RecordingNotes } from '../services/recording-notes.ts';
+import { openTranscriptionEngine, transcriptionMissing } from '../platform/ai/asr.ts';
+import { openNotesEngine } from '../platform/ai/notes.ts';
 import { openStorage } from '../platform/storage/index.ts';
 import { Usage } from '../services/usage.ts';
 import { Enrollments } from '../services/enrollments.ts';
@@ -153,7 +156,27 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
   const pool = await startWorkers(config, log);
   const mediaLoad = new MediaLoad({ redis, prefix: config.AULA_REDIS_PREFIX, nodeId: cluster.nodeId, pool, log });
   const storage = await openStorage(config, log);
+  const asrMissing = transcriptionMissing(config);
+  if (asrMissing) log.info({ why: asrMissing }, 'no transcription engine: recordings get no transcript or notes (docs/ai-notes.md)');
+  const recordingNotes = new RecordingNotes({
+    sql,
+    clock,
+    outbox,
+    storage,
+    bus,
+    log,
+    asr: asrMissing ? null : openTranscriptionEngine(config, { log }),
+    notes: openNotesEngine({
+      engine: config.AULA_NOTES_ENGINE,
+      url: config.AULA_NOTES_URL,
+      key: config.AULA_NOTES_KEY,
+      model: config.AULA_NOTES_MODEL,
+      onFallback: (reason) => log.warn({ reason }, 'the notes model\'s answer was unusable: the offline notes are kept instead'),
+    }),
+    ...(asrMissing ? { unconfigured: asrMissing } : {}),
+  });
   const recordings = new Recordings({
+    afterReady: (tx, orgId, recordingId, at) => recordingNotes.afterReady(tx, orgId, recordingId, at),
     sql,
     clock,
     outbox,
@@ -234,6 +257,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
       questions: new Questions(meetings),
       chat,
       recordings,
+      recordingNotes,
       usage: new Usage(),
       invitations: new Invitations(clock, users, meetings),
       joinLinks: new JoinLinks(clock, tokens, users, meetings),
@@ -283,6 +307,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
     (input, signal) => recordings.composeJob(String(input.recordingId), signal),
     (input, why) => recordings.composeGaveUp(String(input.recordingId), why),
   );
+  app.services.jobs.handle('recording.notes', (input, signal) => recordingNotes.run(input, signal), (input, why) => recordingNotes.gaveUp(input, why));
   app.services.jobs.start(config.AULA_JOB_POLL_MS);
   apiKeys.start(log);
   // Retention (delivery log, events, idempotency records, sessions) is the maintenance actor's hourly

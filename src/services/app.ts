@@ -25,6 +25,7 @@ import type { Polls } from './polls.ts';
 import type { Questions } from './questions.ts';
 import type { ChatLog } from './chat.ts';
 import type { Recordings } from './recordings.ts';
+import type { RecordingNotes } from './recording-notes.ts';
 import type { Usage } from './usage.ts';
 import type { Classes } from './classes.ts';
 import type { Enrollments } from './enrollments.ts';
@@ -87,6 +88,8 @@ export interface App {
     chat: ChatLog;
     /** Recordings: started through the meeting actors, composed by jobs, played through signed links. */
     recordings: Recordings;
+    /** Transcripts and lecture notes of recordings (the recording.notes jobs). */
+    recordingNotes: RecordingNotes;
     /** Usage per day against the plan's limits. */
     usage: Usage;
     invitations: Invitations;

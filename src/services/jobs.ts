@@ -24,10 +24,15 @@ export interface JobFailure {
 }
 
 /** What a job does: a bulk import of users, or a recording's composition (src/services/recordings.ts). */
-export type JobKind = 'users.bulk_upsert' | 'recording.compose';
+export type JobKind = 'users.bulk_upsert' | 'recording.compose' | 'recording.notes';
 
 /** A job of a kind the runner hands to its owner: done when it returns, retried when it throws (on another claim). */
 export type JobHandler = (input: Record<string, unknown>, signal: AbortSignal) => Promise<void>;
+
+/** Thrown by a handed-over job that cannot succeed however often it is tried: it is FAILED at once. */
+export class PermanentJobError extends Error {
+  override name = 'PermanentJobError';
+}
 
 /** A handed-over job is tried this many times; then `gaveUp` is told and it is FAILED. */
 const MAX_ATTEMPTS = 5;
@@ -45,12 +50,14 @@ export interface JobRecord {
   createdAt: string;
   startedAt: string | null;
   finishedAt: string | null;
+  /** Why a job FAILED (or why its last attempt did, while it is tried again). */
+  error: string | null;
 }
 
 /** Checks one item of a bulk upsert as POST /public/users would, or throws its validation_failed. */
 export type UserItemParser = (raw: unknown) => UserInput;
 
-interface JobRow {
+export interface JobRow {
   id: string;
   orgId: string;
   kind: JobKind;
@@ -65,6 +72,7 @@ interface JobRow {
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  error: string | null;
 }
 
 export const toJobRecord = (j: JobRow): JobRecord => ({
@@ -79,6 +87,7 @@ export const toJobRecord = (j: JobRow): JobRecord => ({
   createdAt: j.createdAt.toISOString(),
   startedAt: j.startedAt?.toISOString() ?? null,
   finishedAt: j.finishedAt?.toISOString() ?? null,
+  error: j.kind === 'users.bulk_upsert' ? null : j.error,
 });
 
 /**
@@ -223,7 +232,7 @@ export class Jobs {
     } catch (err) {
       if (abort.signal.aborted) return; // this node is stopping: another takes it when the lease runs out
       const why = (err as Error).message;
-      if (job.attempts >= MAX_ATTEMPTS) {
+      if (job.attempts >= MAX_ATTEMPTS || err instanceof PermanentJobError) {
         ran('failed');
         await h.gaveUp(job.input, why);
         await this.#sql`update jobs set status = 'FAILED', failed = 1, processed = 1, error = ${why}, finished_at = ${iso(this.#clock.now())}, locked_by = null, locked_until = null

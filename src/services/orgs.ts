@@ -20,6 +20,10 @@ export interface Org {
   mobileApps: MobileApps;
   /** Recordings older than this many days are deleted (docs/recordings.md). */
   recordingRetentionDays: number;
+  /** Recordings get a transcript and notes (docs/ai-notes.md), when the plan has them and the server can. */
+  aiNotes: boolean;
+  /** The language its classes are taught in (ISO 639-1): what transcription listens for. */
+  language: string;
   createdAt: Date;
 }
 
@@ -41,7 +45,7 @@ export interface MobileApps {
 }
 
 type OrgRow = Omit<Org, 'attendanceRules' | 'mobileApps' | 'recordingRetentionDays'> & { attendanceRules: Partial<AttendanceRules> | null; androidApp: AndroidApp | null; iosApp: IosApp | null; recordingRetentionDays: number | null };
-const ORG_COLUMNS = 'id, name, plan, allowed_origins, attendance_rules, android_app, ios_app, recording_retention_days, created_at';
+const ORG_COLUMNS = 'id, name, plan, allowed_origins, attendance_rules, android_app, ios_app, recording_retention_days, ai_notes, language, created_at';
 const toOrg = ({ androidApp, iosApp, recordingRetentionDays, ...row }: OrgRow): Org => ({
   ...row,
   attendanceRules: attendanceRules(row.attendanceRules),
@@ -117,7 +121,7 @@ export async function updateOrg(
   db: Db,
   clock: Clock,
   id: string,
-  patch: { name?: string | undefined; allowedOrigins?: string[] | undefined; attendanceRules?: Partial<AttendanceRules> | undefined; mobileApps?: MobileAppsPatch | undefined; recordingRetentionDays?: number | undefined },
+  patch: { name?: string | undefined; allowedOrigins?: string[] | undefined; attendanceRules?: Partial<AttendanceRules> | undefined; mobileApps?: MobileAppsPatch | undefined; recordingRetentionDays?: number | undefined; aiNotes?: boolean | undefined; language?: string | undefined },
 ): Promise<Org> {
   const rules = patch.attendanceRules ? Object.fromEntries(Object.entries(patch.attendanceRules).filter(([, v]) => v !== undefined)) : null;
   const android = patch.mobileApps?.android;
@@ -129,6 +133,8 @@ export async function updateOrg(
       android_app = case when ${android === undefined} then android_app else ${android ? db.json(android as never) : null}::jsonb end,
       ios_app = case when ${ios === undefined} then ios_app else ${ios ? db.json(ios as never) : null}::jsonb end,
       recording_retention_days = coalesce(${patch.recordingRetentionDays ?? null}::int, recording_retention_days),
+      ai_notes = coalesce(${patch.aiNotes ?? null}::boolean, ai_notes),
+      language = coalesce(${patch.language ?? null}, language),
       updated_at = ${iso(clock.now())}
     where id = ${id} returning ${db.unsafe(ORG_COLUMNS)}`;
   if (!org) throw new AppError('not_found', { message: `No organization ${id}.` });

@@ -31,6 +31,8 @@ export const PLAYBACK_KEY_PURPOSE = 'aula/recording-playback/v1';
 /** The files of a READY recording: the video, and the audio alone (low bandwidth). */
 export const RECORDING_FILES = { video: { name: 'video.mp4', contentType: 'video/mp4' }, audio: { name: 'audio.m4a', contentType: 'audio/mp4' } } as const;
 export type RecordingFile = keyof typeof RECORDING_FILES;
+/** What a playback link may open: a file, the player page, or the transcript (captions and text, docs/ai-notes.md). */
+export type SignedResource = RecordingFile | 'player' | 'transcript';
 
 interface RecordingRow {
   id: string;
@@ -104,6 +106,26 @@ export const recordingPrefix = (orgId: string, recordingId: string) => `recordin
 const rawPrefix = (orgId: string, recordingId: string) => `${recordingPrefix(orgId, recordingId)}/raw`;
 const fileKey = (orgId: string, recordingId: string, file: RecordingFile) => `${recordingPrefix(orgId, recordingId)}/${RECORDING_FILES[file].name}`;
 
+/** A recording's segments saved whole (with their manifest), in order: the segment's number and its files. */
+export async function savedSegments(storage: Storage, orgId: string, recordingId: string): Promise<[number, string[]][]> {
+  const prefix = rawPrefix(orgId, recordingId);
+  const segments = new Map<number, string[]>();
+  for (const k of await storage.list(prefix)) {
+    const [seg, file] = k.slice(prefix.length + 1).split('/');
+    if (seg === undefined || file === undefined) continue;
+    segments.set(Number(seg), [...(segments.get(Number(seg)) ?? []), file]);
+  }
+  return [...segments.entries()].filter(([, files]) => files.includes(MANIFEST)).sort(([a], [b]) => a - b);
+}
+
+/** Copies a saved segment's files into `<work>/raw/<segment>`, the folder returned. */
+export async function fetchSegment(storage: Storage, orgId: string, recordingId: string, [seg, files]: [number, string[]], work: string): Promise<string> {
+  const dir = join(work, 'raw', String(seg));
+  await mkdir(dir, { recursive: true });
+  for (const f of files) await storage.fetch(`${rawPrefix(orgId, recordingId)}/${seg}/${f}`, join(dir, f));
+  return dir;
+}
+
 export interface RecordingsOptions {
   sql: Sql;
   clock: Clock;
@@ -121,6 +143,8 @@ export interface RecordingsOptions {
   bus: Bus;
   /** Whether a node is alive (publishes its media load): a segment's capture that its dead node never finished is final. */
   alive: (nodeId: string) => boolean;
+  /** In the transaction that makes a recording READY (its transcript and notes are queued: RecordingNotes.afterReady). */
+  afterReady?: (tx: Db, orgId: string, recordingId: string, at: number) => Promise<void>;
 }
 
 /**
@@ -243,6 +267,8 @@ export class Recordings {
       const [row] = await tx<RecordingRow[]>`update recordings set status = 'DELETED', phase = null, deleted_at = ${iso(now)}, updated_at = ${iso(now)}
         where id = ${id} and status <> 'DELETED' returning *`;
       if (!row) return null;
+      // its transcripts and notes go with it; a run under way finds its row gone and sends nothing
+      await tx`delete from recording_notes where recording_id = ${id}`;
       await this.#emit(tx, row, 'recording.deleted');
       return row;
     });
@@ -326,24 +352,12 @@ export class Recordings {
     if (!r || r.status !== 'RECORDING' || r.phase !== 'PROCESSING') return; // deleted, or done by an earlier attempt
     const work = await mkdtemp(join(tmpdir(), `aula-rec-${recordingId}-`));
     try {
-      const keys = await this.#o.storage.list(rawPrefix(r.orgId, recordingId));
-      const segments = new Map<number, string[]>();
-      for (const k of keys) {
-        const [seg, file] = k.slice(rawPrefix(r.orgId, recordingId).length + 1).split('/');
-        if (seg === undefined || file === undefined) continue;
-        segments.set(Number(seg), [...(segments.get(Number(seg)) ?? []), file]);
-      }
-      const complete = [...segments.entries()].filter(([, files]) => files.includes(MANIFEST)).sort(([a], [b]) => a - b);
+      const complete = await savedSegments(this.#o.storage, r.orgId, recordingId);
       const waited = this.#o.clock.now() - (r.endedAt?.getTime() ?? 0);
       if (complete.length < r.segments && waited < SEGMENT_WAIT_MS) throw new Error(`waiting for ${r.segments - complete.length} segment(s) to be saved`);
       if (!complete.length) return this.#fail(r, r.segments === 0 ? 'Nothing was recorded: the class had no audio or video while it was being recorded.' : 'The recording could not be saved: the server recording the class stopped before it could save anything.');
       const dirs: string[] = [];
-      for (const [seg, files] of complete) {
-        const dir = join(work, 'raw', String(seg));
-        await mkdir(dir, { recursive: true });
-        for (const f of files) await this.#o.storage.fetch(`${rawPrefix(r.orgId, recordingId)}/${seg}/${f}`, join(dir, f));
-        dirs.push(dir);
-      }
+      for (const saved of complete) dirs.push(await fetchSegment(this.#o.storage, r.orgId, recordingId, saved, work));
       // a segment without a duration is still being saved, unless the node capturing it died (then it is what there is)
       for (const dir of dirs) {
         const m = await readManifest(dir);
@@ -364,7 +378,9 @@ export class Recordings {
         const [row] = await tx<RecordingRow[]>`update recordings set status = 'READY', phase = null, duration_seconds = ${Math.round(made.durationMs / 1000)},
             file_size_bytes = ${video.bytes}, audio_size_bytes = ${audio.bytes}, mime_type = ${RECORDING_FILES.video.contentType}, updated_at = ${iso(now)}
           where id = ${recordingId} and status = 'RECORDING' returning *`;
-        if (row) await this.#emit(tx, row, 'recording.ready');
+        if (!row) return;
+        await this.#emit(tx, row, 'recording.ready');
+        await this.#o.afterReady?.(tx, row.orgId, row.id, now);
       });
     } finally {
       await rm(work, { recursive: true, force: true });
@@ -410,18 +426,18 @@ export class Recordings {
     return org?.allowedOrigins ?? [];
   }
 
-  sign(id: string, file: RecordingFile | 'player', exp: number): string {
+  sign(id: string, file: SignedResource, exp: number): string {
     return createHmac('sha256', this.#o.playbackKey).update(`${id}\n${file}\n${exp}`).digest('base64url');
   }
 
   /** A playback link's recording (its organization and file key), or playback_link_invalid: altered, expired, or the recording gone. */
-  async verify(id: string, file: RecordingFile | 'player', exp: string | undefined, sig: string | undefined): Promise<{ orgId: string; key: string | null }> {
+  async verify(id: string, file: SignedResource, exp: string | undefined, sig: string | undefined): Promise<{ orgId: string; key: string | null }> {
     const e = Number(exp);
     const want = Buffer.from(this.sign(id, file, e));
     const got = Buffer.from(sig ?? '');
     if (!Number.isInteger(e) || want.length !== got.length || !timingSafeEqual(want, got) || e * 1000 <= this.#o.clock.now()) throw new AppError('playback_link_invalid');
     const [r] = await this.#o.sql<{ orgId: string; status: string }[]>`select org_id, status from recordings where id = ${id}`;
     if (!r || r.status !== 'READY') throw new AppError('playback_link_invalid', { message: 'This recording is no longer available.' });
-    return { orgId: r.orgId, key: file === 'player' ? null : fileKey(r.orgId, id, file) };
+    return { orgId: r.orgId, key: file === 'player' || file === 'transcript' ? null : fileKey(r.orgId, id, file) };
   }
 }

@@ -32,10 +32,14 @@ class ToneSource {
   #timer: NodeJS.Timeout;
   #phase = 0;
 
-  constructor(hz = 440) {
+  /** A tone of `hz`, or `speech` (48 kHz mono samples) once and then silence. */
+  constructor(hz = 440, speech?: Int16Array) {
     const samples = new Int16Array(480);
     this.#timer = setInterval(() => {
-      for (let i = 0; i < samples.length; i++) samples[i] = Math.round(Math.sin(((this.#phase + i) * 2 * Math.PI * hz) / 48000) * 12000);
+      if (speech) {
+        samples.fill(0);
+        if (this.#phase < speech.length) samples.set(speech.subarray(this.#phase, this.#phase + samples.length));
+      } else for (let i = 0; i < samples.length; i++) samples[i] = Math.round(Math.sin(((this.#phase + i) * 2 * Math.PI * hz) / 48000) * 12000);
       this.#phase += samples.length;
       this.source.onData({ samples, sampleRate: 48000, bitsPerSample: 16, channelCount: 1, numberOfFrames: samples.length });
     }, 10);
@@ -188,10 +192,13 @@ export class MediaPeer {
     return out;
   }
 
-  /** Sends a tone as `source` (mic by default). Rejects with the server's refusal (`err.ack`). */
-  async produceAudio(opts: { source?: 'mic' | 'screen-audio'; paused?: boolean; hz?: number } = {}): Promise<Producer> {
+  /**
+   * Sends a tone as `source` (mic by default), or `speech` (48 kHz mono samples: test/helpers/av.ts's
+   * speechPcm) from its start. Rejects with the server's refusal (`err.ack`).
+   */
+  async produceAudio(opts: { source?: 'mic' | 'screen-audio'; paused?: boolean; hz?: number; speech?: Int16Array } = {}): Promise<Producer> {
     this.#sending.push(() => this.produceAudio(opts));
-    const tone = new ToneSource(opts.hz);
+    const tone = new ToneSource(opts.hz, opts.speech);
     this.#sources.push(tone);
     const producer = await this.send!.produce({ track: tone.track as never, appData: { source: opts.source ?? 'mic', paused: opts.paused }, ...(opts.paused ? { paused: true } : {}) });
     this.producers.set(producer.id, producer);

@@ -1,6 +1,8 @@
+import { existsSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
 import type { Config } from '../config.ts';
 import { OpenAiTranscriptionEngine, type OpenAiAsrOptions } from './openai-asr.ts';
-import { PocketSphinxEngine } from './pocketsphinx.ts';
+import { DEBIAN_EN_US_MODEL, PocketSphinxEngine } from './pocketsphinx.ts';
 import { TranscriptionError, type TranscriptionEngine } from './transcript.ts';
 
 export { TranscriptionError, transcriptText } from './transcript.ts';
@@ -22,4 +24,16 @@ export function openTranscriptionEngine(
     return new OpenAiTranscriptionEngine({ url: config.AULA_ASR_URL, model: config.AULA_ASR_MODEL, ...(config.AULA_ASR_KEY ? { key: config.AULA_ASR_KEY } : {}), ...(o.log ? { log: o.log } : {}) });
   }
   return new PocketSphinxEngine();
+}
+
+/**
+ * Why the engine AULA_ASR_ENGINE names cannot run on this machine (the offline engine's program or model
+ * is not installed); null when it can. Such a server queues no transcripts, and the console says why.
+ */
+export function transcriptionMissing(config: Pick<Config, 'AULA_ASR_ENGINE'>, env: NodeJS.ProcessEnv = process.env): string | null {
+  if (config.AULA_ASR_ENGINE !== 'pocketsphinx') return null;
+  const onPath = (env.PATH ?? '').split(delimiter).some((d) => d && existsSync(join(d, 'pocketsphinx_continuous')));
+  if (!onPath) return 'pocketsphinx_continuous is not installed (Debian package pocketsphinx)';
+  if (!existsSync(join(DEBIAN_EN_US_MODEL, 'en-us', 'mdef'))) return `the English model is not at ${DEBIAN_EN_US_MODEL} (Debian package pocketsphinx-en-us)`;
+  return null;
 }

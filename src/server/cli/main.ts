@@ -80,20 +80,22 @@ const commands: Command[] = [
   },
   {
     name: 'org update',
-    summary: 'Rename an organization, or set the origins allowed to frame the room.',
-    synopsis: 'ORG_ID [--name NAME] [--allowed-origins ORIGINS] [--json]',
+    summary: 'Rename an organization, set the origins allowed to frame the room, or switch its AI notes.',
+    synopsis: 'ORG_ID [--name NAME] [--allowed-origins ORIGINS] [--ai-notes on|off] [--json]',
     description: 'Prints the organization. Running nodes see new allowed origins at once (docs/sdk.md).',
     positionals: [{ name: 'ORG_ID', help: 'the organization (org_…); --id ORG_ID works too' }],
     options: {
       id: { type: 'string', value: 'ORG_ID', help: 'the organization, as a flag' },
       name: { type: 'string', value: 'NAME', help: 'its new name' },
       'allowed-origins': { type: 'string', value: 'ORIGINS', help: "comma-separated origins, like https://lms.school.example; '' clears the list" },
+      'ai-notes': { type: 'string', value: 'on|off', help: 'whether its recordings get a transcript and lecture notes (docs/ai-notes.md)' },
       json,
     },
-    examples: ['aula org update org_01j… --allowed-origins https://lms.school.example,http://localhost:3000'],
+    examples: ['aula org update org_01j… --allowed-origins https://lms.school.example,http://localhost:3000', 'aula org update --id org_01j… --ai-notes off --json'],
     async run(o, pos) {
       const id = idArgument(this, o, pos, 'organization');
-      if (o.name === undefined && o['allowed-origins'] === undefined) throw new UsageError('give --name or --allowed-origins', this.name);
+      if (o.name === undefined && o['allowed-origins'] === undefined && o['ai-notes'] === undefined) throw new UsageError('give --name, --allowed-origins or --ai-notes', this.name);
+      if (o['ai-notes'] !== undefined && o['ai-notes'] !== 'on' && o['ai-notes'] !== 'off') throw new UsageError('--ai-notes must be on or off', this.name);
       let origins: string[] | undefined;
       if (o['allowed-origins'] !== undefined) {
         const given = (o['allowed-origins'] as string).split(',').map((x) => x.trim()).filter(Boolean);
@@ -103,8 +105,13 @@ const commands: Command[] = [
         if (given.length > MAX_ALLOWED_ORIGINS) throw new UsageError(`--allowed-origins: at most ${MAX_ALLOWED_ORIGINS} origins`, this.name);
         origins = [...new Set(given.map((x) => parseOrigin(x)!))];
       }
-      const org = await runOp('org.update', { id, ...(o.name !== undefined ? { name: o.name as string } : {}), ...(origins ? { allowedOrigins: origins } : {}) });
-      print(o, org, `${org.id} ${org.name}: allowed origins ${org.allowedOrigins.join(', ') || '(none)'}`);
+      const org = await runOp('org.update', {
+        id,
+        ...(o.name !== undefined ? { name: o.name as string } : {}),
+        ...(origins ? { allowedOrigins: origins } : {}),
+        ...(o['ai-notes'] !== undefined ? { aiNotes: o['ai-notes'] === 'on' } : {}),
+      });
+      print(o, org, `${org.id} ${org.name}: allowed origins ${org.allowedOrigins.join(', ') || '(none)'}; AI notes ${org.aiNotes ? 'on' : 'off'}`);
       return 0;
     },
   },

@@ -47,7 +47,7 @@ const id = z.string().min(1).max(200);
 const schemas = {
   migrate: z.object({}),
   'org.create': z.object({ name: z.string().min(1), plan: z.enum(PLAN_NAMES as [PlanName, ...PlanName[]]) }),
-  'org.update': z.object({ id, name: z.string().min(1).optional(), allowedOrigins: z.array(z.string()).optional() }),
+  'org.update': z.object({ id, name: z.string().min(1).optional(), allowedOrigins: z.array(z.string()).optional(), aiNotes: z.boolean().optional() }),
   'keys.create': z.object({ orgId: id, name: z.string().min(1), scopes: z.array(z.enum(SCOPES)).min(1) }),
   'keys.list': z.object({ orgId: id.optional() }),
   'keys.revoke': z.object({ id }),
@@ -88,7 +88,7 @@ const ops = {
       return o;
     });
     if (a.allowedOrigins) await ctx.publish('orgs', { orgId: org.id });
-    return { id: org.id, name: org.name, plan: org.plan, allowedOrigins: org.allowedOrigins };
+    return { id: org.id, name: org.name, plan: org.plan, allowedOrigins: org.allowedOrigins, aiNotes: org.aiNotes };
   },
   async 'keys.create'(ctx: OpContext, a: OpArgs<'keys.create'>) {
     const key = await ctx.apiKeys(false).create(ctx.sql, a, { actor: OPERATOR });

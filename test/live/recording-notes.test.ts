@@ -1,0 +1,174 @@
+import { once } from 'node:events';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import t, { type Test } from 'tap';
+import { ManualClock } from '../../src/core/clock.ts';
+import { assertError } from '../helpers/assert.ts';
+import { api, school as newSchool, startTestNode } from '../helpers/node.ts';
+import { enterRoom } from '../helpers/media.ts';
+import { Receiver } from '../helpers/receiver.ts';
+import { eventually } from '../helpers/ws.ts';
+
+// The notes pipeline's rules, with the transcription engine an OpenAI-compatible server on this
+// machine (the `openai` adapter, as an operator would point it at faster-whisper): which recordings
+// get a run (the plan's ai_notes, the organization's switch), the admin settings, a run that fails
+// (nothing sent, the job FAILED with its reason, the metrics), the two events reaching a receiver
+// after the plan lost webhooks (background events), and the speakers merged in time order.
+// Recordings are real: a room with tones, composed by the job runner.
+
+/** What the stand-in server answers next; `hold` keeps requests waiting until released. */
+const asr = {
+  status: 200,
+  hold: null as null | Promise<void>,
+  calls: 0,
+  texts: ['Plants make sugar from sunlight.', 'The roots hold the plant.'],
+};
+const server = createServer(async (req, res: ServerResponse) => {
+  for await (const _ of req);
+  asr.calls++;
+  if (asr.hold) await asr.hold;
+  if (asr.status !== 200) {
+    res.writeHead(asr.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'this model does not exist' } }));
+    return;
+  }
+  const text = asr.texts[(asr.calls - 1) % asr.texts.length]!;
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ language: 'english', duration: 2, text, segments: [{ start: 0.2, end: 1.8, text }] }));
+});
+server.listen(0, '127.0.0.1');
+await once(server, 'listening');
+t.teardown(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }));
+
+const clock = new ManualClock(Date.now());
+const node = await startTestNode(t, {
+  clock,
+  overrides: { WEBHOOKS_ALLOW_PRIVATE_TARGETS: true, AULA_ASR_ENGINE: 'openai', AULA_ASR_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, AULA_ASR_KEY: 'sk-local-test' },
+});
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function schoolWithAdmin(plan: 'pro' | 'standard' = 'pro') {
+  const s = await newSchool(node, plan);
+  const email = `admin-${s.tenant.orgId}@school.example`;
+  await node.app.services.admins.create(node.app.sql, { orgId: s.tenant.orgId, email, role: 'admin', password: 'correct horse battery staple' });
+  const bearer = (await api(node, 'POST', '/auth/sign-in', { body: { orgId: s.tenant.orgId, email, password: 'correct horse battery staple' } })).body.data.sessionToken as string;
+  const org = (method: string, body?: unknown) => api(node, method, `/orgs/${s.tenant.orgId}`, { bearer, ...(body ? { body } : {}) });
+  const teacher = await s.user('t', 'Tina Teacher', 'TEACHER');
+  const student = await s.user('s', 'Sam Student');
+  return { ...s, org, teacher, student };
+}
+
+/** Two people speak (tones) for a few seconds, the teacher first: a READY recording. */
+async function record(t: Test, s: Awaited<ReturnType<typeof schoolWithAdmin>>): Promise<string> {
+  const meeting = (await s.call('POST', '/public/meetings', { title: 'Plants', type: 'MEETING', hostUserId: s.teacher.id, scheduledStart: new Date(clock.now()).toISOString(), durationMinutes: 60 })).body.data;
+  const host = await enterRoom(t, node, s.tenant.key, meeting.id, s.teacher.id, 'HOST');
+  const id = (await s.call('POST', `/public/meetings/${meeting.id}/recordings`)).body.data.id;
+  await host.peer.produceAudio({ hz: 440 });
+  await sleep(1500);
+  const stu = await enterRoom(t, node, s.tenant.key, meeting.id, s.student.id);
+  await stu.peer.produceAudio({ hz: 880 });
+  await sleep(2000);
+  await s.call('POST', `/public/recordings/${id}/stop`);
+  await eventually(async () => (await s.call('GET', `/public/recordings/${id}`)).body.data.status !== 'RECORDING', 120_000);
+  t.equal((await s.call('GET', `/public/recordings/${id}`)).body.data.status, 'READY');
+  return id;
+}
+
+const notesJobs = async (orgId: string) => node.app.sql<{ id: string; status: string; error: string | null }[]>`select id, status, error from jobs where org_id = ${orgId} and kind = 'recording.notes' order by created_at`;
+const eventsOf = async (orgId: string, type: string) => node.app.sql<{ id: string; data: any }[]>`select id, data from outbox where org_id = ${orgId} and type = ${type} order by id`;
+
+t.test('the admin settings: aiNotes and language, validated; aiNotesUnavailable says why', async (t) => {
+  const s = await schoolWithAdmin();
+  const got = (await s.org('GET')).body.data;
+  t.match(got, { aiNotes: true, language: 'en', aiNotesUnavailable: null, features: ['webhooks', 'recording', 'ai_notes'] });
+  t.match((await s.org('PATCH', { aiNotes: false })).body.data, { aiNotes: false, aiNotesUnavailable: /switched off/ });
+  assertError(t, await s.org('PATCH', { language: 'English' }), 400, 'validation_failed');
+  assertError(t, await s.org('PATCH', { aiNotes: 'yes' }), 400, 'validation_failed');
+  t.match((await s.org('PATCH', { aiNotes: true, language: 'fr' })).body.data, { aiNotes: true, language: 'fr', aiNotesUnavailable: null }, 'the openai engine does any language');
+  const standard = await schoolWithAdmin('standard');
+  t.match((await standard.org('GET')).body.data, { aiNotesUnavailable: /standard plan does not include AI notes/ });
+});
+
+t.test('a READY recording: one run, the speakers merged in time order, both events; the job readable with recordings:read', async (t) => {
+  const s = await schoolWithAdmin();
+  asr.calls = 0;
+  const id = await record(t, s);
+  await eventually(async () => (await eventsOf(s.tenant.orgId, 'insights.ready')).length === 1, 60_000);
+  const [job] = await notesJobs(s.tenant.orgId);
+  t.match(job, { status: 'SUCCEEDED' });
+  const read = await s.call('GET', `/public/jobs/${job!.id}`);
+  t.match(read.body.data, { kind: 'recording.notes', status: 'SUCCEEDED', error: null });
+  t.equal(asr.calls, 2, 'one request per microphone');
+  const current = await node.app.services.recordingNotes.current(node.app.sql, s.tenant.orgId, id);
+  const lines = current!.transcript.segments.map((x) => `${current!.nameOf(x.speaker)}@${Math.round(x.startMs / 100) / 10}`);
+  t.equal(current!.transcript.segments.length, 2, lines.join(' '));
+  t.equal(current!.nameOf(current!.transcript.segments[0]!.speaker), 'Tina Teacher', `the teacher spoke first: ${lines.join(' ')}`);
+  t.equal(current!.nameOf(current!.transcript.segments[1]!.speaker), 'Sam Student');
+  t.ok(current!.transcript.segments[1]!.startMs >= 1500, 'the student\'s words are placed where they joined');
+  const [tr] = await eventsOf(s.tenant.orgId, 'transcript.ready');
+  t.match(tr!.data, { recordingId: id, language: 'en', wordCount: 10 });
+
+  t.test('a deleted account\'s name is erased from the transcript', async (t) => {
+    await node.app.services.users.erase(node.app.sql, s.tenant.orgId, s.student.id);
+    const c = await node.app.services.recordingNotes.current(node.app.sql, s.tenant.orgId, id);
+    t.equal(c!.nameOf(c!.transcript.segments[1]!.speaker), 'Deleted user');
+    const vtt = await node.app.services.recordingNotes.transcriptFile(node.app.sql, s.tenant.orgId, id, 'vtt');
+    t.notMatch(vtt, /Sam/);
+    t.match(vtt, /<v Deleted user>/);
+  });
+});
+
+t.test('the plan without ai_notes, or the switch off: no job, no events; regeneration refused with why', async (t) => {
+  const standard = await schoolWithAdmin('standard');
+  const a = await record(t, standard);
+  const off = await schoolWithAdmin();
+  await off.org('PATCH', { aiNotes: false });
+  const b = await record(t, off);
+  await sleep(1000);
+  t.same(await notesJobs(standard.tenant.orgId), []);
+  t.same(await notesJobs(off.tenant.orgId), []);
+  t.same(await eventsOf(off.tenant.orgId, 'transcript.ready'), []);
+  assertError(t, await standard.call('POST', `/public/recordings/${a}/notes`), 402, 'plan_feature_unavailable');
+  const r = await off.call('POST', `/public/recordings/${b}/notes`);
+  assertError(t, r, 409, 'ai_notes_unavailable');
+  t.match(r.body.error.message, /switched off/);
+  assertError(t, await off.call('POST', '/public/recordings/rec_nothing/notes'), 404, 'recording_not_found');
+});
+
+t.test('the engine refuses: the run FAILED with the reason (job, metrics), nothing sent; a regeneration afterwards succeeds', async (t) => {
+  const s = await schoolWithAdmin();
+  asr.status = 400;
+  t.teardown(() => void (asr.status = 200));
+  const id = await record(t, s);
+  await eventually(async () => (await notesJobs(s.tenant.orgId))[0]?.status === 'FAILED', 60_000);
+  const [job] = await notesJobs(s.tenant.orgId);
+  t.match(job!.error, /transcription engine \(openai\) failed.*this model does not exist/);
+  t.notMatch(job!.error, /sk-local-test/, 'no key in the reason');
+  t.match((await s.call('GET', `/public/jobs/${job!.id}`)).body.data, { status: 'FAILED', error: /this model does not exist/ });
+  const [run] = await node.app.sql<{ status: string; failureReason: string }[]>`select status, failure_reason from recording_notes where recording_id = ${id}`;
+  t.match(run, { status: 'FAILED', failureReason: /this model does not exist/ });
+  t.same(await eventsOf(s.tenant.orgId, 'transcript.ready'), []);
+  t.same(await eventsOf(s.tenant.orgId, 'insights.ready'), []);
+  const metrics = await (await fetch(`${node.url}/metrics`)).text();
+  t.match(metrics, /aula_job_runs_total\{kind="recording.notes",outcome="failed"\} [1-9]/);
+  asr.status = 200;
+  const again = await s.call('POST', `/public/recordings/${id}/notes`);
+  t.equal(again.status, 202);
+  await eventually(async () => (await eventsOf(s.tenant.orgId, 'insights.ready')).length === 1, 60_000);
+  t.equal((await eventsOf(s.tenant.orgId, 'transcript.ready')).length, 1);
+});
+
+t.test('a plan that lost webhooks while the notes were made: the two events still reach the endpoint', async (t) => {
+  const s = await schoolWithAdmin();
+  const receiver = await Receiver.start(t);
+  const endpoint = await s.call('POST', '/public/webhooks', { url: receiver.url(), events: ['transcript.ready', 'insights.ready', 'recording.ready'] });
+  t.equal(endpoint.status, 201, JSON.stringify(endpoint.body));
+  let release!: () => void;
+  asr.hold = new Promise<void>((r) => (release = r));
+  t.teardown(() => { asr.hold = null; release(); });
+  await record(t, s);
+  await receiver.waitFor(1, 30_000);
+  await node.app.sql`update organizations set plan = 'standard' where id = ${s.tenant.orgId}`;
+  asr.hold = null;
+  release();
+  await receiver.waitFor(3, 60_000);
+  t.same(receiver.received.map((r) => r.body.type), ['recording.ready', 'transcript.ready', 'insights.ready']);
+});
