@@ -17,7 +17,7 @@ const keyRecord = schemaOf<ApiKeyRecord>()(
     scopes: z.array(z.enum(SCOPES)),
     status: z.enum(['ACTIVE', 'EXPIRING', 'EXPIRED', 'REVOKED']).describe('EXPIRING: rolled, still accepted until expiresAt.'),
     createdAt: z.string(),
-    lastUsedAt: z.string().nullable().describe('When the key was last used, to the minute: each node records a key\'s use at most once a minute, written every few seconds.'),
+    lastUsedAt: z.string().nullable().describe('When the key was last used, to about 10 seconds; each node writes a key\'s last use at most once a minute, so a busy key\'s may be up to a minute behind.'),
     revokedAt: z.string().nullable(),
     expiresAt: z.string().nullable().describe('Set when the key was rolled: the end of its overlap.'),
     rolledFrom: z.string().nullable().describe('The key this one replaced by a roll.'),

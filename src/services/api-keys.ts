@@ -39,7 +39,7 @@ export interface ApiKeyRecord {
   /** ACTIVE; EXPIRING (rolled, still valid until expiresAt); EXPIRED; REVOKED. */
   status: 'ACTIVE' | 'EXPIRING' | 'EXPIRED' | 'REVOKED';
   createdAt: string;
-  /** Coarse: at most a minute (and a flush) behind the key's last request. */
+  /** Coarse: to about a flush interval (10 s), and at most a minute behind on a busy key. */
   lastUsedAt: string | null;
   revokedAt: string | null;
   expiresAt: string | null;
@@ -92,6 +92,15 @@ export function toApiKeyRecord(r: KeyRow, now: number): ApiKeyRecord {
   };
 }
 
+/**
+ * A key as a node caches it: the principal, its end as a number (Infinity: none), and whether it was used
+ * since the last flush (a flag, so a request reads no clock for it).
+ */
+interface CachedKey extends ApiPrincipal {
+  until: number;
+  used: boolean;
+}
+
 export interface CreateKeyOptions {
   /** Who creates it: recorded in the audit log in the same transaction. */
   actor?: AuditActor;
@@ -106,17 +115,19 @@ export class ApiKeys {
   readonly #clock: Clock;
   readonly #bus: Bus;
   /** Known keys, revoked ones, and unknown ones (for a minute: a client repeating a wrong key costs one query a minute). */
-  readonly #cache: TtlCache<ApiPrincipal | { revoked: true } | { unknown: true }>;
+  readonly #cache: TtlCache<CachedKey | { revoked: true } | { unknown: true }>;
   /**
    * Authorization headers of well-formed keys seen lately, to their hash (oldest dropped past
    * RECENT_HEADERS). Keys are stored only as hashes; this process holds the few in use, as it holds
    * every request's header while it runs.
    */
   readonly #recent = new Map<string, string>();
-  /** When this node last noted each key's use (ms), for the keys used in the last minute. */
-  readonly #noted = new Map<string, number>();
-  /** Uses noted and not yet written: key id to time (ms). */
-  #pending = new Map<string, number>();
+  /** Keys used since the last flush (each pushed once, by the request that set its flag). */
+  #used: CachedKey[] = [];
+  /** Uses seen by a flush and not written yet (a minute had not passed since the last write): key id to time (ms). */
+  readonly #seen = new Map<string, number>();
+  /** When this node last wrote each key's last use (ms), for the keys written in the last minute. */
+  readonly #written = new Map<string, number>();
   #flushing: Promise<void> | null = null;
   #timer: NodeJS.Timeout | null = null;
   #log: Logger | null = null;
@@ -142,7 +153,7 @@ export class ApiKeys {
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = null;
-    await this.flushUsage();
+    await this.flushUsage(true);
   }
 
   async create(db: Db, input: { orgId: string; name: string; scopes: Scope[] }, opts: CreateKeyOptions = {}) {
@@ -312,7 +323,7 @@ export class ApiKeys {
       this.#cache.set(hex, { unknown: true });
       throw new AppError('api_key_invalid');
     }
-    const p: ApiPrincipal | { revoked: true } = row.revokedAt
+    const p: CachedKey | { revoked: true } = row.revokedAt
       ? { revoked: true }
       : {
           keyId: row.id,
@@ -322,38 +333,50 @@ export class ApiKeys {
           rateLimitPerMinute: PLANS[row.plan].rateLimitPerMinute,
           rateKey: row.id,
           expiresAt: row.expiresAt?.getTime() ?? null,
+          until: row.expiresAt?.getTime() ?? Infinity,
+          used: false,
         };
     this.#cache.set(hex, p);
     return this.#principal(p);
   }
 
   /** The cached answer for a key: refused if revoked, unknown or past its expiry; a use is noted at most once a minute. */
-  #principal(p: ApiPrincipal | { revoked: true } | { unknown: true }): ApiPrincipal {
+  #principal(p: CachedKey | { revoked: true } | { unknown: true }): ApiPrincipal {
     if ('revoked' in p) throw new AppError('api_key_revoked');
     if ('unknown' in p) throw new AppError('api_key_invalid');
-    const now = this.#clock.now();
-    if (p.expiresAt != null && p.expiresAt <= now) {
-      throw new AppError('api_key_expired', { details: { expiredAt: iso(p.expiresAt) } });
-    }
-    const noted = this.#noted.get(p.keyId);
-    if (noted === undefined || now - noted >= LAST_USED_GRANULARITY_MS) {
-      this.#noted.set(p.keyId, now);
-      this.#pending.set(p.keyId, now);
+    // The hot path reads no clock (a clock read costs about 0.13 µs on the bench's VM): only a rolled
+    // key in its overlap is checked against the time, and a use only sets a flag.
+    if (p.until !== Infinity && p.until <= this.#clock.now()) throw new AppError('api_key_expired', { details: { expiredAt: iso(p.until) } });
+    if (!p.used) {
+      p.used = true;
+      this.#used.push(p);
     }
     return p;
   }
 
   /**
-   * Writes the uses noted since the last flush in one statement (a key's last_used_at only moves
-   * forward), and forgets the notes older than a minute, so the map holds only the keys in use.
+   * Takes the keys used since the last flush as used now (so a last use is known to a flush interval),
+   * and writes, in one statement, each key whose last write by this node is a minute old or more; the
+   * others wait for their minute (`all`: not when the node stops). A key's last_used_at only moves forward.
    */
-  flushUsage(): Promise<void> {
-    if (this.#flushing) return this.#flushing.then(() => this.flushUsage());
-    const batch = this.#pending;
-    if (batch.size === 0) return Promise.resolve();
-    this.#pending = new Map();
+  flushUsage(all = false): Promise<void> {
+    if (this.#flushing) return this.#flushing.then(() => this.flushUsage(all));
     const now = this.#clock.now();
-    for (const [id, at] of this.#noted) if (now - at >= LAST_USED_GRANULARITY_MS) this.#noted.delete(id);
+    for (const p of this.#used) {
+      p.used = false;
+      this.#seen.set(p.keyId, now);
+    }
+    this.#used = [];
+    const batch = new Map<string, number>();
+    for (const [id, at] of this.#seen) {
+      const written = this.#written.get(id);
+      if (!all && written !== undefined && now - written < LAST_USED_GRANULARITY_MS) continue;
+      batch.set(id, at);
+      this.#seen.delete(id);
+      this.#written.set(id, at);
+    }
+    for (const [id, at] of this.#written) if (now - at >= LAST_USED_GRANULARITY_MS) this.#written.delete(id);
+    if (batch.size === 0) return Promise.resolve();
     const ids = [...batch.keys()];
     const ats = [...batch.values()].map(iso);
     const run = this.#sql`update api_keys k set last_used_at = u.at
@@ -363,7 +386,10 @@ export class ApiKeys {
         () => undefined,
         (err: unknown) => {
           // kept for the next flush unless newer uses replaced them
-          for (const [id, at] of batch) if (!this.#pending.has(id)) this.#pending.set(id, at);
+          for (const [id, at] of batch) {
+            if (!this.#seen.has(id)) this.#seen.set(id, at);
+            if (this.#written.get(id) === at) this.#written.delete(id);
+          }
           this.#log?.warn({ err, keys: batch.size }, 'API keys\' last use not written; trying again at the next flush');
         },
       )

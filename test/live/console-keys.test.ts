@@ -212,5 +212,14 @@ t.test('last used: recorded off the request path, at most once a minute per key'
   await flush();
   t.equal(await lastUsed(), new Date(t0 + LAST_USED_GRANULARITY_MS + 5_000).toISOString());
   await a.app.services.apiKeys.flushUsage();
-  t.equal(await lastUsed(), new Date(t0 + LAST_USED_GRANULARITY_MS + 5_000).toISOString(), 'an older note never moves it back');
+  t.equal(await lastUsed(), new Date(t0 + LAST_USED_GRANULARITY_MS + 5_000).toISOString(), 'a flush with nothing new writes nothing');
+
+  clock.advance(10_000);
+  const held = clock.now();
+  t.equal((await usersCall(a, k.key)).status, 201);
+  await flush();
+  t.equal(await lastUsed(), new Date(t0 + LAST_USED_GRANULARITY_MS + 5_000).toISOString(), 'node a wrote this key less than a minute ago: its use waits');
+  clock.advance(LAST_USED_GRANULARITY_MS);
+  await flush();
+  t.equal(await lastUsed(), new Date(held).toISOString(), 'when the minute has passed it is written, with the time it was seen');
 });
