@@ -616,6 +616,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/public/recordings/{id}/notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a READY recording's transcript and lecture notes again.
+         * @description Answers 202 with the job (GET /public/jobs/:id, recordings:read). When it finishes, transcript.ready and insights.ready are sent again with new event ids; nothing is sent if it fails (the job says why), or if the recording is deleted meanwhile. The earlier notes are shown until the new ones are ready. Refused when the plan lacks `ai_notes` (402), and with ai_notes_unavailable when the organization switched AI notes off, its language is one the server's engine cannot do, or the server has no engine. docs/ai-notes.md.
+         */
+        post: operations["postApiV1PublicRecordingsIdNotes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/recordings/{id}/transcript": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The transcript of a playback link's recording: WebVTT captions (`format=vtt`) or text (`format=txt`).
+         * @description Linked from the player page, signed with the page's expiry; 404 not_found while the recording has no transcript. docs/ai-notes.md.
+         */
+        get: operations["getApiV1RecordingsIdTranscript"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/recordings/{id}/player": {
         parameters: {
             query?: never;
@@ -1565,6 +1605,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/console": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The admin console (docs/console.md). */
+        get: operations["getConsole"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console/*": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The admin console's pages: the same application, which draws the page the path names. */
+        get: operations["getConsole*"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/.well-known/assetlinks.json": {
         parameters: {
             query?: never;
@@ -2237,10 +2311,10 @@ export interface operations {
                         data: {
                             id: string;
                             /**
-                             * @description A bulk import of users (users:read reads it), or a recording's composition (recordings:read).
+                             * @description A bulk import of users (users:read reads it), a recording's composition, or its transcript and notes (recordings:read reads those).
                              * @enum {string}
                              */
-                            kind: "users.bulk_upsert" | "recording.compose";
+                            kind: "users.bulk_upsert" | "recording.compose" | "recording.notes";
                             /** @enum {string} */
                             status: "QUEUED" | "RUNNING" | "SUCCEEDED" | "FAILED";
                             total: number;
@@ -2262,6 +2336,8 @@ export interface operations {
                             createdAt: string;
                             startedAt: string | null;
                             finishedAt: string | null;
+                            /** @description Why a recording job FAILED, or why its last attempt did while it is tried again; null for bulk imports (their failures are per user). */
+                            error: string | null;
                         };
                     };
                 };
@@ -2612,10 +2688,10 @@ export interface operations {
                         data: {
                             id: string;
                             /**
-                             * @description A bulk import of users (users:read reads it), or a recording's composition (recordings:read).
+                             * @description A bulk import of users (users:read reads it), a recording's composition, or its transcript and notes (recordings:read reads those).
                              * @enum {string}
                              */
-                            kind: "users.bulk_upsert" | "recording.compose";
+                            kind: "users.bulk_upsert" | "recording.compose" | "recording.notes";
                             /** @enum {string} */
                             status: "QUEUED" | "RUNNING" | "SUCCEEDED" | "FAILED";
                             total: number;
@@ -2637,6 +2713,8 @@ export interface operations {
                             createdAt: string;
                             startedAt: string | null;
                             finishedAt: string | null;
+                            /** @description Why a recording job FAILED, or why its last attempt did while it is tried again; null for bulk imports (their failures are per user). */
+                            error: string | null;
                         };
                     };
                 };
@@ -6941,6 +7019,258 @@ export interface operations {
             };
         };
     };
+    postApiV1PublicRecordingsIdNotes: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response for 24 hours. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            /**
+                             * @description A bulk import of users (users:read reads it), a recording's composition, or its transcript and notes (recordings:read reads those).
+                             * @enum {string}
+                             */
+                            kind: "users.bulk_upsert" | "recording.compose" | "recording.notes";
+                            /** @enum {string} */
+                            status: "QUEUED" | "RUNNING" | "SUCCEEDED" | "FAILED";
+                            total: number;
+                            processed: number;
+                            succeeded: number;
+                            failed: number;
+                            failures: {
+                                /** @description Position in the request's users array. */
+                                index: number;
+                                externalId: string | null;
+                                error: {
+                                    code: string;
+                                    message: string;
+                                    details: {
+                                        [key: string]: unknown;
+                                    };
+                                };
+                            }[];
+                            createdAt: string;
+                            startedAt: string | null;
+                            finishedAt: string | null;
+                            /** @description Why a recording job FAILED, or why its last attempt did while it is tried again; null for bulk imports (their failures are per user). */
+                            error: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `auth_missing`, `auth_malformed`, `api_key_invalid`, `api_key_revoked`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `plan_feature_unavailable` */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `recording_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `invalid_state`, `ai_notes_unavailable` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiV1RecordingsIdTranscript: {
+        parameters: {
+            query: {
+                exp?: string;
+                sig?: string;
+                format: "vtt" | "txt";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/vtt": string;
+                    "text/plain": string;
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `playback_link_invalid` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getApiV1RecordingsIdPlayer: {
         parameters: {
             query?: {
@@ -9066,6 +9396,12 @@ export interface operations {
                             };
                             /** @description Recordings older than this many days are deleted, with recording.deleted (docs/recordings.md); default 365. */
                             recordingRetentionDays: number;
+                            /** @description Whether READY recordings get a transcript and lecture notes (docs/ai-notes.md); on by default, used only when the plan has `ai_notes`. */
+                            aiNotes: boolean;
+                            /** @description The language classes are taught in (ISO 639-1, default `en`): what transcription listens for. */
+                            language: string;
+                            /** @description Why recordings get no transcript and notes now (the plan, the switch, a language the server's engine cannot do, no engine installed); null when they do. */
+                            aiNotesUnavailable: string | null;
                         };
                     };
                 };
@@ -9188,6 +9524,8 @@ export interface operations {
                         } | null;
                     };
                     recordingRetentionDays?: number;
+                    aiNotes?: boolean;
+                    language?: string;
                 };
             };
         };
@@ -9235,6 +9573,12 @@ export interface operations {
                             };
                             /** @description Recordings older than this many days are deleted, with recording.deleted (docs/recordings.md); default 365. */
                             recordingRetentionDays: number;
+                            /** @description Whether READY recordings get a transcript and lecture notes (docs/ai-notes.md); on by default, used only when the plan has `ai_notes`. */
+                            aiNotes: boolean;
+                            /** @description The language classes are taught in (ISO 639-1, default `en`): what transcription listens for. */
+                            language: string;
+                            /** @description Why recordings get no transcript and notes now (the plan, the switch, a language the server's engine cannot do, no engine installed); null when they do. */
+                            aiNotesUnavailable: string | null;
                         };
                     };
                 };
@@ -13931,6 +14275,140 @@ export interface operations {
                 content: {
                     "text/javascript": string;
                     "text/css": string;
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getConsole: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    "getConsole*": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
                 };
             };
             /** @description `validation_failed`, `invalid_json` */
