@@ -204,6 +204,7 @@ t.test('meetings: filters in the URL, a live meeting ended after confirming, its
   t.match(page.url(), /\/console\/meetings\?status=LIVE$/);
   await page.click('text=Year 9 Biology: cells and tissues');
   await page.waitForSelector('h1:text-is("Year 9 Biology: cells and tissues")');
+  t.equal(await page.evaluate(() => document.activeElement?.id), 'page-title', 'the new page\'s heading has the focus');
   await page.waitForSelector('table:has(caption:text("Attendance"))');
   await look(t, 'meeting-live');
 

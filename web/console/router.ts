@@ -16,6 +16,14 @@ export interface Location {
 
 const listeners = new Set<() => void>();
 
+/** After a move within the console, the next page's heading takes the focus (PageHead), so a screen reader says where it is. */
+let headingFocusPending = false;
+export function takeHeadingFocus(): boolean {
+  const pending = headingFocusPending;
+  headingFocusPending = false;
+  return pending;
+}
+
 function read(): Location {
   const p = location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length) : '/';
   return { path: p === '' ? '/' : p.replace(/\/+$/, '') || '/', query: new URLSearchParams(location.search) };
@@ -31,6 +39,8 @@ export function href(path: string, query?: Record<string, string | null | undefi
 
 export function navigate(to: string, opts: { replace?: boolean } = {}): void {
   if (to === location.pathname + location.search) return;
+  // a new page, not a filter or a cursor of the same one (the focus stays on the filter then)
+  headingFocusPending = !opts.replace && new URL(to, location.href).pathname !== location.pathname;
   if (opts.replace) history.replaceState(null, '', to);
   else history.pushState(null, '', to);
   for (const l of listeners) l();

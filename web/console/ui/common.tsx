@@ -1,7 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { ApiError } from '../api.ts';
-import { href, useLocation } from '../router.ts';
+import { href, takeHeadingFocus, useLocation } from '../router.ts';
 
 /** A load's state: what a page draws while it waits, when it failed, and once it has the data. */
 export type Load<T> = { state: 'loading' } | { state: 'error'; error: ApiError } | { state: 'ok'; data: T };
@@ -112,6 +112,9 @@ export function PageHead({ title, sub, children }: { title: string; sub?: Compon
   useEffect(() => {
     document.title = `${title} · Aula console`;
   }, [title]);
+  useEffect(() => {
+    if (takeHeadingFocus()) ref.current?.focus({ preventScroll: true });
+  }, []);
   return (
     <header class="page-head">
       <div>

@@ -25,16 +25,7 @@ const isCurrent = (item: string, path: string) => (item === '/' ? path === '/' :
 export function Layout(props: { session: SignedIn; onSwitch: (orgId: string) => void; onSignOut: () => void; onAddOrg: () => void; children: ComponentChildren }) {
   const { path } = useLocation();
   const [menu, setMenu] = useState(false);
-  const first = useRef(true);
-  useEffect(() => {
-    setMenu(false);
-    if (first.current) {
-      first.current = false;
-      return;
-    }
-    // after a navigation, the new page's heading (drawn once its data arrives or at once)
-    requestAnimationFrame(() => document.getElementById('page-title')?.focus({ preventScroll: true }));
-  }, [path]);
+  useEffect(() => setMenu(false), [path]);
   return (
     <div class="shell">
       <a class="skip" href="#main">
