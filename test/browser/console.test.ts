@@ -318,11 +318,23 @@ t.test('API keys and the audit log', async (t) => {
     const key = (await page.textContent('.secret-value'))!;
     t.match(key, /^aula_sk_/, 'the key, shown once');
     t.equal((await api(node, 'GET', '/public/users', { key })).status, 200, 'it works on the public API');
+    const prefix = key.slice(0, 12);
+    // rolled with an hour's overlap: a new key, and the old one still works until then
+    await page.click(`button[aria-label="Roll Moodle sync (${prefix}…)"]`);
+    await page.selectOption('dialog[open] select', { label: '1 hour' });
+    await page.click('dialog[open] button:text("Roll key")');
+    await page.waitForSelector(`.secret-value:not(:text("${key}"))`);
+    const rolled = (await page.textContent('.secret-value'))!;
+    t.match(await page.textContent('.secret'), /The old key works until/, 'the overlap is said');
+    t.equal((await api(node, 'GET', '/public/users', { key: rolled })).status, 200, 'the new key works');
+    t.equal((await api(node, 'GET', '/public/users', { key })).status, 200, 'the old one too, during the overlap');
+    await page.waitForSelector('.badge:text("expiring")');
     await look(t, 'api-keys');
-    await page.click('button[aria-label="Revoke Moodle sync"]');
+    await page.click(`button[aria-label="Revoke Moodle sync (${prefix}…)"]`);
     await page.click('dialog[open] button:text("Revoke key")');
     await page.waitForSelector('.flash:text("is revoked")');
-    t.equal((await api(node, 'GET', '/public/users', { key })).body.error?.code, 'api_key_revoked', 'revoked, it is refused');
+    t.equal((await api(node, 'GET', '/public/users', { key })).body.error?.code, 'api_key_revoked', 'revoked, the old key is refused at once');
+    t.equal((await api(node, 'GET', '/public/users', { key: rolled })).status, 200, 'the new one still works');
   } else {
     await look(t, 'api-keys');
   }

@@ -111,7 +111,7 @@ export function ApiKeys() {
                             <code>{k.prefix}…</code>
                           </div>
                         </td>
-                        <td class="small scopes-cell">{k.scopes.join(', ')}</td>
+                        <td class="small scopes-cell">{k.scopes.length === SCOPES.length ? 'every scope' : k.scopes.join(', ')}</td>
                         <td>
                           <Badge value={k.status} tone={k.status === 'EXPIRING' ? 'warn' : undefined} />
                           {k.expiresAt && k.status === 'EXPIRING' && <div class="muted small">until {when(k.expiresAt)}</div>}
@@ -120,6 +120,7 @@ export function ApiKeys() {
                         <td class="nowrap">{when(k.createdAt)}</td>
                         <td class="nowrap">{k.lastUsedAt ? when(k.lastUsedAt) : <span class="muted">never</span>}</td>
                         <td class="actions-cell">
+                          <div class="cell-actions">
                           {k.status === 'ACTIVE' && (
                             <RollKey
                               k={k}
@@ -134,7 +135,7 @@ export function ApiKeys() {
                               small
                               danger
                               label="Revoke"
-                              ariaLabel={`Revoke ${k.name}`}
+                              ariaLabel={`Revoke ${k.name} (${k.prefix}…)`}
                               title={`Revoke "${k.name}"?`}
                               body={<p>Every request with this key is refused from now on, on every node. This cannot be undone: a backend still using it stops working.</p>}
                               confirmLabel="Revoke key"
@@ -145,6 +146,7 @@ export function ApiKeys() {
                               }}
                             />
                           )}
+                          </div>
                         </td>
                       </tr>
                     ))}
@@ -205,7 +207,7 @@ function RollKey({ k, onRolled }: { k: ApiKey; onRolled: (r: KeyWithSecret & { p
     <ConfirmButton
       small
       label="Roll"
-      ariaLabel={`Roll ${k.name}`}
+      ariaLabel={`Roll ${k.name} (${k.prefix}…)`}
       title={`Roll "${k.name}"?`}
       body={
         <>
