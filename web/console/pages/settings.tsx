@@ -12,6 +12,10 @@ export interface Org {
   attendanceRules: { lateAfterMinutes: number; presentShare: number; mergeGapSeconds: number; settleMinutes: number };
   mobileApps: { android: { packageName: string } | null; ios: { teamId: string; bundleId: string } | null };
   recordingRetentionDays: number;
+  /** Issue 27's AI notes; absent on a server without them. */
+  aiNotes?: boolean;
+  language?: string;
+  aiNotesUnavailable?: string | null;
 }
 
 /** The organization's settings (PATCH /orgs/:orgId): name, allowed origins, attendance rules, recording retention. */
@@ -32,6 +36,8 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved: (o: Org) => void })
   const [origins, setOrigins] = useState(org.allowedOrigins.join('\n'));
   const [rules, setRules] = useState({ ...org.attendanceRules, presentShare: Math.round(org.attendanceRules.presentShare * 100) });
   const [retention, setRetention] = useState(String(org.recordingRetentionDays));
+  const [aiNotes, setAiNotes] = useState(org.aiNotes ?? false);
+  const [language, setLanguage] = useState(org.language ?? '');
   const action = useAction();
   const [flash, say] = useFlash();
   const num = (v: string) => (v.trim() === '' ? NaN : Number(v));
@@ -50,6 +56,8 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved: (o: Org) => void })
       const changedRules = Object.fromEntries(Object.entries(r).filter(([k, v]) => v !== org.attendanceRules[k as keyof Org['attendanceRules']]));
       if (Object.keys(changedRules).length) body.attendanceRules = changedRules;
       if (num(retention) !== org.recordingRetentionDays) body.recordingRetentionDays = num(retention);
+      if (org.aiNotes !== undefined && aiNotes !== org.aiNotes) body.aiNotes = aiNotes;
+      if (org.language !== undefined && language.trim() !== org.language) body.language = language.trim();
       if (!Object.keys(body).length) {
         say('Nothing changed.');
         return;
@@ -136,6 +144,21 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved: (o: Org) => void })
             Older recordings are deleted, each with a recording.deleted event. 1 to 3650 days.
           </span>
         </label>
+        {org.aiNotes !== undefined && (
+          <>
+            <label class="check">
+              <input type="checkbox" name="aiNotes" checked={aiNotes} onChange={(e) => setAiNotes((e.target as HTMLInputElement).checked)} aria-describedby="ai-hint" />
+              Transcripts and lecture notes of recordings
+            </label>
+            <label>
+              <span>Language classes are taught in</span>
+              <input name="language" value={language} maxLength={2} onInput={(e) => setLanguage((e.target as HTMLInputElement).value)} aria-describedby="ai-hint" class="short" spellcheck={false} />
+            </label>
+            <span class="hint" id="ai-hint">
+              {org.aiNotesUnavailable ? `Recordings get no notes now: ${org.aiNotesUnavailable}` : 'Each recording gets a transcript, a summary, chapters and a quiz draft when it is ready.'} The language is a two-letter code (en, de, fr…).
+            </span>
+          </>
+        )}
       </section>
       {action.error && <ErrorNote error={action.error} />}
       {flash}
