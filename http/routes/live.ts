@@ -5,7 +5,7 @@ import { meetingAnswer } from '../../src/services/live/command-answers.ts';
 import { liveNow, type LiveNow } from '../../src/services/live-now.ts';
 import { externalId, pageQuery, schemaOf } from '../schemas/common.ts';
 import { meetingRecord } from '../schemas/meetings.ts';
-import { route } from '../route.ts';
+import { route, type Ctx } from '../route.ts';
 import { auditActorOf } from './audit-log.ts';
 
 const tag = 'Live rooms (admin)';
@@ -29,6 +29,27 @@ const liveRooms = schemaOf<LiveNow>()(
     ),
   }),
 );
+
+/**
+ * Ends a meeting through its actor and, when that ended a live room, records it in the audit log as the
+ * act of whoever asked (the actor committed the end; the entry follows its acknowledgement).
+ */
+export async function endRecorded(ctx: Ctx<unknown, unknown, unknown>, orgId: string, idOrExternal: string) {
+  const { app } = ctx;
+  const before = await app.services.meetings.get(ctx.db, orgId, idOrExternal);
+  const after = await app.services.meetings.end(ctx.db, orgId, before.id);
+  if (before.status === 'LIVE' && after.status === 'ENDED') {
+    await recordAudit(app.sql, app.clock.now(), {
+      orgId,
+      actor: auditActorOf(ctx),
+      action: 'meeting.ended',
+      target: { type: 'meeting', id: after.id },
+      details: { title: after.title, kind: after.kind },
+      requestId: ctx.req.requestId,
+    });
+  }
+  return after;
+}
 
 export const liveRoutes = [
   route(
@@ -64,21 +85,6 @@ export const liveRoutes = [
       response: meetingRecord,
       errors: ['meeting_not_found', 'invalid_state', 'actor_unavailable'],
     },
-    async ({ app, db, req, admin, apiKey, params }) => {
-      const before = await app.services.meetings.get(db, params.orgId, params.id);
-      const after = await app.services.meetings.end(db, params.orgId, before.id);
-      if (before.status === 'LIVE' && after.status === 'ENDED') {
-        // the meeting's actor committed the end; the entry follows its acknowledgement
-        await recordAudit(app.sql, app.clock.now(), {
-          orgId: params.orgId,
-          actor: auditActorOf({ admin, apiKey }),
-          action: 'meeting.ended',
-          target: { type: 'meeting', id: after.id },
-          details: { title: after.title, kind: after.kind },
-          requestId: req.requestId,
-        });
-      }
-      return meetingAnswer(after);
-    },
+    async (ctx) => meetingAnswer(await endRecorded(ctx, ctx.params.orgId, ctx.params.id)),
   ),
 ];

@@ -5,6 +5,7 @@ import { joinLinkJson } from '../join-link-json.ts';
 import { idParam } from '../schemas/common.ts';
 import { joinLinkCreate, joinLinkRecord, meetingCreate, meetingListQuery, meetingRecord, meetingUpdate } from '../schemas/meetings.ts';
 import { route } from '../route.ts';
+import { endRecorded } from './live.ts';
 
 const tag = 'Meetings';
 
@@ -77,12 +78,13 @@ export const meetingRoutes = [
       scope: 'meetings:write',
       summary: 'End a live meeting for everyone.',
       idempotency: 'actor',
-      description: 'LIVE to ENDED with endedReason HOST_ENDED, emits meeting.ended. Ending again returns the meeting unchanged; a SCHEDULED meeting answers invalid_state (cancel it instead).',
+      description: 'LIVE to ENDED with endedReason HOST_ENDED, emits meeting.ended. Ending again returns the meeting unchanged; a SCHEDULED meeting answers invalid_state (cancel it instead). Ended by a signed-in owner or admin (their bearer session), it is recorded in the audit log.',
       params: idParam,
       response: meetingRecord,
       errors: ['meeting_not_found', 'invalid_state'],
     },
-    async ({ app, db, apiKey, params }) => meetingAnswer(await app.services.meetings.end(db, apiKey!.orgId, params.id)),
+    // a signed-in admin's end (the console's, with its bearer session) goes in the audit log
+    async (ctx) => meetingAnswer(ctx.admin ? await endRecorded(ctx, ctx.apiKey!.orgId, ctx.params.id) : await ctx.app.services.meetings.end(ctx.db, ctx.apiKey!.orgId, ctx.params.id)),
   ),
   route(
     {

@@ -78,6 +78,18 @@ t.test('POST /orgs/:orgId/meetings/:id/end ends a live room; the audit log recor
   t.equal(entries.length, 1, 'one entry: the second end changed nothing');
   t.match(entries[0], { actor: { type: 'admin', id: adminRow.id, email: 'admin@school.example' }, target: { type: 'meeting', id: m.id }, details: { title: 'To end', kind: 'MEETING' } });
 
+  // the public route: recorded when a signed-in admin's session ends the room, not an API key
+  const byKey = await meeting('Ended by the backend');
+  const h1 = await goLive(t, node, s.tenant.key, byKey.id, teacher.id);
+  t.equal((await s.call('POST', `/public/meetings/${byKey.id}/end`)).body.data.status, 'ENDED');
+  await h1.waitClosed();
+  const bySession = await meeting('Ended by the admin on the public API');
+  const h2 = await goLive(t, node, s.tenant.key, bySession.id, teacher.id);
+  t.equal((await api(node, 'POST', `/public/meetings/${bySession.id}/end`, { bearer })).body.data.status, 'ENDED');
+  await h2.waitClosed();
+  const ended = ((await api(node, 'GET', `${org}/audit-log?action=meeting.ended`, { bearer })).body.data as any[]).map((e) => e.target.id);
+  t.same(ended, [bySession.id, m.id], 'the admin\'s two ends, not the API key\'s');
+
   const scheduled = await meeting('Later');
   assertError(t, await api(node, 'POST', `${org}/meetings/${scheduled.id}/end`, { bearer }), 409, 'invalid_state');
   assertError(t, await api(node, 'POST', `${org}/meetings/mtg_nope/end`, { bearer }), 404, 'meeting_not_found');

@@ -245,7 +245,7 @@ export interface paths {
         put?: never;
         /**
          * End a live meeting for everyone.
-         * @description LIVE to ENDED with endedReason HOST_ENDED, emits meeting.ended. Ending again returns the meeting unchanged; a SCHEDULED meeting answers invalid_state (cancel it instead).
+         * @description LIVE to ENDED with endedReason HOST_ENDED, emits meeting.ended. Ending again returns the meeting unchanged; a SCHEDULED meeting answers invalid_state (cancel it instead). Ended by a signed-in owner or admin (their bearer session), it is recorded in the audit log.
          */
         post: operations["postApiV1PublicMeetingsIdEnd"];
         delete?: never;
