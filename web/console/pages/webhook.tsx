@@ -259,4 +259,3 @@ function DeliveryLog({ endpointId, catalog, query }: { endpointId: string; catal
   );
 }
 
-export type { EndpointWithSecret };
