@@ -225,3 +225,22 @@ t.test('last used: recorded off the request path, at most once a minute per key'
   await flush();
   t.equal(await lastUsed(), new Date(held).toISOString(), 'when the minute has passed it is written, with the time it was seen');
 });
+
+t.test('the console\'s cookie session: a change needs the session\'s X-CSRF-Token; an Idempotency-Key replay makes no second key', async (t) => {
+  const signed = (await api(a, 'POST', '/auth/sign-in', { body: { orgId: tenant.orgId, email: owner.email, password: PASSWORD } })).body.data;
+  const cookie = { cookie: `aula_session=${signed.sessionToken}` };
+  assertError(t, await api(a, 'POST', keysPath, { headers: cookie, body: { name: 'no csrf', scopes: ['users:read'] } }), 403, 'csrf_failed');
+  assertError(t, await api(a, 'DELETE', `${keysPath}/${tenant.keyId}`, { headers: cookie }), 403, 'csrf_failed');
+  assertError(t, await api(a, 'POST', `${keysPath}/${tenant.keyId}/roll`, { headers: cookie, body: { expiresInSeconds: 0 } }), 403, 'csrf_failed');
+  t.equal((await usersCall(b, tenant.key)).status, 201, 'nothing happened to the key');
+  t.equal((await api(a, 'GET', keysPath, { headers: cookie })).status, 200, 'a read needs no CSRF token');
+
+  const headers = { ...cookie, 'x-csrf-token': signed.csrfToken, 'idempotency-key': `create-${randomBytes(4).toString('hex')}` };
+  const first = await api(a, 'POST', keysPath, { headers, body: { name: 'once', scopes: ['users:read'] } });
+  t.equal(first.status, 201);
+  const again = await api(b, 'POST', keysPath, { headers, body: { name: 'once', scopes: ['users:read'] } });
+  t.equal(again.status, 201);
+  t.equal(again.body.data.id, first.body.data.id, 'the replay answers the same key');
+  t.equal((await list()).filter((r) => r.name === 'once').length, 1, 'one key');
+  t.equal((await audit('?action=api_key.created&limit=100')).filter((e) => e.target.id === first.body.data.id).length, 1, 'one entry');
+});
