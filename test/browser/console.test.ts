@@ -300,6 +300,10 @@ t.test('recordings: played through a playback link, deleted after confirming', a
   await page.waitForSelector('.player video');
   t.match(await page.getAttribute('.player video', 'src'), /\/api\/v1\/recordings\/rec_console_b\/video\?exp=\d+&sig=/, 'the signed video link');
   t.match(await page.getAttribute('.player a:text("Open the player page")', 'href'), /\/api\/v1\/recordings\/rec_console_b\/player\?exp=\d+&sig=/, 'and the player page (embedUrl)');
+  // making notes again answers a job, or (no transcription engine on this test server) the API's reason
+  await page.click('.cards .card-item >> nth=0 >> button:text("Make notes again")');
+  await page.waitForSelector('.cards .card-item >> nth=0 >> .card-note, .error-note');
+  t.pass('the answer to "Make notes again" is shown');
   await look(t, 'recordings');
   await page.click('.cards .card-item >> nth=1 >> button:text("Delete")');
   await page.click('dialog[open] button:text("Delete recording")');

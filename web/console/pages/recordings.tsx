@@ -28,13 +28,15 @@ interface Playback {
 }
 
 /**
- * One recording: play it (a short-lived playback link: the video here, the player page in a new tab),
- * and delete it. The player page answers only the organization's allowed origins as frame ancestors,
+ * One recording: play it (a short-lived playback link: the video here, the player page, with the
+ * transcript and notes when there are some, in a new tab), make its notes again, and delete it. The player page answers only the organization's allowed origins as frame ancestors,
  * so the console opens it rather than framing it.
  */
 export function RecordingRow({ recording: r, onChanged }: { recording: Recording; onChanged: () => void }) {
   const [links, setLinks] = useState<Playback | null>(null);
+  const [queued, setQueued] = useState<string | null>(null);
   const play = useAction();
+  const notes = useAction();
   return (
     <li class="card-item">
       <div class="card-main">
@@ -51,6 +53,22 @@ export function RecordingRow({ recording: r, onChanged }: { recording: Recording
         {r.status === 'READY' && (
           <button type="button" class="btn small" disabled={play.busy} aria-label={`Play the recording of ${when(r.startedAt)}`} onClick={() => play.run(async () => setLinks(await api.post<Playback>(`/public/recordings/${api.enc(r.id)}/playback`, {})))}>
             Play
+          </button>
+        )}
+        {r.status === 'READY' && (
+          <button
+            type="button"
+            class="btn small"
+            disabled={notes.busy}
+            aria-label={`Make notes again for the recording of ${when(r.startedAt)}`}
+            onClick={() =>
+              notes.run(async () => {
+                const job = await api.post<{ id: string }>(`/public/recordings/${api.enc(r.id)}/notes`);
+                setQueued(`Making the transcript and notes again (job ${job.id}); the player page shows them when they are ready.`);
+              })
+            }
+          >
+            Make notes again
           </button>
         )}
         {r.status !== 'DELETED' && (
@@ -70,6 +88,12 @@ export function RecordingRow({ recording: r, onChanged }: { recording: Recording
         )}
       </div>
       {play.error && <ErrorNote error={play.error} />}
+      {notes.error && <ErrorNote error={notes.error} />}
+      {queued && (
+        <p class="flash card-note" role="status">
+          {queued}
+        </p>
+      )}
       {links && (
         <div class="player">
           <video controls preload="metadata" src={links.url} aria-label="Recording" />
