@@ -73,6 +73,7 @@ ul,ol{margin:.2rem 0;padding-left:1.2rem}
 .chapters button{font:inherit;color:#f3f5f9;background:none;border:1px solid #3a4160;border-radius:6px;padding:.3rem .6rem;width:100%;text-align:left;cursor:pointer}
 .chapters button:hover,.chapters button:focus-visible{background:#2a3048;outline:2px solid #8fa2ff}
 .chapters button[aria-current="true"]{border-color:#8fa2ff}
+::cue{background:rgba(0,0,0,.8);color:#fff}
 .t{font-variant-numeric:tabular-nums;color:#cdd6ff;margin-right:.4rem}
 </style></head>
 <body><main><h1>${html(o.title)}</h1>

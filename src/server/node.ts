@@ -307,7 +307,8 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
     (input, signal) => recordings.composeJob(String(input.recordingId), signal),
     (input, why) => recordings.composeGaveUp(String(input.recordingId), why),
   );
-  app.services.jobs.handle('recording.notes', (input, signal) => recordingNotes.run(input, signal), (input, why) => recordingNotes.gaveUp(input, why));
+  // a node that cannot transcribe leaves the notes jobs to those that can
+  if (!asrMissing) app.services.jobs.handle('recording.notes', (input, signal) => recordingNotes.run(input, signal), (input, why) => recordingNotes.gaveUp(input, why));
   app.services.jobs.start(config.AULA_JOB_POLL_MS);
   apiKeys.start(log);
   // Retention (delivery log, events, idempotency records, sessions) is the maintenance actor's hourly

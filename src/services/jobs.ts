@@ -181,17 +181,18 @@ export class Jobs {
 
   async #runOne(): Promise<boolean> {
     const now = this.#clock.now();
+    // only kinds this node can run: a node without a transcription engine leaves notes to those with one
+    const kinds = ['users.bulk_upsert', ...this.#handlers.keys()];
     const [job] = await this.#sql<JobRow[]>`update jobs set status = 'RUNNING', locked_by = ${this.#worker},
         locked_until = ${iso(now + LEASE_MS)}, attempts = attempts + 1, started_at = coalesce(started_at, ${iso(now)})
       where id = (select id from jobs where (status = 'QUEUED' or (status = 'RUNNING' and locked_until < ${iso(now)}))
-          and (not_before is null or not_before <= ${iso(now)})
+          and (not_before is null or not_before <= ${iso(now)}) and kind in ${this.#sql(kinds)}
         order by created_at limit 1 for update skip locked)
       returning *`;
     if (!job) return false;
     const handler = this.#handlers.get(job.kind);
-    if (job.kind !== 'users.bulk_upsert') {
-      if (handler) await this.#handOver(job, handler);
-      else this.#log.warn({ jobId: job.id, kind: job.kind }, 'no handler for this kind of job on this node; its lease will let another take it');
+    if (handler) {
+      await this.#handOver(job, handler);
       return true;
     }
     this.#log.info({ jobId: job.id, from: job.processed, total: job.total }, 'job claimed');

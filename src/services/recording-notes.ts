@@ -116,7 +116,7 @@ export class RecordingNotes {
     await this.#queue(tx, orgId, recordingId, org.language, false, at);
   }
 
-  /** POST /public/recordings/:id/notes: a new run of a READY recording (the earlier notes stay until it is READY). */
+  /** POST /public/recordings/:id/notes: a new run of a READY recording (the earlier notes stay until it is READY), or the run under way. */
   async regenerate(db: Db, orgId: string, recordingId: string): Promise<JobRow> {
     const [r] = await db<{ status: string }[]>`select status from recordings where id = ${recordingId} and org_id = ${orgId}`;
     if (!r) throw new AppError('recording_not_found', { details: { id: recordingId } });
@@ -125,6 +125,11 @@ export class RecordingNotes {
     if (!planHas(org.plan, 'ai_notes')) throw new AppError('plan_feature_unavailable', { message: `The ${org.plan} plan does not include AI notes.`, details: { feature: 'ai_notes', plan: org.plan } });
     const why = this.unavailable(org);
     if (why) throw new AppError('ai_notes_unavailable', { message: why });
+    // one run at a time per recording: asking again while one runs answers that run's job (a burst of
+    // requests cannot queue hours of transcription)
+    const [running] = await db<JobRow[]>`select j.* from recording_notes n join jobs j on j.id = n.job_id
+      where n.recording_id = ${recordingId} and n.status = 'RUNNING' and j.status in ('QUEUED', 'RUNNING') order by n.created_at desc limit 1`;
+    if (running) return running;
     return this.#queue(db, orgId, recordingId, org.language, true, this.#o.clock.now());
   }
 

@@ -164,8 +164,13 @@ t.test('a plan that lost webhooks while the notes were made: the two events stil
   let release!: () => void;
   asr.hold = new Promise<void>((r) => (release = r));
   t.teardown(() => { asr.hold = null; release(); });
-  await record(t, s);
+  const id = await record(t, s);
   await receiver.waitFor(1, 30_000);
+  // asking again while the run is under way answers that run's job: a burst queues nothing more
+  const [auto] = await notesJobs(s.tenant.orgId);
+  const again = await Promise.all([1, 2, 3].map(() => s.call('POST', `/public/recordings/${id}/notes`)));
+  t.same(again.map((r) => r.body.data.id), [auto!.id, auto!.id, auto!.id]);
+  t.equal((await notesJobs(s.tenant.orgId)).length, 1);
   await node.app.sql`update organizations set plan = 'standard' where id = ${s.tenant.orgId}`;
   asr.hold = null;
   release();
