@@ -48,9 +48,9 @@ const USAGE = `npm run bench -- --scenario notes [options]
   --spoken          also the whole way from a recording: the class spoken by flite
                     into one track per participant (teacher rms, students slt and
                     awb), each track transcribed by PocketSphinx, the notes made from
-                    what it heard (about 4 more minutes on a quiet machine)
+                    what it heard (about 5 more minutes on a quiet machine, 20 on a busy one)
 
-  --quick           6 sentences per voice, a 1-minute long file, 3 rounds (a minute)
+  --quick           6 sentences per voice, a 1-minute long file, 3 rounds (1 to 2 minutes)
   --json            print the results as one JSON object on stdout (tables go to stderr)
   --out FILE        JSON results                         [bench/results/notes-<time>.json]
 
