@@ -257,7 +257,7 @@ export const recordingRoutes = [
           'Cache-Control': 'no-store',
           'Referrer-Policy': 'no-referrer',
           'X-Content-Type-Options': 'nosniff',
-          'Content-Security-Policy': `default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; media-src 'self' https: http:; base-uri 'none'; form-action 'none'; frame-ancestors ${origins.length ? origins.join(' ') : "'none'"}`,
+          'Content-Security-Policy': `default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; media-src 'self' https: http:; base-uri 'none'; form-action 'none'; frame-ancestors 'self'${origins.map((o) => ` ${o}`).join('')}`,
         },
       };
     },

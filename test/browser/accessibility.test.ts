@@ -1,9 +1,7 @@
 import t, { type Test } from 'tap';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type { Page } from 'playwright-core';
 import { api, createTenant, startTestNode } from '../helpers/node.ts';
-import { launchBrowser, screenshot } from '../helpers/browser.ts';
+import { axeViolations, launchBrowser, screenshot } from '../helpers/browser.ts';
 import { eventually } from '../helpers/ws.ts';
 
 // The room for a keyboard, a screen reader and a phone, in Chromium: axe-core on each page a person
@@ -11,8 +9,6 @@ import { eventually } from '../helpers/ws.ts';
 // phone), where the focus goes, and the phone's layout. One meeting with a waiting room: the teacher,
 // a student on a laptop, and a student on a phone.
 
-// axe is evaluated in the page rather than added as a script tag: the page's CSP allows no inline script
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const ANDROID_UA = 'Mozilla/5.0 (Linux; Android 14; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36';
 
 const node = await startTestNode(t, { redis: false });
@@ -43,15 +39,8 @@ const inRoom = (p: Page) => eventually(async () => (await phase(p)) === 'room', 
 const focused = (p: Page) => p.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? (document.activeElement?.textContent?.trim() || document.activeElement?.tagName) ?? '');
 const focusIn = (p: Page, selector: string) => p.evaluate((s) => !!document.activeElement?.closest(s), selector);
 
-/** axe's serious and critical violations on the page as it is, each with the elements it found. */
-async function violations(p: Page): Promise<{ id: string; impact: string; targets: string[] }[]> {
-  if (!(await p.evaluate(() => 'axe' in window))) await p.evaluate(AXE);
-  const found: { id: string; impact: string; nodes: { target: string[]; failureSummary: string }[] }[] = await p.evaluate(async () => (await (window as any).axe.run(document, { resultTypes: ['violations'] })).violations);
-  return found.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => `${n.target.join(' ')}: ${n.failureSummary.replace(/\s+/g, ' ')}`) }));
-}
-
 async function clean(t: Test, p: Page, what: string): Promise<void> {
-  const found = await violations(p);
+  const found = await axeViolations(p);
   t.same(found, [], `axe: no serious or critical violation on ${what}`, { violations: found });
 }
 

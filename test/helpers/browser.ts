@@ -1,4 +1,6 @@
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { Test } from 'tap';
 
 export const CHROMIUM = process.env.AULA_CHROMIUM ?? '/usr/bin/chromium';
@@ -32,4 +34,14 @@ export async function launchBrowser(t: Test, opts: { media?: boolean; executable
 export async function screenshot(page: Page, name: string): Promise<void> {
   const dir = process.env.AULA_SCREENSHOTS;
   if (dir) await page.screenshot({ path: `${dir}/${name}.png` });
+}
+
+// axe is evaluated in the page rather than added as a script tag: the pages' CSP allows no inline script
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core's serious and critical violations on the page as it is, each with the elements it found. */
+export async function axeViolations(p: Page): Promise<{ id: string; impact: string; targets: string[] }[]> {
+  if (!(await p.evaluate(() => 'axe' in window))) await p.evaluate(AXE);
+  const found: { id: string; impact: string; nodes: { target: string[]; failureSummary: string }[] }[] = await p.evaluate(async () => (await (window as any).axe.run(document, { resultTypes: ['violations'] })).violations);
+  return found.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => `${n.target.join(' ')}: ${n.failureSummary.replace(/\s+/g, ' ')}`) }));
 }

@@ -3,7 +3,7 @@ import { ManualClock } from '../../src/core/clock.ts';
 import { school as newSchool, startTestNode } from '../helpers/node.ts';
 import { enterRoom } from '../helpers/media.ts';
 import { eventually } from '../helpers/ws.ts';
-import { launchBrowser, screenshot } from '../helpers/browser.ts';
+import { axeViolations, launchBrowser, screenshot } from '../helpers/browser.ts';
 import { speechPcm } from '../ai/speech.ts';
 import { LESSON, contentWords } from '../ai/lesson.ts';
 
@@ -118,6 +118,7 @@ t.test('a spoken class: transcript.ready and insights.ready, the words with who 
   // the caption is at the time the teacher said it: within the teacher's speech, which began about 0.5 s in
   t.ok(cueStart >= 0 && cueStart < teacherSeconds + 2, `the first caption starts at ${cueStart} s`);
   await screenshot(p, 'recording-player-notes');
+  t.same(await axeViolations(p), [], 'axe: no serious or critical violation on the player page');
   // a chapter seeks the video
   const last = p.locator('.chapters button').last();
   const at = Number(await last.getAttribute('data-t'));
