@@ -31,7 +31,7 @@ const me = z.object({ admin: adminShape, csrfToken: z.string(), expiresAt: z.str
  * Secure in production whatever the base URL says (TLS may end at a proxy that Aula's address does not
  * name), and whenever the public address is https; scoped to the API and never readable by scripts.
  */
-function sessionCookie(app: App, value: string, maxAgeSeconds: number): string {
+export function sessionCookie(app: App, value: string, maxAgeSeconds: number): string {
   const secure = app.config.AULA_ENV === 'production' || app.baseUrl.startsWith('https:') ? '; Secure' : '';
   return `${SESSION_COOKIE}=${value}; HttpOnly; SameSite=Lax; Path=/api/v1; Max-Age=${maxAgeSeconds}${secure}`;
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { App } from '../../src/services/app.ts';
 import { buildOpenApi } from '../openapi.ts';
 import { route, type Route } from '../route.ts';
+import { adminRoutes } from './admins.ts';
 import { apiKeyRoutes } from './api-keys.ts';
 import { attendanceRoutes } from './attendance.ts';
 import { auditLogRoutes } from './audit-log.ts';
@@ -24,7 +25,7 @@ import { recordingRoutes } from './recordings.ts';
 import { webhookRoutes } from './webhooks.ts';
 import { wellKnownRoutes } from './well-known.ts';
 
-const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...attendanceRoutes, ...classroomRoutes, ...recordingRoutes, ...usageRoutes, ...joinRoutes, ...roomRoutes, ...authRoutes, ...orgRoutes, ...apiKeyRoutes, ...liveRoutes, ...auditLogRoutes, ...notificationRoutes, ...webhookRoutes, ...pageRoutes, ...consoleRoutes, ...wellKnownRoutes];
+const apiRoutes: Route[] = [...healthRoutes, ...userRoutes, ...meetingRoutes, ...classRoutes, ...enrollmentRoutes, ...attendanceRoutes, ...classroomRoutes, ...recordingRoutes, ...usageRoutes, ...joinRoutes, ...roomRoutes, ...authRoutes, ...orgRoutes, ...apiKeyRoutes, ...adminRoutes, ...liveRoutes, ...auditLogRoutes, ...notificationRoutes, ...webhookRoutes, ...pageRoutes, ...consoleRoutes, ...wellKnownRoutes];
 
 /** The document of each server (its own base URL in `servers`), made on first request. */
 const docs = new WeakMap<App, string>();

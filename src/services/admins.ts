@@ -3,6 +3,7 @@ import { iso, type Clock } from '../core/clock.ts';
 import type { Bus } from '../platform/cluster/bus.ts';
 import { hmacSha256Hex, safeEqual, sha256, sha256Hex } from '../platform/crypto.ts';
 import type { Db, Sql } from '../platform/db/index.ts';
+import { afterCommit } from '../platform/db/tx.ts';
 import { AppError } from '../core/errors.ts';
 import { newId, randomToken } from '../platform/ids.ts';
 import { hashPassword, prepareDummyHash, verifyDummy, verifyPassword } from '../platform/passwords.ts';
@@ -149,7 +150,11 @@ export class Admins {
     }
     await this.#throttle.succeeded(db, input.orgId, email, address);
     if (m.disabledAt) throw new AppError('admin_disabled');
+    return this.openSession(db, m);
+  }
 
+  /** Opens a session for an admin whose credentials were checked (a password, or an accepted invitation). */
+  async openSession(db: Db, m: { id: string; orgId: string; email: string; role: AdminRole }): Promise<SignInResult> {
     const now = this.#clock.now();
     const token = TOKEN_PREFIX + randomToken(32);
     const csrf = csrfTokenFor(token);
@@ -173,6 +178,20 @@ export class Admins {
     const rows = await db<{ tokenHash: Buffer }[]>`update admin_sessions set revoked_at = ${now}
       where admin_id = ${adminId} and revoked_at is null returning token_hash`;
     await this.#forget(rows.map((r) => r.tokenHash));
+    return done.length > 0;
+  }
+
+  /**
+   * Disables an admin and revokes their sessions in the caller's transaction; every node drops the
+   * sessions once it commits (before, a node reading the rows would cache them as valid). False when
+   * they were already disabled.
+   */
+  async disableIn(tx: Db, adminId: string): Promise<boolean> {
+    const now = iso(this.#clock.now());
+    const done = await tx`update admins set disabled_at = ${now}, updated_at = ${now} where id = ${adminId} and disabled_at is null returning id`;
+    const rows = await tx<{ tokenHash: Buffer }[]>`update admin_sessions set revoked_at = ${now}
+      where admin_id = ${adminId} and revoked_at is null returning token_hash`;
+    afterCommit(tx, () => this.#forget(rows.map((r) => r.tokenHash)));
     return done.length > 0;
   }
 

@@ -25,6 +25,8 @@ export const AUDIT_ACTIONS = [
   'organization.updated',
   'admin.added',
   'admin.invited',
+  'admin.invitation_revoked',
+  'admin.joined',
   'admin.disabled',
   'meeting.ended',
 ] as const;
