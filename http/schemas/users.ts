@@ -43,6 +43,7 @@ export const userListQuery = schemaOf<UserListQuery>()(
     status: z.enum(USER_STATUSES).optional(),
     role: z.enum(USER_ROLES).optional(),
     externalId: externalId.optional(),
+    q: z.string().trim().min(1).max(100).optional().describe('Users whose name, email or externalId contains this text, ignoring case.'),
   }),
 );
 

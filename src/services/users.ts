@@ -42,7 +42,12 @@ export interface UserListQuery extends PageQuery {
   status?: UserStatus | undefined;
   role?: UserRole | undefined;
   externalId?: string | undefined;
+  /** Words found in the name, email or externalId, case-insensitively (the console's search). */
+  q?: string | undefined;
 }
+
+/** `q` as a LIKE pattern that matches it literally anywhere. */
+const contains = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 export interface UserRow {
   id: string;
@@ -178,6 +183,7 @@ export class Users {
       ${q.status ? db`and status = ${q.status}` : db``}
       ${q.role ? db`and role = ${q.role}` : db``}
       ${q.externalId ? db`and external_id = ${q.externalId}` : db``}
+      ${q.q ? db`and (full_name ilike ${contains(q.q)} or email ilike ${contains(q.q)} or external_id ilike ${contains(q.q)})` : db``}
       ${after ? db`and id < ${after[0]!}` : db``}
       order by id desc limit ${q.limit + 1}`;
     const items = rows.slice(0, q.limit);

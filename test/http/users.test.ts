@@ -69,6 +69,18 @@ t.test('GET /public/users/:id by service id or externalId, and the listing', asy
   assertError(t, await api(node, 'GET', '/public/users?cursor=garbage', { key: tenant.key }), 400, 'validation_failed');
 });
 
+t.test('GET /public/users?q= finds by part of the name, email or externalId, ignoring case; % and _ are plain text', async (t) => {
+  await api(node, 'POST', '/public/users', { key: tenant.key, body: { externalId: 'q-1', fullName: 'Marie Curie', email: 'marie@lab.example', role: 'TEACHER' } });
+  await api(node, 'POST', '/public/users', { key: tenant.key, body: { externalId: 'q_2', fullName: 'Pierre 100% Curie', role: 'TEACHER' } });
+  const find = async (q: string) => (await api(node, 'GET', `/public/users?q=${encodeURIComponent(q)}`, { key: tenant.key })).body.data.map((u: { externalId: string }) => u.externalId).sort();
+  t.same(await find('curie'), ['q-1', 'q_2']);
+  t.same(await find('MARIE@LAB'), ['q-1'], 'by email');
+  t.same(await find('q_'), ['q_2'], '_ matches itself only');
+  t.same(await find('100%'), ['q_2'], '% matches itself only');
+  t.same(await find('%'), ['q_2']);
+  assertError(t, await api(node, 'GET', `/public/users?q=${'x'.repeat(101)}`, { key: tenant.key }), 400, 'validation_failed');
+});
+
 t.test('POST /public/users/:id/deactivate deactivates once and emits user.deactivated', async (t) => {
   await api(node, 'POST', '/public/users', { key: tenant.key, body: { externalId: 'leaver', fullName: 'Lee', role: 'STUDENT' } });
   const res = await api(node, 'POST', '/public/users/leaver/deactivate', { key: tenant.key });

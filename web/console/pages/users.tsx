@@ -18,29 +18,29 @@ interface User {
 
 /**
  * The organization's users (provisioned by its backend), newest first: by status and role, or found by
- * the backend's own id. Deactivating one is the spec's action: their links and sessions stop at once.
+ * name, email or the backend's own id. Deactivating one is the spec's action: their links and sessions stop at once.
  */
 export function Users({ query }: { query: URLSearchParams }) {
-  const f = { status: query.get('status') ?? '', role: query.get('role') ?? '', externalId: query.get('externalId') ?? '', cursor: query.get('cursor') };
+  const f = { status: query.get('status') ?? '', role: query.get('role') ?? '', q: query.get('q') ?? '', externalId: query.get('externalId') ?? '', cursor: query.get('cursor') };
   const [load, reload, set] = useLoad(() => api.list<User>('/public/users', { ...f, limit: 25 }), JSON.stringify(f));
-  const [ext, setExt] = useState(f.externalId);
+  const [ext, setExt] = useState(f.q || f.externalId);
   const [flash, say] = useFlash();
-  const filtered = Boolean(f.status || f.role || f.externalId);
+  const filtered = Boolean(f.status || f.role || f.q || f.externalId);
   return (
     <>
       <PageHead title="Users" sub="Teachers and students your backend has provisioned, newest first." />
-      <Filters active={[f.status, f.role, f.externalId].filter(Boolean).length}>
+      <Filters active={[f.status, f.role, f.q, f.externalId].filter(Boolean).length}>
         <form
           class="filter search"
           role="search"
           onSubmit={(e) => {
             e.preventDefault();
-            setQuery({ externalId: ext.trim() || null });
+            setQuery({ q: ext.trim() || null, externalId: null });
           }}
         >
-          <label for="u-ext">Find by your external id</label>
+          <label for="u-ext">Find by name, email or external id</label>
           <span class="search-row">
-            <input id="u-ext" name="externalId" value={ext} onInput={(e) => setExt((e.target as HTMLInputElement).value)} spellcheck={false} />
+            <input id="u-ext" name="q" type="search" value={ext} onInput={(e) => setExt((e.target as HTMLInputElement).value)} spellcheck={false} />
             <button class="btn small" type="submit">
               Find
             </button>
