@@ -13,6 +13,8 @@ import { Peer, type PeerProducer } from './peer.ts';
 import { planConsumer, receiverView, wantedLayer, type ConsumerPlan } from './view.ts';
 import { Reservation, type MediaWorker, type WorkerPool } from './workers.ts';
 import { Recorder } from './recording/recorder.ts';
+import { CaptionPipeline, type Caption } from './captions/captions.ts';
+import type { TranscriptionEngine } from '../src/platform/ai/asr.ts';
 import type { SegmentManifest } from './recording/format.ts';
 
 /** Where a media event goes: one participant, everyone in the room, or its hosts and cohosts. */
@@ -110,6 +112,10 @@ export class RoomMedia {
   #lastMediaState = '';
   /** The recording's capture, while the room is being recorded (recording/recorder.ts). */
   #recorder: Recorder | null = null;
+  /** Live captions (captions/captions.ts): who has CC on, and the room's one pipeline while anyone does. */
+  readonly #captionWatchers = new Set<string>();
+  #captions: Promise<CaptionPipeline | null> | null = null;
+  #captionLanguage: string | null = null;
   #closed = false;
 
   private constructor(o: RoomMediaOptions, main: Router, speaker: ActiveSpeakerObserver) {
@@ -126,6 +132,7 @@ export class RoomMedia {
       this.#speaking = participantId;
       this.#recorder?.speaker(participantId);
       this.#o.emit({ all: true }, { type: 'active-speaker', participantId });
+      void this.#followSpeaker();
     });
     this.#qualityTimer = setInterval(() => {
       this.#sendQuality();
@@ -165,6 +172,8 @@ export class RoomMedia {
     clearInterval(this.#qualityTimer);
     clearInterval(this.#healthTimer);
     if (this.#healthPending) clearTimeout(this.#healthPending);
+    this.#captionWatchers.clear();
+    void this.#stopCaptions();
     for (const p of this.#peers.values()) p.close();
     this.#peers.clear();
     for (const r of this.#routers.values()) void r.then((router) => router.close(), () => {});
@@ -211,6 +220,75 @@ export class RoomMedia {
     const manifest = await r.stop();
     for (const id of this.#wanted.keys()) this.#updateWanted(id);
     return manifest;
+  }
+
+  // ---- live captions -----------------------------------------------------------------------------
+
+  /**
+   * Turns this participant's captions on or off (the caller checked that the organization may have
+   * them: `captions` names its engine and language). The room's pipeline starts with the first watcher
+   * and stops with the last.
+   */
+  async setCaptions(participantId: string, on: boolean, captions: { engine: TranscriptionEngine; language: string } | null): Promise<{ on: boolean; language: string | null }> {
+    const peer = this.#peers.get(participantId);
+    if (!peer) throw notFound('participant');
+    if (!on || !captions) {
+      if (this.#captionWatchers.delete(participantId) && !this.#captionWatchers.size) await this.#stopCaptions();
+      return { on: false, language: null };
+    }
+    this.#captionWatchers.add(participantId);
+    if (!this.#captions) {
+      this.#captionLanguage = captions.language;
+      this.#captions = CaptionPipeline.start({
+        router: this.#main,
+        engine: captions.engine,
+        language: captions.language,
+        log: this.#o.log,
+        onCaption: (c) => this.#sendCaption(c),
+      }).catch((err) => {
+        this.#o.log.warn({ err, meetingId: this.meetingId }, 'captions: the pipeline could not start');
+        return null;
+      });
+      await this.#followSpeaker();
+    }
+    if (!(await this.#captions)) {
+      this.#captionWatchers.delete(participantId);
+      this.#captions = null;
+      throw new AppError('media_unavailable', { message: 'Captions could not start on this server; try again.' });
+    }
+    return { on: true, language: this.#captionLanguage };
+  }
+
+  /** The room's caption pipeline now (for tests and metrics): null when nobody watches. */
+  async captionPipeline(): Promise<CaptionPipeline | null> {
+    return (await this.#captions) ?? null;
+  }
+
+  async #stopCaptions(): Promise<void> {
+    const pending = this.#captions;
+    this.#captions = null;
+    const pipeline = await pending;
+    await pipeline?.stop();
+  }
+
+  /** The captions follow the active speaker's microphone, or, before anyone spoke, the first microphone sending. */
+  async #followSpeaker(): Promise<void> {
+    const pipeline = await this.#captions;
+    if (!pipeline || pipeline.stopped) return;
+    const micOf = (peer: Peer | undefined) => {
+      const p = peer?.bySource('mic');
+      return p && !p.producer.closed ? p : undefined;
+    };
+    let peer = this.#speaking ? this.#peers.get(this.#speaking) : undefined;
+    if (!micOf(peer)) peer = [...this.#peers.values()].find((x) => micOf(x) && !micOf(x)!.producer.paused) ?? [...this.#peers.values()].find((x) => micOf(x));
+    const mic = micOf(peer);
+    if (!peer || !mic) return pipeline.follow(null);
+    await pipeline.follow({ producer: mic.producer, participantId: peer.participantId, name: this.#standing.get(peer.participantId)?.name ?? peer.participantId });
+  }
+
+  #sendCaption(c: Caption): void {
+    const m = { type: 'caption', participantId: c.participantId, name: c.name, text: c.text, at: new Date(c.at).toISOString(), final: true } as const;
+    for (const id of this.#captionWatchers) if (this.#peers.has(id)) this.#o.emit({ participantId: id }, m);
   }
 
   // ---- room state from the meeting actor --------------------------------------------------------
@@ -418,6 +496,7 @@ export class RoomMedia {
       peer.producers.delete(producer.id);
       this.#pipes.delete(producer.id); // its pipes closed with it (mediasoup closes the piped producers)
       this.#wanted.delete(producer.id);
+      if (r.source === 'mic' && this.#captions) void this.#followSpeaker();
       if (r.source === 'screen') {
         const sound = peer.bySource('screen-audio');
         if (sound) this.#closeProducer(peer, sound, 'policy');
@@ -432,6 +511,7 @@ export class RoomMedia {
     if (heldBy) this.#tell(peer, { type: 'producer-paused', producerId: producer.id, source: r.source, reason: heldBy });
     await Promise.all([...this.#peers.values()].filter((other) => other !== peer).map((other) => this.#consume(other, peer, entry)));
     if (this.#recorder) await this.#record(this.#recorder, peer, entry);
+    if (r.source === 'mic' && this.#captions) void this.#followSpeaker();
     this.#updateWanted(producer.id);
     this.#sendMediaState();
     return { producerId: producer.id, paused: producer.paused };
@@ -667,6 +747,7 @@ export class RoomMedia {
 
   #dropPeer(peer: Peer): void {
     this.#peers.delete(peer.participantId);
+    if (this.#captionWatchers.delete(peer.participantId) && !this.#captionWatchers.size) void this.#stopCaptions();
     peer.close();
     this.#quality.delete(peer.participantId);
     this.#sendMediaState();

@@ -54,10 +54,13 @@ export class OggOpusWriter {
   #packets: Buffer[] = [];
   #lacing: number[] = [];
   #pageStart = 0;
+  readonly #pageSamples: number;
 
-  constructor(write: (b: Buffer) => void, channels: 1 | 2, serial = 0x41554c41) {
+  /** `pageSamples`: a page is written once it holds this many samples (a second; live captions take 20 ms). */
+  constructor(write: (b: Buffer) => void, channels: 1 | 2, serial = 0x41554c41, pageSamples = PAGE_SAMPLES) {
     this.#write = write;
     this.#serial = serial;
+    this.#pageSamples = pageSamples;
     const head = Buffer.alloc(19);
     head.write('OpusHead', 0, 'latin1');
     head[8] = 1; // version
@@ -87,7 +90,7 @@ export class OggOpusWriter {
     this.#packets.push(data);
     this.#lacing.push(...lacing);
     this.#granule += samples;
-    if (this.#granule - this.#pageStart >= PAGE_SAMPLES) this.#flush(0);
+    if (this.#granule - this.#pageStart >= this.#pageSamples) this.#flush(0);
   }
 
   /** Silence up to `samples` (in steps of 2.5 ms: less than that is left out). */

@@ -108,6 +108,7 @@ const signalingRequests = [
   z.object({ type: z.literal('view'), id: cid, tiles: z.array(viewTile).max(PROTOCOL_LIMITS.viewTiles), audioOnly: z.boolean().optional() }),
   z.object({ type: z.literal('consumer-ready'), id: cid, consumerId: ref }),
   z.object({ type: z.literal('consumer-close'), id: cid, consumerId: ref }),
+  z.object({ type: z.literal('captions'), id: cid, on: z.boolean() }),
   z.object({
     type: z.literal('media-report'),
     id: cid,

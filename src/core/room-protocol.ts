@@ -160,6 +160,12 @@ export type SignalingRequest =
    * What the page measures of its own media, every few seconds and when its error changes: hosts see it
    * (media-health) beside what the server measures. `error`: its media cannot get through (MEDIA_ERROR_CODES).
    */
+  /**
+   * Live captions for this participant (docs/ai-notes.md, "Live captions"): on, the room's current
+   * speaker's words come as `caption` messages; off, they stop. Refused (`ai_notes_unavailable`) with
+   * the reason when the organization's plan, its AI switch, the server's engine or its language rule them out.
+   */
+  | { type: 'captions'; id?: string; on: boolean }
   | {
       type: 'media-report';
       id?: string;
@@ -195,6 +201,7 @@ export const SIGNALING_REQUEST_TYPES = [
   'consumer-ready',
   'consumer-close',
   'media-report',
+  'captions',
 ] as const satisfies readonly SignalingRequest['type'][];
 // pure: a bundle that never asks (the browser's) leaves the set and its list out
 export const SIGNALING_TYPES: ReadonlySet<string> = /* @__PURE__ */ new Set(SIGNALING_REQUEST_TYPES);
@@ -269,6 +276,8 @@ export interface AckResults {
   'consumer-close': Empty;
   /** `raised`: the error this report newly raised (counted in aula_media_errors_total). */
   'media-report': { raised: MediaErrorCode | null };
+  /** `language`: the organization's, which the captions are in. */
+  captions: { on: boolean; language: string | null };
 }
 export type AckResult<T extends ClientMessageType> = AckResults[T];
 
@@ -341,6 +350,11 @@ export type MediaEvent = (
   | { type: 'network-quality'; participants: { participantId: string; quality: number }[] }
   /** To hosts and cohosts, every few seconds while it changes: each person's media health (the people list's details). */
   | { type: 'media-health'; participants: MediaHealth[] }
+  /**
+   * To those with captions on: what the room's current speaker said in the last second or two (`at`:
+   * when that audio began). Each chunk's text is final (`final: true`); nothing of it is stored.
+   */
+  | { type: 'caption'; participantId: string; name: string; text: string; at: string; final: boolean }
 ) & { seq?: number };
 
 /** One person's media as hosts see it: what their page reports (MediaReport) and what the server measures. */

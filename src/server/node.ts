@@ -21,6 +21,7 @@ import { Questions } from '../services/questions.ts';
 import { ChatLog } from '../services/chat.ts';
 import { PLAYBACK_KEY_PURPOSE, Recordings } from '../services/recordings.ts';
 import { RecordingNotes } from '../services/recording-notes.ts';
+import type { PlanName } from '../core/plans.ts';
 import { openTranscriptionEngine, transcriptionMissing } from '../platform/ai/asr.ts';
 import { openNotesEngine } from '../platform/ai/notes.ts';
 import { openStorage } from '../platform/storage/index.ts';
@@ -158,6 +159,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
   const storage = await openStorage(config, log);
   const asrMissing = transcriptionMissing(config);
   if (asrMissing) log.info({ why: asrMissing }, 'no transcription engine: recordings get no transcript or notes (docs/ai-notes.md)');
+  const asr = asrMissing ? null : openTranscriptionEngine(config, { log });
   const recordingNotes = new RecordingNotes({
     sql,
     clock,
@@ -165,7 +167,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
     storage,
     bus,
     log,
-    asr: asrMissing ? null : openTranscriptionEngine(config, { log }),
+    asr,
     notes: openNotesEngine({
       engine: config.AULA_NOTES_ENGINE,
       url: config.AULA_NOTES_URL,
@@ -202,6 +204,13 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
         maxIncomingBitrate: config.AULA_MEDIA_MAX_INCOMING_BITRATE,
         initialOutgoingBitrate: config.AULA_MEDIA_INITIAL_OUTGOING_BITRATE,
         recordings,
+        // live captions: the organization's as for AI notes (plan, switch, engine, language); nothing is written
+        captions: async (meetingId) => {
+          const [org] = await sql<{ plan: PlanName; aiNotes: boolean; language: string }[]>`select o.plan, o.ai_notes, o.language from meetings m join organizations o on o.id = m.org_id where m.id = ${meetingId}`;
+          if (!org) return 'The meeting is not known.';
+          const why = recordingNotes.unavailable(org);
+          return why ?? (asr ? { engine: asr, language: org.language } : 'This server has no transcription engine.');
+        },
       })
     : null;
   const turn = config.AULA_TURN_URLS?.length && config.AULA_TURN_SECRET ? new TurnRelays({ urls: config.AULA_TURN_URLS, secret: config.AULA_TURN_SECRET, clock, sql, log }) : null;

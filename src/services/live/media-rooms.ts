@@ -11,6 +11,7 @@ import type { RoomClients } from './clients.ts';
 import type { SignalingRequest } from '../../core/room-protocol.ts';
 import type { MediaLoad } from '../../../media/load.ts';
 import { InOrder } from './in-order.ts';
+import type { TranscriptionEngine } from '../../platform/ai/asr.ts';
 import { RoomMedia, type MediaTarget } from '../../../media/room.ts';
 import type { WorkerPool } from '../../../media/workers.ts';
 
@@ -49,6 +50,12 @@ export interface MediaRoomsOptions {
   initialOutgoingBitrate: number;
   /** Where a recording's segments are numbered and saved (src/services/recordings.ts); absent: rooms here are not recorded. */
   recordings?: Pick<Recordings, 'segmentStarted' | 'segmentSaved'>;
+  /**
+   * Whether a meeting's organization may have live captions (docs/ai-notes.md): the engine and its
+   * language, or why not (the plan, the organization's AI switch, no engine, a language it cannot do).
+   * Absent: captions are refused on this server.
+   */
+  captions?(meetingId: string): Promise<{ engine: TranscriptionEngine; language: string } | string>;
 }
 
 /**
@@ -172,7 +179,16 @@ export class MediaRooms {
         return room.consumerClose(p, q.consumerId);
       case 'media-report':
         return room.report(p, q);
+      case 'captions':
+        return this.#setCaptions(room, r.meetingId, p, q.on);
     }
+  }
+
+  async #setCaptions(room: RoomMedia, meetingId: string, participantId: string, on: boolean): Promise<Record<string, unknown>> {
+    if (!on) return room.setCaptions(participantId, false, null);
+    const allowed = this.#o.captions ? await this.#o.captions(meetingId) : 'This server does not make live captions.';
+    if (typeof allowed === 'string') throw new AppError('ai_notes_unavailable', { message: allowed, details: { feature: 'captions' } });
+    return room.setCaptions(participantId, true, allowed);
   }
 
   /** The meeting actor's room messages: placement moves close the room here; roster and settings are applied. */
