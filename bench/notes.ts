@@ -295,7 +295,7 @@ async function main(): Promise<void> {
   if (notes || spoken) (notes ?? notesReport([])).report(spoken ? [spoken.notes] : []);
   const wallSeconds = (performance.now() - t0) / 1000;
   say(`\n${wallSeconds.toFixed(0)} s in all; ${cpus().length} cores, ${cpus()[0]?.model ?? 'unknown CPU'}; load average ${loadAverageAtStart.map((l) => l.toFixed(2)).join(' ')} at the start, ${load()} at the end`);
-  if (loadavg()[0]! > cpus().length * 0.75) say('note: the machine was busy; the wall-clock speeds are low for it, the per-CPU ones much less affected');
+  if (loadavg()[0]! > cpus().length * 0.75) say('note: the machine was busy; the speeds are low for it, per CPU second too (on a shared VM the decoder gets less done per CPU second beside other work); WER and the notes do not depend on it');
 
   const result = {
     scenario: 'notes',
