@@ -128,6 +128,16 @@ export async function signIn(orgId: string, email: string, password: string): Pr
   return ((await (await send('POST', '/auth/sign-in', { body: { orgId, email, password }, auth: false })).json()) as { data: SignInAnswer }).data;
 }
 
+/** What an invitation link is for (the accept page), without a session. */
+export async function peekInvitation(token: string): Promise<{ email: string; role: string; orgId: string; orgName: string; expiresAt: string }> {
+  return ((await (await send('POST', '/auth/invitation', { body: { token }, auth: false })).json()) as { data: { email: string; role: string; orgId: string; orgName: string; expiresAt: string } }).data;
+}
+
+/** Accepts an invitation: sets the password and answers a session, as sign-in does. */
+export async function acceptInvitation(token: string, password: string): Promise<SignInAnswer> {
+  return ((await (await send('POST', '/auth/accept-invitation', { body: { token, password }, auth: false })).json()) as { data: SignInAnswer }).data;
+}
+
 /** The organization's own routes, `/orgs/:orgId…`. */
 export const org = (rest = ''): string => `/orgs/${encodeURIComponent(current()?.orgId ?? '')}${rest}`;
 export const enc = encodeURIComponent;

@@ -16,6 +16,7 @@ import { Users } from './pages/users.tsx';
 import { Recordings } from './pages/recordings.tsx';
 import { ApiKeys } from './pages/api-keys.tsx';
 import { AuditLog } from './pages/audit-log.tsx';
+import { AcceptPage } from './pages/admins.tsx';
 import { Empty, PageHead } from './ui/common.tsx';
 import './console.css';
 
@@ -66,9 +67,24 @@ function App() {
 
   // the sign-in page has an address of its own; a signed-in visit to it goes to where it was going
   useEffect(() => {
+    if (path === '/accept') return;
     if (!session && path !== '/sign-in') navigate(href('/sign-in', { next: path === '/' ? null : href(path, query) }), { replace: true });
     if (session && path === '/sign-in') navigate(query.get('next')?.startsWith('/console') ? query.get('next')! : href('/'), { replace: true });
   }, [session, path]);
+
+  // an invitation's link: the accept page sets the password and signs in, whoever is signed in here
+  if (path === '/accept') {
+    return (
+      <AcceptPage
+        token={query.get('token')}
+        onSignedIn={(s) => {
+          setNotice(null);
+          setSession(s);
+          navigate(href('/'), { replace: true });
+        }}
+      />
+    );
+  }
 
   if (!session || path === '/sign-in') {
     // "Sign in to another organization": the one signed in still works, and the page offers the way back

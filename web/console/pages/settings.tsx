@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import * as api from '../api.ts';
 import { update, current } from '../session.ts';
 import { ErrorNote, Loaded, PageHead, useAction, useFlash, useLoad } from '../ui/common.tsx';
+import { AdminsPanel } from './admins.tsx';
 
 export interface Org {
   id: string;
@@ -27,6 +28,7 @@ export function Settings() {
       <Loaded load={load} what="settings" retry={reload}>
         {(org) => <SettingsForm org={org} onSaved={set} />}
       </Loaded>
+      <AdminsPanel />
     </>
   );
 }
