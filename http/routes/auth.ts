@@ -4,6 +4,7 @@ import { MAX_PASSWORD_LENGTH } from '../../src/platform/passwords.ts';
 import { ADMIN_SESSION_TTL_MS, csrfTokenFor, ADMIN_ROLES, SESSION_COOKIE } from '../../src/services/admins.ts';
 import { SIGN_IN_ACCOUNT_UNDER_ATTACK, SIGN_IN_FAILURE_WINDOW_MS, SIGN_IN_FAILURES_PER_ADDRESS } from '../../src/services/sign-in-throttle.ts';
 import { route } from '../route.ts';
+import { resolveOrgRef } from '../../src/services/orgs.ts';
 
 const tag = 'Admin sessions';
 
@@ -11,7 +12,7 @@ const tag = 'Admin sessions';
 export const SIGN_IN_PER_IP_PER_MINUTE = 30;
 
 const signInBody = z.strictObject({
-  orgId: z.string().min(1).max(64).describe('The organization the owner or admin belongs to.'),
+  orgId: z.string().min(1).max(64).describe('The organization the owner or admin belongs to: its id, or its short name (`shortName`, set on PATCH /orgs/:orgId).'),
   email: z.string().min(1).max(320).describe('Compared without regard to case.'),
   password: z.string().min(1).max(MAX_PASSWORD_LENGTH),
 });
@@ -51,7 +52,7 @@ export const authRoutes = [
       errors: ['invalid_credentials', 'admin_disabled', 'rate_limited'],
     },
     async ({ app, db, body, req }) => {
-      const s = await app.services.admins.signIn(db, body, req.ip);
+      const s = await app.services.admins.signIn(db, { ...body, orgId: await resolveOrgRef(db, body.orgId) }, req.ip);
       return {
         data: s,
         headers: { 'Set-Cookie': sessionCookie(app, s.sessionToken, ADMIN_SESSION_TTL_MS / 1000), 'Cache-Control': 'no-store' },

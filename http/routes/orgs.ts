@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { PLAN_NAMES, PLANS } from '../../src/core/plans.ts';
-import { getOrg, updateOrg, type Org } from '../../src/services/orgs.ts';
+import { getOrg, SHORT_NAME, SHORT_NAME_RULE, updateOrg, type Org } from '../../src/services/orgs.ts';
 import { attendanceRules } from '../schemas/attendance.ts';
 import { allowedOrigins, mobileApps, mobileAppsPatch } from '../schemas/orgs.ts';
 import { route } from '../route.ts';
@@ -22,6 +22,7 @@ const organization = z.object({
   recordingRetentionDays: z.number().int().describe('Recordings older than this many days are deleted, with recording.deleted (docs/recordings.md); default 365.'),
   aiNotes: z.boolean().describe('Whether READY recordings get a transcript and lecture notes (docs/ai-notes.md); on by default, used only when the plan has `ai_notes`.'),
   language: z.string().describe('The language classes are taught in (ISO 639-1, default `en`): what transcription listens for.'),
+  shortName: z.string().nullable().describe('What its admins may type at sign-in instead of the id; null until set.'),
   aiNotesUnavailable: z.string().nullable().describe('Why recordings get no transcript and notes now (the plan, the switch, a language the server\'s engine cannot do, no engine installed); null when they do.'),
 });
 const present = (app: App, org: Org) => ({
@@ -35,6 +36,7 @@ const present = (app: App, org: Org) => ({
   recordingRetentionDays: org.recordingRetentionDays,
   aiNotes: org.aiNotes,
   language: org.language,
+  shortName: org.shortName,
   aiNotesUnavailable: app.services.recordingNotes.unavailable(org),
 });
 
@@ -62,9 +64,10 @@ export const orgRoutes = [
         recordingRetentionDays: z.number().int().min(1).max(3650).optional(),
         aiNotes: z.boolean().optional(),
         language: z.string().regex(/^[a-z]{2}$/, 'an ISO 639-1 code: two lowercase letters, like en').optional(),
+        shortName: z.string().regex(SHORT_NAME, SHORT_NAME_RULE).nullable().optional().describe('What admins may type at sign-in instead of the id; unique (409 slug_taken); null removes it.'),
       }),
       response: organization,
-      errors: ['not_found'],
+      errors: ['not_found', 'slug_taken'],
     },
     async ({ app, db, req, admin, apiKey, params, body }) => {
       const org = await inTx(db, async (tx) => {

@@ -24,6 +24,8 @@ export interface Org {
   aiNotes: boolean;
   /** The language its classes are taught in (ISO 639-1): what transcription listens for. */
   language: string;
+  /** What its admins may type at sign-in instead of its id (SHORT_NAME_RULE); null until set. */
+  shortName: string | null;
   createdAt: Date;
 }
 
@@ -45,7 +47,7 @@ export interface MobileApps {
 }
 
 type OrgRow = Omit<Org, 'attendanceRules' | 'mobileApps' | 'recordingRetentionDays'> & { attendanceRules: Partial<AttendanceRules> | null; androidApp: AndroidApp | null; iosApp: IosApp | null; recordingRetentionDays: number | null };
-const ORG_COLUMNS = 'id, name, plan, allowed_origins, attendance_rules, android_app, ios_app, recording_retention_days, ai_notes, language, created_at';
+const ORG_COLUMNS = 'id, name, plan, allowed_origins, attendance_rules, android_app, ios_app, recording_retention_days, ai_notes, language, short_name, created_at';
 const toOrg = ({ androidApp, iosApp, recordingRetentionDays, ...row }: OrgRow): Org => ({
   ...row,
   attendanceRules: attendanceRules(row.attendanceRules),
@@ -58,6 +60,20 @@ export async function createOrg(db: Db, clock: Clock, input: { name: string; pla
   const [org] = await db<OrgRow[]>`insert into organizations (id, name, plan, created_at, updated_at)
     values (${newId('org')}, ${input.name}, ${input.plan}, ${now}, ${now}) returning ${db.unsafe(ORG_COLUMNS)}`;
   return toOrg(org!);
+}
+
+export const SHORT_NAME_RULE = '3 to 40 lowercase letters, digits and hyphens, starting with a letter';
+export const SHORT_NAME = /^[a-z][a-z0-9-]{2,39}$/;
+
+/**
+ * The organization id sign-in is given: an id as it is, or the id of the organization with that short
+ * name. What matches nothing is returned as it is, so sign-in answers it as any unknown organization.
+ */
+export async function resolveOrgRef(db: Db, ref: string): Promise<string> {
+  const v = ref.trim().toLowerCase();
+  if (!SHORT_NAME.test(v)) return ref;
+  const [org] = await db<{ id: string }[]>`select id from organizations where short_name = ${v}`;
+  return org?.id ?? ref;
 }
 
 export async function getOrg(db: Db, id: string): Promise<Org> {
@@ -121,8 +137,12 @@ export async function updateOrg(
   db: Db,
   clock: Clock,
   id: string,
-  patch: { name?: string | undefined; allowedOrigins?: string[] | undefined; attendanceRules?: Partial<AttendanceRules> | undefined; mobileApps?: MobileAppsPatch | undefined; recordingRetentionDays?: number | undefined; aiNotes?: boolean | undefined; language?: string | undefined },
+  patch: { name?: string | undefined; allowedOrigins?: string[] | undefined; attendanceRules?: Partial<AttendanceRules> | undefined; mobileApps?: MobileAppsPatch | undefined; recordingRetentionDays?: number | undefined; aiNotes?: boolean | undefined; language?: string | undefined; shortName?: string | null | undefined },
 ): Promise<Org> {
+  if (patch.shortName) {
+    const [taken] = await db<{ id: string }[]>`select id from organizations where short_name = ${patch.shortName} and id <> ${id}`;
+    if (taken) throw new AppError('slug_taken', { message: 'Another organization has this short name.', details: { shortName: patch.shortName } });
+  }
   const rules = patch.attendanceRules ? Object.fromEntries(Object.entries(patch.attendanceRules).filter(([, v]) => v !== undefined)) : null;
   const android = patch.mobileApps?.android;
   const ios = patch.mobileApps?.ios;
@@ -135,8 +155,13 @@ export async function updateOrg(
       recording_retention_days = coalesce(${patch.recordingRetentionDays ?? null}::int, recording_retention_days),
       ai_notes = coalesce(${patch.aiNotes ?? null}::boolean, ai_notes),
       language = coalesce(${patch.language ?? null}, language),
+      short_name = case when ${patch.shortName === undefined} then short_name else ${patch.shortName ?? null} end,
       updated_at = ${iso(clock.now())}
-    where id = ${id} returning ${db.unsafe(ORG_COLUMNS)}`;
+    where id = ${id} returning ${db.unsafe(ORG_COLUMNS)}`.catch((err: { code?: string }) => {
+      // two organizations taking the same short name at once: the unique index decides
+      if (err.code === '23505') throw new AppError('slug_taken', { message: 'Another organization has this short name.', details: { shortName: patch.shortName } });
+      throw err;
+    });
   if (!org) throw new AppError('not_found', { message: `No organization ${id}.` });
   return toOrg(org);
 }

@@ -371,13 +371,13 @@ t.test('at 360 px the navigation is behind a menu button; a second organization 
 
   // a second school this admin also runs: signed in beside the first, then switched between without a password
   const other = await createTenant(node);
-  await node.app.sql`update organizations set name = 'Hillside Primary' where id = ${other.orgId}`;
+  await node.app.sql`update organizations set name = 'Hillside Primary', short_name = 'hillside' where id = ${other.orgId}`;
   await node.app.services.admins.create(node.app.sql, { orgId: other.orgId, email: EMAIL, role: 'admin', password: PASSWORD });
   await page.click('.org-button');
   await page.click('text=Sign in to another organization…');
   await page.waitForSelector('h1:text-is("Sign in")');
   t.ok(await page.isVisible('button:text("Back to Riverside Secondary School")'), 'the way back is offered');
-  await page.fill('input[name=orgId]', other.orgId);
+  await page.fill('input[name=orgId]', 'Hillside'); // its short name, as an admin would type it
   await page.fill('input[name=email]', EMAIL);
   await page.fill('input[name=password]', PASSWORD);
   await page.click('button[type=submit]');

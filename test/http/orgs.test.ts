@@ -142,3 +142,24 @@ t.test('the join page tells the room application which apps there are, and nothi
   await patch({ mobileApps: { android: null, ios: null } });
   t.same(await boot(link.url), { apps: { android: null, ios: false } });
 });
+
+t.test('a short name: set, unique, signed in with instead of the id (any case), removed; unknown ones answer as an unknown organization', async (t) => {
+  const set = await patch({ shortName: 'riverside-high' });
+  t.equal(set.status, 200, JSON.stringify(set.body));
+  t.equal(set.body.data.shortName, 'riverside-high');
+  const byName = await api(node, 'POST', '/auth/sign-in', { body: { orgId: 'Riverside-High', email: 'admin@school.example', password: PASSWORD } });
+  t.equal(byName.status, 200, JSON.stringify(byName.body));
+  t.equal(byName.body.data.admin.orgId, tenant.orgId);
+  assertError(t, await api(node, 'POST', '/auth/sign-in', { body: { orgId: 'riverside-low', email: 'admin@school.example', password: PASSWORD } }), 401, 'invalid_credentials');
+  for (const bad of ['rh', '1school', 'has space', 'under_score', 'x'.repeat(41), 'Ünï']) assertError(t, await patch({ shortName: bad }), 400, 'validation_failed');
+  const other = await createTenant(node, 'pro');
+  await app.services.admins.create(app.sql, { orgId: other.orgId, email: 'admin@other.example', role: 'admin', password: PASSWORD });
+  const theirs = (await api(node, 'POST', '/auth/sign-in', { body: { orgId: other.orgId, email: 'admin@other.example', password: PASSWORD } })).body.data.sessionToken;
+  const taken = await api(node, 'PATCH', `/orgs/${other.orgId}`, { bearer: theirs, body: { shortName: 'riverside-high' } });
+  assertError(t, taken, 409, 'slug_taken');
+  // two organizations asking for one name at once: one gets it
+  const race = await Promise.all([patch({ shortName: 'the-one' }), api(node, 'PATCH', `/orgs/${other.orgId}`, { bearer: theirs, body: { shortName: 'the-one' } })]);
+  t.same(race.map((r) => r.status).sort(), [200, 409], race.map((r) => JSON.stringify(r.body)).join(' '));
+  t.equal((await patch({ shortName: null })).body.data.shortName, null, 'removed');
+  t.equal((await patch({ name: 'Kept' })).body.data.shortName, null);
+});

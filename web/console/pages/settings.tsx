@@ -17,6 +17,8 @@ export interface Org {
   aiNotes?: boolean;
   language?: string;
   aiNotesUnavailable?: string | null;
+  /** What admins may type at sign-in instead of the id. */
+  shortName?: string | null;
 }
 
 /** The organization's settings (PATCH /orgs/:orgId): name, allowed origins, attendance rules, recording retention. */
@@ -35,6 +37,7 @@ export function Settings() {
 
 function SettingsForm({ org, onSaved }: { org: Org; onSaved: (o: Org) => void }) {
   const [name, setName] = useState(org.name);
+  const [shortName, setShortName] = useState(org.shortName ?? '');
   const [origins, setOrigins] = useState(org.allowedOrigins.join('\n'));
   const [rules, setRules] = useState({ ...org.attendanceRules, presentShare: Math.round(org.attendanceRules.presentShare * 100) });
   const [retention, setRetention] = useState(String(org.recordingRetentionDays));
@@ -49,6 +52,7 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved: (o: Org) => void })
     void action.run(async () => {
       const body: Record<string, unknown> = {};
       if (name.trim() !== org.name) body.name = name.trim();
+      if (org.shortName !== undefined && shortName.trim().toLowerCase() !== (org.shortName ?? '')) body.shortName = shortName.trim().toLowerCase() || null;
       const list = origins
         .split(/[\s,]+/)
         .map((o) => o.trim())
@@ -94,6 +98,15 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved: (o: Org) => void })
           <span>Name</span>
           <input name="name" required maxLength={200} value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
         </label>
+        {org.shortName !== undefined && (
+          <label>
+            <span>Short name</span>
+            <input name="shortName" maxLength={40} value={shortName} onInput={(e) => setShortName((e.target as HTMLInputElement).value)} aria-describedby="short-hint" spellcheck={false} autocomplete="off" />
+            <span class="hint" id="short-hint">
+              Admins may type it at sign-in instead of the organization id: 3 to 40 lowercase letters, digits and hyphens, starting with a letter. Leave it empty for none.
+            </span>
+          </label>
+        )}
         <dl class="facts">
           <div>
             <dt>Organization id</dt>

@@ -4,7 +4,7 @@ import { remember, remembered, forget, update, type SignedIn } from '../session.
 import { ErrorNote, useAction } from './common.tsx';
 
 /**
- * Sign in: the organization's id, email and password, against POST /auth/sign-in. The organizations
+ * Sign in: the organization's id (or its short name), email and password, against POST /auth/sign-in. The organizations
  * signed in on this browser before are offered first, so choosing one fills its id and email.
  */
 export function SignIn({ onSignedIn, notice, prefill, back }: { onSignedIn: (s: SignedIn) => void; notice: string | null; prefill: string | null; back?: { label: string; go: () => void } }) {
@@ -75,8 +75,8 @@ export function SignIn({ onSignedIn, notice, prefill, back }: { onSignedIn: (s: 
         )}
         <form onSubmit={submit} class="form" noValidate={false}>
           <label>
-            <span>Organization id</span>
-            <input name="orgId" value={orgId} onInput={(e) => setOrgId((e.target as HTMLInputElement).value)} required autocomplete="organization" spellcheck={false} placeholder="org_…" />
+            <span>Organization id or short name</span>
+            <input name="orgId" value={orgId} onInput={(e) => setOrgId((e.target as HTMLInputElement).value)} required autocomplete="organization" spellcheck={false} placeholder="org_… or riverside" />
           </label>
           <label>
             <span>Email</span>
