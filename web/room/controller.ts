@@ -392,6 +392,25 @@ export class RoomController {
     this.store.dispatch({ type: 'paged', page, pages });
   }
 
+  /**
+   * Live captions on or off for this person (docs/ai-notes.md): the server's refusal says why they cannot
+   * be had (the plan, the organization's switch, no engine, the language), which the page shows.
+   */
+  async setCaptions(on: boolean): Promise<void> {
+    if (!on) this.store.dispatch({ type: 'captions-set', on: false, unavailable: null });
+    try {
+      await this.#connection.socket?.ask({ type: 'captions', on });
+      if (on) this.store.dispatch({ type: 'captions-set', on: true, unavailable: null });
+    } catch (err) {
+      if (on) this.store.dispatch({ type: 'captions-set', on: false, unavailable: err instanceof CommandError ? err.message : 'Captions could not be turned on; try again.' });
+    }
+  }
+
+  /** The page stops telling why captions are not available. */
+  dismissCaptions(): void {
+    this.store.dispatch({ type: 'captions-set', on: false, unavailable: null });
+  }
+
   /** Receive no video (the server pauses it all) or video again. */
   setAudioOnly(on: boolean): void {
     this.store.dispatch({ type: 'audio-only', on });

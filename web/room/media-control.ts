@@ -67,6 +67,8 @@ export class MediaControl {
     try {
       await media.start();
       if (this.client === media) this.view.restart();
+      // captions follow the media (a new media join starts without them on the server)
+      if (this.client === media && this.#store.state.captions.on) void socket.ask({ type: 'captions', on: true }).catch(() => {});
       if (this.client === media && !media.receivesVideo) {
         this.#store.set({ notice: "This browser cannot play the class's video. You can hear the class; for video, open the link in a current Chrome, Edge, Firefox or Safari." });
       }

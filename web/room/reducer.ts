@@ -107,7 +107,23 @@ export interface State {
   pollPrompt: string | null;
   /** The recording in progress (null: the class is not being recorded). */
   recording: RoomRecording | null;
+  /**
+   * Live captions (CC): on for this person, the last lines shown over the stage, and why they cannot be
+   * had when the server refused them (the plan, the organization's switch, the engine, the language).
+   */
+  captions: { on: boolean; lines: CaptionLine[]; unavailable: string | null };
 }
+
+/** A caption line over the stage: who spoke and what the engine heard. */
+export interface CaptionLine {
+  key: number;
+  participantId: string;
+  name: string;
+  text: string;
+}
+
+/** Caption lines shown at once (the oldest go first). */
+export const CAPTION_LINES = 3;
 
 /**
  * What hosts and cohosts are told with every panel closed (a toast with the action): a hand went up,
@@ -183,6 +199,7 @@ export const initialState: State = {
   seq: 0,
   pollPrompt: null,
   recording: null,
+  captions: { on: false, lines: [], unavailable: null },
 };
 
 /** What the page's own commands were answered, as the reducer takes it (the rest of their answers are server messages' shapes). */
@@ -206,7 +223,9 @@ export type PageAction =
   | { type: 'reaction-gone'; key: number }
   | { type: 'alert-gone'; key: number }
   /** The page popped up the poll it was prompted to. */
-  | { type: 'poll-prompted' };
+  | { type: 'poll-prompted' }
+  /** Captions were turned on or off, or refused (`unavailable`: why). */
+  | { type: 'captions-set'; on: boolean; unavailable: string | null };
 
 export type Action = Heard | PageAction;
 
@@ -384,6 +403,13 @@ export function reduce(s: State, m: Action): State {
       for (const p of m.participants) sources[p.participantId] = p.sources;
       return { ...s, sources };
     }
+    case 'caption': {
+      if (!s.captions.on) return s;
+      const line: CaptionLine = { key: s.seq + 1, participantId: m.participantId, name: m.name, text: m.text };
+      return { ...s, captions: { ...s.captions, lines: [...s.captions.lines, line].slice(-CAPTION_LINES) }, seq: s.seq + 1 };
+    }
+    case 'captions-set':
+      return { ...s, captions: { on: m.on, lines: m.on ? s.captions.lines : [], unavailable: m.unavailable } };
     case 'active-speaker': {
       const id = m.participantId;
       const speakers = id === null ? s.speakers : [id, ...s.speakers.filter((x) => x !== id)].slice(0, SPEAKERS_KEPT);

@@ -37,8 +37,8 @@ const NARROW = '(max-width: 640px)';
 const NARROW_SLOTS = 4;
 
 /** The order in which the controls earn a place in the narrow bar: a host keeps People (the waiting and the hands) where a student keeps the hand. */
-const PRIORITY = ['mic', 'cam', 'hand', 'chat', 'people', 'polls', 'qa', 'react', 'screen', 'record'];
-const HOST_PRIORITY = ['mic', 'cam', 'people', 'chat', 'hand', 'polls', 'qa', 'react', 'screen', 'record'];
+const PRIORITY = ['mic', 'cam', 'hand', 'chat', 'people', 'polls', 'qa', 'react', 'cc', 'screen', 'record'];
+const HOST_PRIORITY = ['mic', 'cam', 'people', 'chat', 'hand', 'polls', 'qa', 'react', 'cc', 'screen', 'record'];
 
 function useMatches(query: string): boolean {
   const [matches, setMatches] = useState(() => matchMedia(query).matches);
@@ -112,6 +112,7 @@ export function Controls({
   reacting,
   onReact,
   recording,
+  captions,
   act,
 }: {
   media: Pick<State, 'micOn' | 'camOn' | 'screenOn'>;
@@ -125,7 +126,9 @@ export function Controls({
   onReact: () => void;
   /** The class is being recorded (hosts' Record control stops it). */
   recording: boolean;
-  act: Pick<RoomController, 'toggleMic' | 'toggleCamera' | 'toggleScreen' | 'raiseHand' | 'leave' | 'endForEveryone' | 'record'>;
+  /** Live captions are on for this person. */
+  captions: boolean;
+  act: Pick<RoomController, 'toggleMic' | 'toggleCamera' | 'toggleScreen' | 'raiseHand' | 'leave' | 'endForEveryone' | 'record' | 'setCaptions'>;
 }) {
   const narrow = useMatches(NARROW);
   const nav = useRef<HTMLElement>(null);
@@ -167,6 +170,7 @@ export function Controls({
   controls.push(panelControl('polls', 'Polls', 'poll', pollWaiting ? 'a poll is waiting for your answer' : '', pollWaiting ? 1 : 0));
   controls.push(panelControl('qa', 'Q&A', 'qa', questionsNote, may.host ? openQuestions : 0));
   controls.push({ key: 'react', label: 'React', name: 'React', icon: 'smile', pressed: reacting, onClick: onReact });
+  controls.push({ key: 'cc', label: 'Captions', name: 'Live captions', icon: 'cc', pressed: captions, onClick: () => void act.setCaptions(!captions) });
   if (may.host) {
     const label = recording ? 'Stop recording' : 'Record';
     controls.push({ key: 'record', label, name: label, icon: 'rec', pressed: recording, onClick: () => (recording ? confirm('Stop recording? The recording is saved and processed.') && void act.record(false) : void act.record(true)) });

@@ -25,6 +25,8 @@ export interface RoomMedia {
 export type RoomActions = Pick<
   RoomController,
   | 'clearNotice'
+  | 'setCaptions'
+  | 'dismissCaptions'
   | 'askToUnmute'
   | 'command'
   | 'admitAll'
@@ -198,6 +200,28 @@ export function Room({ state: s, media, act }: { state: State; media: RoomMedia;
           act={{ pin: (id) => act.pin(id), setPage: (page) => act.setPage(page), paged: (page, pages) => act.paged(page, pages), showPeople: () => setPanel('people') }}
         />
         <FloatingReactions room={s} />
+        {(s.captions.on || s.captions.unavailable) && (
+          <div class="captions" id="captions" role="region" aria-label="Live captions">
+            <div aria-live="polite" aria-atomic="false">
+              {s.captions.unavailable ? (
+                <p class="caption-line unavailable">Captions are not available: {s.captions.unavailable}</p>
+              ) : s.captions.lines.length ? (
+                s.captions.lines.map((l) => (
+                  <p class="caption-line" key={l.key}>
+                    <span class="caption-name">{l.name}:</span> {l.text}
+                  </p>
+                ))
+              ) : (
+                <p class="caption-line waiting">Captions are on. The speaker's words appear here.</p>
+              )}
+            </div>
+            {s.captions.unavailable && (
+              <button class="btn small" onClick={() => act.dismissCaptions()}>
+                Close
+              </button>
+            )}
+          </div>
+        )}
         {panel === 'people' && <People room={s} role={may.role} act={act} onClose={() => setPanel(null)} />}
         {panel === 'polls' && <PollsPanel classroom={s} host={may.host} act={act} onClose={() => setPanel(null)} />}
         {panel === 'chat' && <ChatPanel room={s} host={may.host} act={act} onClose={() => setPanel(null)} />}
@@ -243,6 +267,7 @@ export function Room({ state: s, media, act }: { state: State; media: RoomMedia;
         reacting={reacting}
         onReact={() => setReacting(!reacting)}
         recording={s.recording !== null}
+        captions={s.captions.on}
         act={act}
       />
     </div>
