@@ -63,7 +63,17 @@ t.test('an owner invites an admin from Settings and is shown the link once, with
   await look(t, ownerPage, 'settings', '#s-admins');
 });
 
-t.test('the owner disables an admin after confirming', async (t) => {
+t.test('the owner disables an admin after confirming; the admin\'s open console goes back to sign-in on its next request', async (t) => {
+  const theirs = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+  report(theirs);
+  await theirs.goto(`${node.url}/console`);
+  await theirs.waitForSelector('h1:text-is("Sign in")');
+  await theirs.fill('input[name=orgId]', tenant.orgId);
+  await theirs.fill('input[name=email]', 'former.deputy@riverside.example');
+  await theirs.fill('input[name=password]', PASSWORD);
+  await theirs.click('button[type=submit]');
+  await theirs.waitForSelector('h1:text-is("Overview")');
+
   await ownerPage.click('button[aria-label="Disable former.deputy@riverside.example"]');
   const dialog = ownerPage.locator('dialog[open]');
   t.match(await dialog.textContent(), /signed out everywhere at once/);
@@ -72,6 +82,10 @@ t.test('the owner disables an admin after confirming', async (t) => {
   await ownerPage.waitForSelector('tr:has-text("former.deputy@riverside.example") .badge:text-is("disabled")');
   t.notOk(await ownerPage.$('button[aria-label="Disable former.deputy@riverside.example"]'), 'no Disable button for a disabled admin');
   t.notOk(await ownerPage.$(`button[aria-label="Disable ${OWNER}"]`), 'nor for yourself');
+
+  await theirs.click('nav#nav a:text-is("API keys")');
+  await theirs.waitForSelector('h1:text-is("Sign in")');
+  t.match(await theirs.textContent('.signin [role=status]'), /signed out or its owner or admin disabled/, 'the API\'s reason');
 });
 
 t.test('the accept page sets a password and lands signed in; an admin sees the list without the owners\' buttons', async (t) => {
