@@ -122,6 +122,24 @@ t.test('a revoked invitation, and one replaced by a newer one, refuse their link
   assertError(t, await api(a, 'DELETE', `${base}/invitations/${accepted.id}`, { bearer: owner.bearer }), 409, 'admin_invitation_used');
 });
 
+t.test('two tabs accepting one link at once make one admin', async (t) => {
+  const inv = (await invite(owner, { email: 'eager@school.example', role: 'admin' })).body.data;
+  const token = tokenOf(inv.acceptUrl);
+  const [x, y] = await Promise.all([accept(token, NEW_PASSWORD, a), accept(token, NEW_PASSWORD, b)]);
+  t.same([x.status, y.status].sort(), [200, 409], `${x.status} ${y.status}`);
+  t.equal((x.status === 409 ? x : y).body.error.code, 'admin_invitation_used');
+  t.equal((await a.app.sql`select 1 from admins where email = 'eager@school.example'`).length, 1);
+});
+
+t.test('with the session cookie, inviting needs the X-CSRF-Token header', async (t) => {
+  const signed = await api(a, 'POST', '/auth/sign-in', { body: { orgId: tenant.orgId, email: owner.email, password: PASSWORD } });
+  const cookie = `aula_session=${signed.body.data.sessionToken}`;
+  const body = { email: 'csrf@school.example', role: 'admin' };
+  assertError(t, await api(a, 'POST', `${base}/invitations`, { headers: { cookie }, body }), 403, 'csrf_failed');
+  const ok = await api(a, 'POST', `${base}/invitations`, { headers: { cookie, 'x-csrf-token': signed.body.data.csrfToken }, body });
+  t.equal(ok.status, 201);
+});
+
 t.test('an admin lists but may not invite, revoke or disable: owner_required', async (t) => {
   t.equal((await api(a, 'GET', base, { bearer: admin.bearer })).status, 200);
   assertError(t, await invite(admin, { email: 'sneaky@school.example', role: 'owner' }), 403, 'owner_required');
