@@ -23,7 +23,7 @@ const shell = (a: { js: string; css: string }) => `<!doctype html>
  */
 function consoleCsp(app: App): string {
   const base = app.baseUrl ? ` ${new URL(app.baseUrl).origin}` : '';
-  return `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'${base} https: blob:; connect-src 'self'${base}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
+  return `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'${base} https: blob:; connect-src 'self'${base}; frame-src 'self'${base}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
 }
 
 const HEADERS = { 'Referrer-Policy': 'no-referrer', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff', 'Permissions-Policy': 'camera=(), microphone=(), display-capture=()' };

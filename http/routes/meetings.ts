@@ -27,7 +27,7 @@ export const meetingRoutes = [
     async ({ app, db, apiKey, body }) => ({ status: 201, data: toMeetingRecord(await app.services.meetings.create(db, apiKey!.orgId, body)) }),
   ),
   route(
-    { method: 'get', path: '/public/meetings', tag, auth: 'apiKey', scope: 'meetings:read', summary: 'List meetings by scheduled start.', query: meetingListQuery, response: z.array(meetingRecord), list: true },
+    { method: 'get', path: '/public/meetings', tag, auth: 'apiKey', scope: 'meetings:read', summary: 'List meetings by scheduled start.', query: meetingListQuery, response: z.array(meetingRecord), list: true, errors: ['class_not_found', 'user_not_found'] },
     async ({ app, db, apiKey, query }) => {
       const page = await app.services.meetings.list(db, apiKey!.orgId, query);
       return { data: page.items.map(toMeetingRecord), nextCursor: page.nextCursor };

@@ -69,6 +69,7 @@ export const meetingListQuery = schemaOf<MeetingListQuery>()(
     from: isoDate.optional().describe('scheduledStart at or after'),
     to: isoDate.optional().describe('scheduledStart before'),
     externalId: externalId.optional(),
+    userId: externalId.optional().describe('Meetings this user hosts or was in (attended): service id or externalId.'),
   }),
 );
 

@@ -69,6 +69,8 @@ export interface MeetingListQuery extends PageQuery {
   from?: string | undefined;
   to?: string | undefined;
   externalId?: string | undefined;
+  /** Meetings this user (service id or externalId) hosts or was in. */
+  userId?: string | undefined;
 }
 
 /** A meeting as the API shows it. */
@@ -360,6 +362,7 @@ export class Meetings {
   async list(db: Db, orgId: string, q: MeetingListQuery): Promise<{ items: MeetingRow[]; nextCursor: string | null }> {
     const after = decodeCursor(q.cursor, 'time', 'id');
     const classId = q.classId ? (await this.#classes.get(db, orgId, q.classId)).id : null;
+    const userId = q.userId ? (await this.#users.get(db, orgId, q.userId)).id : null;
     const rows = await db<MeetingRow[]>`select m.*, c.external_id as external_class_id, c.course_id
       from meetings m left join classes c on c.id = m.class_id
       where m.org_id = ${orgId}
@@ -368,6 +371,7 @@ export class Meetings {
       ${q.from ? db`and m.scheduled_start >= ${q.from}` : db``}
       ${q.to ? db`and m.scheduled_start < ${q.to}` : db``}
       ${q.externalId ? db`and m.external_id = ${q.externalId}` : db``}
+      ${userId ? db`and (m.host_user_id = ${userId} or exists (select 1 from attendance_intervals a where a.meeting_id = m.id and a.user_id = ${userId}))` : db``}
       ${after ? db`and (m.scheduled_start, m.id) > (${after[0]!}::timestamptz, ${after[1]!})` : db``}
       order by m.scheduled_start, m.id limit ${q.limit + 1}`;
     const items = rows.slice(0, q.limit);

@@ -216,6 +216,7 @@ export class RecordingNotes {
     }
 
     const transcript = n.transcript!;
+    if (!transcript.segments.length) throw new PermanentJobError('No speech was heard in the recording: there is nothing to make a transcript or notes from.');
     const names = await this.names(this.#o.sql, transcript);
     let notes: LectureNotes;
     try {

@@ -243,6 +243,12 @@ t.test('users: pages by cursor, found by external id, deactivated after confirmi
   await page.waitForSelector('.flash:text("Sam Student is deactivated.")');
   t.equal((await call('GET', '/public/users/s-201')).body.data.status, 'DEACTIVATED');
   t.ok(await page.isVisible('.badge:text("deactivated")'));
+  // a user's meetings: those they host or were in
+  await page.click('a[aria-label="Meetings of Sam Student"]');
+  await page.waitForSelector('text=Meetings Sam Student hosts or was in, by scheduled start.');
+  t.match(page.url(), /\/console\/meetings\?userId=usr_/);
+  await page.waitForSelector('.state.loading', { state: 'detached' });
+  t.equal(await page.locator('.error-note').count(), 0, 'answered without an error');
 });
 
 t.test('webhooks: what the endpoint missed while its receiver was down is redelivered from its page', async (t) => {
@@ -290,8 +296,10 @@ t.test('recordings: played through a playback link, deleted after confirming', a
   t.equal(await page.locator('.boot').count(), 0, 'a reload draws the page alone, without the shell\'s "Loading…"');
   t.equal(await page.locator('.cards .card-item').count(), 2);
   await page.click('.cards .card-item >> nth=0 >> button:text("Play")');
-  await page.waitForSelector('.player video');
-  t.match(await page.getAttribute('.player video', 'src'), /\/api\/v1\/recordings\/rec_console_b\/video\?exp=\d+&sig=/, 'the signed video link');
+  await page.waitForSelector('.player iframe');
+  t.match(await page.getAttribute('.player iframe', 'src'), /\/api\/v1\/recordings\/rec_console_b\/player\?exp=\d+&sig=/, 'the player page, framed');
+  await page.frameLocator('.player iframe').locator('h1:text("Class recording")').waitFor();
+  t.pass('the player page is drawn inside the console (its frame-ancestors allow this server)');
   t.match(await page.getAttribute('.player a:text("Open the player page")', 'href'), /\/api\/v1\/recordings\/rec_console_b\/player\?exp=\d+&sig=/, 'and the player page (embedUrl)');
   // making notes again answers a job, or (no transcription engine on this test server) the API's reason
   await page.click('.cards .card-item >> nth=0 >> button:text("Make notes again")');

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { api, createTenant, startTestNode } from '../helpers/node.ts';
 import { assertError } from '../helpers/assert.ts';
-import { goLive } from '../helpers/ws.ts';
+import { connect, eventually, goLive } from '../helpers/ws.ts';
 
 const node = await startTestNode(t);
 const tenant = await createTenant(node);
@@ -127,6 +127,33 @@ t.test('GET /public/meetings lists by scheduled start with filters and cursors',
   t.ok(byClass.body.data.length >= 1 && byClass.body.data.every((m: any) => m.classId === cls.body.data.id));
   assertError(t, await api(node, 'GET', '/public/meetings?status=SOMETIME', { key }), 400, 'validation_failed');
   assertError(t, await api(node, 'GET', '/public/meetings?from=yesterday', { key }), 400, 'validation_failed');
+});
+
+t.test('GET /public/meetings?userId= lists the meetings a user hosts or was in (the console\'s "a user\'s meetings")', async (t) => {
+  const org = await createTenant(node);
+  const call = (method: string, path: string, body?: unknown) => api(node, method, path, { key: org.key, ...(body ? { body } : {}) });
+  const teacher = (await call('POST', '/public/users', { externalId: 'u-t', fullName: 'T', role: 'TEACHER' })).body.data;
+  const other = (await call('POST', '/public/users', { externalId: 'u-o', fullName: 'O', role: 'TEACHER' })).body.data;
+  const student = (await call('POST', '/public/users', { externalId: 'u-s', fullName: 'S', role: 'STUDENT' })).body.data;
+  const soon = new Date(Date.now() + 60_000).toISOString();
+  const m = async (externalId: string, hostUserId: string) => (await call('POST', '/public/meetings', { ...base, externalId, hostUserId, scheduledStart: soon })).body.data;
+  await m('taught', teacher.id);
+  const visited = await m('visited', other.id);
+  await m('elsewhere', other.id);
+  // the student joins `visited`: the attendance records the stay
+  await goLive(t, node, org.key, visited.id, other.id);
+  const link = (await call('POST', `/public/meetings/${visited.id}/join-links`, { userId: student.id })).body.data;
+  const session = (await api(node, 'POST', '/join-tokens/exchange', { body: { token: link.token, deviceId: 'laptop' } })).body.data;
+  const room = await connect(t, session.mediaUrl, session.mediaToken);
+  await room.type('joined');
+  const of = async (userId: string) => (await call('GET', `/public/meetings?userId=${userId}`)).body.data.map((x: { externalId: string }) => x.externalId).sort();
+  t.same(await of(teacher.id), ['taught'], 'hosted');
+  t.same(await of('u-t'), ['taught'], 'by externalId too');
+  await eventually(async () => (await of(student.id)).length === 1);
+  t.same(await of(student.id), ['visited'], 'was in');
+  t.same(await of(other.id), ['elsewhere', 'visited']);
+  assertError(t, await call('GET', '/public/meetings?userId=nobody'), 404, 'user_not_found');
+  assertError(t, await api(node, 'GET', `/public/meetings?userId=${student.id}`, { key }), 404, 'user_not_found');
 });
 
 t.test('PATCH /public/meetings/:id updates and emits meeting.updated only on change', async (t) => {

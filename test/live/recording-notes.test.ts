@@ -156,6 +156,17 @@ t.test('the engine refuses: the run FAILED with the reason (job, metrics), nothi
   t.equal((await eventsOf(s.tenant.orgId, 'transcript.ready')).length, 1);
 });
 
+t.test('a recording in which nobody spoke: the run FAILED with that reason, nothing sent', async (t) => {
+  const s = await schoolWithAdmin();
+  const texts = asr.texts;
+  asr.texts = [''];
+  t.teardown(() => void (asr.texts = texts));
+  await record(t, s);
+  await eventually(async () => (await notesJobs(s.tenant.orgId))[0]?.status === 'FAILED', 60_000);
+  t.match((await notesJobs(s.tenant.orgId))[0]!.error, /No speech was heard/);
+  t.same(await eventsOf(s.tenant.orgId, 'transcript.ready'), []);
+});
+
 t.test('a plan that lost webhooks while the notes were made: the two events still reach the endpoint', async (t) => {
   const s = await schoolWithAdmin();
   const receiver = await Receiver.start(t);

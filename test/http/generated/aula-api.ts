@@ -2182,6 +2182,8 @@ export interface operations {
                 status?: "ACTIVE" | "DEACTIVATED";
                 role?: "TEACHER" | "STUDENT" | "ADMIN";
                 externalId?: string & (unknown & unknown);
+                /** @description Users whose name, email or externalId contains this text, ignoring case. */
+                q?: string;
             };
             header?: never;
             path?: never;
@@ -2962,6 +2964,8 @@ export interface operations {
                 /** @description scheduledStart before */
                 to?: string;
                 externalId?: string & (unknown & unknown);
+                /** @description Meetings this user hosts or was in (attended): service id or externalId. */
+                userId?: string & (unknown & unknown);
             };
             header?: never;
             path?: never;
@@ -3045,6 +3049,15 @@ export interface operations {
             };
             /** @description `insufficient_scope` */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `class_not_found`, `user_not_found` */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9160,7 +9173,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description The organization the owner or admin belongs to. */
+                    /** @description The organization the owner or admin belongs to: its id, or its short name (`shortName`, set on PATCH /orgs/:orgId). */
                     orgId: string;
                     /** @description Compared without regard to case. */
                     email: string;
@@ -9541,6 +9554,8 @@ export interface operations {
                             aiNotes: boolean;
                             /** @description The language classes are taught in (ISO 639-1, default `en`): what transcription listens for. */
                             language: string;
+                            /** @description What its admins may type at sign-in instead of the id; null until set. */
+                            shortName: string | null;
                             /** @description Why recordings get no transcript and notes now (the plan, the switch, a language the server's engine cannot do, no engine installed); null when they do. */
                             aiNotesUnavailable: string | null;
                         };
@@ -9667,6 +9682,8 @@ export interface operations {
                     recordingRetentionDays?: number;
                     aiNotes?: boolean;
                     language?: string;
+                    /** @description What admins may type at sign-in instead of the id; unique (409 slug_taken); null removes it. */
+                    shortName?: string | null;
                 };
             };
         };
@@ -9718,6 +9735,8 @@ export interface operations {
                             aiNotes: boolean;
                             /** @description The language classes are taught in (ISO 639-1, default `en`): what transcription listens for. */
                             language: string;
+                            /** @description What its admins may type at sign-in instead of the id; null until set. */
+                            shortName: string | null;
                             /** @description Why recordings get no transcript and notes now (the plan, the switch, a language the server's engine cannot do, no engine installed); null when they do. */
                             aiNotesUnavailable: string | null;
                         };
@@ -9753,6 +9772,15 @@ export interface operations {
             };
             /** @description `not_found` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `slug_taken` */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

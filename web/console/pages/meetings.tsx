@@ -29,14 +29,15 @@ export interface Meeting {
 
 /** Meetings and classes by scheduled start, filtered by status, dates and external id (all in the URL). */
 export function Meetings({ query }: { query: URLSearchParams }) {
-  const f = { status: query.get('status') ?? '', from: query.get('from') ?? '', to: query.get('to') ?? '', externalId: query.get('externalId') ?? '', cursor: query.get('cursor') };
+  const f = { status: query.get('status') ?? '', from: query.get('from') ?? '', to: query.get('to') ?? '', externalId: query.get('externalId') ?? '', userId: query.get('userId') ?? '', cursor: query.get('cursor') };
+  const who = query.get('who');
   const [load, reload] = useLoad(() => api.list<Meeting>('/public/meetings', { ...f, limit: 25 }), JSON.stringify(f));
   const [ext, setExt] = useState(f.externalId);
-  const filtered = Boolean(f.status || f.from || f.to || f.externalId);
+  const filtered = Boolean(f.status || f.from || f.to || f.externalId || f.userId);
   return (
     <>
-      <PageHead title="Meetings" sub="Meetings and live classes, by scheduled start." />
-      <Filters active={[f.status, f.from, f.to, f.externalId].filter(Boolean).length}>
+      <PageHead title="Meetings" sub={f.userId ? `Meetings ${who ?? 'this user'} hosts or was in, by scheduled start.` : 'Meetings and live classes, by scheduled start.'} />
+      <Filters active={[f.status, f.from, f.to, f.externalId, f.userId].filter(Boolean).length}>
         <FilterSelect name="status" label="Status" options={MEETING_STATUSES} value={f.status} onChange={(v) => setQuery({ status: v })} />
         <label class="filter">
           <span>Starting from</span>

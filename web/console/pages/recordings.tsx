@@ -28,9 +28,9 @@ interface Playback {
 }
 
 /**
- * One recording: play it (a short-lived playback link: the video here, the player page, with the
- * transcript and notes when there are some, in a new tab), make its notes again, and delete it. The player page answers only the organization's allowed origins as frame ancestors,
- * so the console opens it rather than framing it.
+ * One recording: play it (a short-lived playback link: the player page framed here, with the captions,
+ * chapters and summary when the recording has notes; the page may be framed by this server), make its
+ * notes again, and delete it.
  */
 export function RecordingRow({ recording: r, onChanged }: { recording: Recording; onChanged: () => void }) {
   const [links, setLinks] = useState<Playback | null>(null);
@@ -96,7 +96,7 @@ export function RecordingRow({ recording: r, onChanged }: { recording: Recording
       )}
       {links && (
         <div class="player">
-          <video controls preload="metadata" src={links.url} aria-label="Recording" />
+          <iframe class="player-frame" src={links.embedUrl} title="Recording player: the video, its captions, chapters and summary" allow="fullscreen" />
           <p class="small">
             <a href={links.embedUrl} target="_blank" rel="noopener noreferrer">
               Open the player page

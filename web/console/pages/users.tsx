@@ -92,6 +92,9 @@ export function Users({ query }: { query: URLSearchParams }) {
                         </td>
                         <td class="nowrap">{when(u.createdAt)}</td>
                         <td class="actions-cell">
+                          <a class="btn small" href={href(`/meetings?userId=${encodeURIComponent(u.id)}&who=${encodeURIComponent(u.fullName)}`)} aria-label={`Meetings of ${u.fullName}`}>
+                            Meetings
+                          </a>
                           {u.status === 'ACTIVE' && (
                             <ConfirmButton
                               small
