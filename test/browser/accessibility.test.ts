@@ -199,10 +199,10 @@ t.test('on a phone (360x740, Android): three people fill the stage, the title an
   await pp.keyboard.press('Enter');
   await pp.waitForSelector('#more-menu');
   const items = await pp.$$eval('#more-menu [role^="menuitem"]', (es) => es.map((e) => e.getAttribute('aria-label')));
-  t.same(items, ['Share screen', 'People', 'Polls, a poll is waiting for your answer', 'Q&A, 1 open', 'React'], 'the rest are in the menu');
+  t.same(items, ['Share screen', 'People', 'Polls, a poll is waiting for your answer', 'Q&A, 1 open', 'React', 'Live captions'], 'the rest are in the menu');
   t.equal(await focused(pp), 'Share screen', 'on its first item');
   await pp.keyboard.press('ArrowUp');
-  t.equal(await focused(pp), 'React', 'the arrows wrap around');
+  t.equal(await focused(pp), 'Live captions', 'the arrows wrap around');
   await pp.keyboard.press('Home');
   await pp.keyboard.press('ArrowDown');
   t.equal(await focused(pp), 'People');
