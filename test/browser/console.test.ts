@@ -6,6 +6,10 @@ import { axeViolations, launchBrowser, screenshot } from '../helpers/browser.ts'
 import { Receiver } from '../helpers/receiver.ts';
 import { connect, eventually, goLive } from '../helpers/ws.ts';
 
+// A long walk through real pages in Chromium: its own budget, above the suite's 120 s per file,
+// so that a busy machine slows it without failing it.
+t.setTimeout(300_000);
+
 // The admin console (docs/console.md) in Chromium against a real node: an owner signs in, adds a webhook
 // endpoint and sees its test delivery in the log, saves settings, ends a live meeting and downloads its
 // attendance, deactivates a user; axe-core on every page, and each page at 1280 and 360 px wide

@@ -5,6 +5,10 @@ import { launchBrowser, screenshot } from '../helpers/browser.ts';
 import { eventually } from '../helpers/ws.ts';
 import { layerForTile } from '../../media/view.ts';
 
+// A long walk through real pages in Chromium: its own budget, above the suite's 120 s per file,
+// so that a busy machine slows it without failing it.
+t.setTimeout(300_000);
+
 // The room in Chromium with a fake camera and microphone: real pages, real WebRTC through the node's
 // mediasoup worker. Page state is read from `window.aula` (the page's controller).
 
