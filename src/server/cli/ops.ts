@@ -82,8 +82,12 @@ const ops = {
   },
   async 'org.update'(ctx: OpContext, a: OpArgs<'org.update'>) {
     const org = await inTx(ctx.sql, async (tx) => {
-      const changed = [...(a.name !== undefined ? ['name'] : []), ...(a.allowedOrigins ? ['allowedOrigins'] : [])];
-      const o = await updateOrg(tx, ctx.clock, a.id, { ...(a.name !== undefined ? { name: a.name } : {}), ...(a.allowedOrigins ? { allowedOrigins: a.allowedOrigins } : {}) });
+      const changed = [...(a.name !== undefined ? ['name'] : []), ...(a.allowedOrigins ? ['allowedOrigins'] : []), ...(a.aiNotes !== undefined ? ['aiNotes'] : [])];
+      const o = await updateOrg(tx, ctx.clock, a.id, {
+        ...(a.name !== undefined ? { name: a.name } : {}),
+        ...(a.allowedOrigins ? { allowedOrigins: a.allowedOrigins } : {}),
+        ...(a.aiNotes !== undefined ? { aiNotes: a.aiNotes } : {}),
+      });
       if (changed.length) await recordAudit(tx, ctx.clock.now(), { orgId: o.id, actor: OPERATOR, action: 'organization.updated', target: { type: 'organization', id: o.id }, details: { changed } });
       return o;
     });
