@@ -4,6 +4,10 @@ import { randomBytes } from 'node:crypto';
 import { createTestDatabase, REDIS_URL, TEST_SECRET } from '../helpers/node.ts';
 import { spawnNode } from '../helpers/process.ts';
 
+// Each `aula` run is a process that compiles the CLI: dozens of them take 100 s on a busy 2-core
+// machine, near the suite's 120 s per file.
+t.setTimeout(300_000);
+
 const env = { AULA_DATABASE_URL: await createTestDatabase(t), AULA_SECRET_KEY: TEST_SECRET };
 
 t.test('aula migrate applies migrations once', async (t) => {
