@@ -3,7 +3,10 @@ import { AppError } from '../../src/core/errors.ts';
 import { RECORDING_LIMITS } from '../../src/core/recording.ts';
 import { RECORDING_FILES } from '../../src/services/recordings.ts';
 import { route } from '../route.ts';
-import type { LectureNotes } from '../../src/services/recording-notes.ts';
+import { NOTES_LIMITS, type CurrentNotes, type LectureNotes } from '../../src/services/recording-notes.ts';
+import { toPlainText } from '../../src/core/transcript.ts';
+import { recordAudit } from '../../src/services/audit-log.ts';
+import { inTx } from '../../src/platform/db/tx.ts';
 import { jobRecord } from '../schemas/users.ts';
 import { toJobRecord } from '../../src/services/jobs.ts';
 import { idParam } from '../schemas/common.ts';
@@ -41,19 +44,21 @@ interface PlayerNotes {
   language: string;
   captionsUrl: string;
   textUrl: string;
-  notes: LectureNotes;
+  /** The summary and chapters; null while a person keeps them from viewers (the captions still show). */
+  notes: LectureNotes | null;
 }
 
 /** The player page: the video with its speed, downloads, and (when they exist) captions, chapters and the summary. */
 export function playerPage(o: { title: string; video: string; audio: string; notes: PlayerNotes | null }): string {
   const n = o.notes;
   const lang = n ? html(n.language) : 'en';
+  const notes = n?.notes ?? null;
   const notesHtml = n
-    ? `<section aria-labelledby="summary-h"><h2 id="summary-h">Summary</h2><p>${html(n.notes.summary.overview)}</p>
-<ul>${n.notes.summary.bullets.map((b) => `<li>${html(b)}</li>`).join('')}</ul></section>
-${n.notes.chapters.length ? `<section aria-labelledby="chapters-h"><h2 id="chapters-h">Chapters</h2><ol class="chapters">${n.notes.chapters
+    ? `${notes ? `<section aria-labelledby="summary-h"><h2 id="summary-h">Summary</h2><p>${html(notes.summary.overview)}</p>
+<ul>${notes.summary.bullets.map((b) => `<li>${html(b)}</li>`).join('')}</ul></section>
+${notes.chapters.length ? `<section aria-labelledby="chapters-h"><h2 id="chapters-h">Chapters</h2><ol class="chapters">${notes.chapters
       .map((c) => `<li><button type="button" data-t="${c.startSeconds}"><span class="t">${clock(c.startSeconds)}</span> ${html(c.title)}</button></li>`)
-      .join('')}</ol></section>` : ''}
+      .join('')}</ol></section>` : ''}` : ''}
 <p class="bar"><a href="${n.textUrl}" download>Download the transcript (text)</a><a href="${n.captionsUrl}" download>Download the captions (WebVTT)</a></p>`
     : '';
   return `<!doctype html>
@@ -92,7 +97,79 @@ if(v.textTracks&&v.textTracks[0])v.textTracks[0].mode='showing';
 </body></html>`;
 }
 
+const L = NOTES_LIMITS;
+const text = (max: number) => z.string().trim().min(1).max(max);
+const summaryShape = z.object({ overview: text(L.overviewChars), bullets: z.array(text(L.bulletChars)).max(L.maxBullets) });
+const chaptersShape = z.array(z.object({ title: text(L.titleChars), startSeconds: z.number().int().min(0) })).max(L.maxChapters);
+const orgRecordingParams = z.object({ orgId: z.string().min(1).max(64), id: z.string().max(64) });
+const notesReview = z.object({
+  notesId: z.string(),
+  language: z.string(),
+  createdAt: z.string(),
+  durationSeconds: z.number(),
+  summary: summaryShape,
+  chapters: chaptersShape,
+  quizQuestionCount: z.number(),
+  generated: z.object({ summary: summaryShape, chapters: chaptersShape }).describe('As the engine made them, before any edit.'),
+  edited: z.object({ by: z.string().nullable(), at: z.string() }).nullable(),
+  hidden: z.boolean().describe('Kept from the player page (its captions still show) until a person shows them.'),
+  transcript: z.string().describe('The transcript as text, a paragraph per turn with its speaker.'),
+});
+const presentNotes = (c: CurrentNotes) => ({
+  notesId: c.notesId,
+  language: c.transcript.language,
+  createdAt: c.createdAt.toISOString(),
+  durationSeconds: Math.round(c.transcript.durationMs / 1000),
+  summary: c.notes.summary,
+  chapters: c.notes.chapters,
+  quizQuestionCount: c.notes.quiz.length,
+  generated: { summary: c.generated.summary, chapters: c.generated.chapters },
+  edited: c.edited ? { by: c.edited.by, at: c.edited.at.toISOString() } : null,
+  hidden: c.hidden,
+  transcript: toPlainText(c.transcript, c.nameOf),
+});
+
 export const recordingRoutes = [
+  route(
+    {
+      method: 'get',
+      path: '/orgs/:orgId/recordings/:id/notes',
+      tag: 'Recordings (admin)',
+      auth: 'admin',
+      summary: 'A recording\'s transcript and notes, for the console to review (the API-key surface has none: the spec\'s "no public endpoint").',
+      params: orgRecordingParams,
+      response: notesReview,
+      errors: ['not_found'],
+    },
+    async ({ app, db, params }) => {
+      const c = await app.services.recordingNotes.current(db, params.orgId, params.id);
+      if (!c) throw new AppError('not_found', { message: 'This recording has no transcript and notes yet.' });
+      return { data: presentNotes(c) };
+    },
+  ),
+  route(
+    {
+      method: 'patch',
+      path: '/orgs/:orgId/recordings/:id/notes',
+      tag: 'Recordings (admin)',
+      auth: 'admin',
+      summary: 'Edit a recording\'s summary and chapters, or keep the notes from viewers until they are right.',
+      description: 'What is given replaces the shown summary or chapters (chapters start in increasing order inside the recording); `hidden` keeps the summary and chapters off the player page (its captions still show). A regeneration starts again from the engine\'s notes; `hidden` stays. Audit: recording_notes.edited.',
+      params: orgRecordingParams,
+      body: z.strictObject({ summary: summaryShape.optional(), chapters: chaptersShape.optional(), hidden: z.boolean().optional() }),
+      response: notesReview,
+      errors: ['not_found'],
+    },
+    async ({ app, db, req, admin, params, body }) => {
+      const c = await inTx(db, async (tx) => {
+        const done = await app.services.recordingNotes.review(tx, params.orgId, params.id, body, admin!.email);
+        const changed = Object.keys(body).filter((k) => body[k as keyof typeof body] !== undefined);
+        await recordAudit(tx, app.clock.now(), { orgId: params.orgId, actor: { type: 'admin', id: admin!.adminId, email: admin!.email }, action: 'recording_notes.edited', target: { type: 'recording', id: params.id }, details: { changed }, requestId: req.requestId });
+        return done;
+      });
+      return { data: presentNotes(c) };
+    },
+  ),
   route(
     {
       method: 'post',
@@ -249,7 +326,7 @@ export const recordingRoutes = [
       const current = await app.services.recordingNotes.current(db, orgId, params.id);
       // the transcript's links ride on the page's own expiry, signed for the transcript
       const transcript = (format: 'vtt' | 'txt') => html(`${app.baseUrl}/api/v1/recordings/${params.id}/transcript?format=${format}&exp=${exp}&sig=${app.services.recordings.sign(params.id, 'transcript', exp)}`);
-      const notes = current ? { language: current.transcript.language, captionsUrl: transcript('vtt'), textUrl: transcript('txt'), notes: current.notes } : null;
+      const notes = current ? { language: current.transcript.language, captionsUrl: transcript('vtt'), textUrl: transcript('txt'), notes: current.hidden ? null : current.notes } : null;
       return {
         data: null,
         raw: { contentType: 'text/html; charset=utf-8', body: playerPage({ title: 'Class recording', video: html(links.url), audio: html(links.audioUrl), notes }) },

@@ -29,10 +29,11 @@ export const AUDIT_ACTIONS = [
   'admin.joined',
   'admin.disabled',
   'meeting.ended',
+  'recording_notes.edited',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
-export type AuditTargetType = 'api_key' | 'webhook_endpoint' | 'organization' | 'admin' | 'meeting';
+export type AuditTargetType = 'api_key' | 'webhook_endpoint' | 'organization' | 'admin' | 'meeting' | 'recording';
 
 /** A detail value: small, plain, never a secret. */
 type Detail = string | number | boolean | null | readonly string[];

@@ -6,9 +6,10 @@ import { AppError } from '../core/errors.ts';
 import { planHas, type PlanName } from '../core/plans.ts';
 import { toPlainText, toWebVtt, wordCount, type ClassTranscript, type ClassTranscriptSegment } from '../core/transcript.ts';
 import { supportsLanguage, TranscriptionError, type TranscriptionEngine } from '../platform/ai/asr.ts';
-import type { LectureNotes, NotesEngine } from '../platform/ai/notes.ts';
+import { NOTES_LIMITS, type LectureNotes, type NotesEngine } from '../platform/ai/notes.ts';
 
 export type { LectureNotes };
+export { NOTES_LIMITS };
 import type { Db, Sql } from '../platform/db/index.ts';
 import { afterCommit, inTx } from '../platform/db/tx.ts';
 import { newId } from '../platform/ids.ts';
@@ -40,9 +41,34 @@ interface NotesRow {
   wordCount: number | null;
   durationMs: number | null;
   notes: LectureNotes | null;
+  editedNotes: LectureNotes | null;
+  editedBy: string | null;
+  editedAt: Date | null;
   failureReason: string | null;
   createdAt: Date;
   finishedAt: Date | null;
+}
+
+/** A recording's notes as the player page and the console read them. */
+export interface CurrentNotes {
+  notesId: string;
+  transcript: ClassTranscript;
+  /** What is shown: as edited, or as made. */
+  notes: LectureNotes;
+  /** As the engine made them. */
+  generated: LectureNotes;
+  edited: { by: string | null; at: Date } | null;
+  /** Not shown to viewers until a person has reviewed them. */
+  hidden: boolean;
+  nameOf: (speaker: string) => string;
+  createdAt: Date;
+}
+
+/** What the console's review changes. */
+export interface NotesReview {
+  summary?: LectureNotes['summary'] | undefined;
+  chapters?: LectureNotes['chapters'] | undefined;
+  hidden?: boolean | undefined;
 }
 
 /** A speaker whose account the attendance does not know (it always should). */
@@ -292,12 +318,44 @@ export class RecordingNotes {
 
   // ---- reading (the player page, the console) --------------------------------------------------------
 
-  /** The newest READY run of a recording: its transcript and notes, with the speakers' names as they are now. */
-  async current(db: Db, orgId: string, recordingId: string): Promise<{ notesId: string; transcript: ClassTranscript; notes: LectureNotes; nameOf: (speaker: string) => string; createdAt: Date } | null> {
-    const [n] = await db<NotesRow[]>`select * from recording_notes where org_id = ${orgId} and recording_id = ${recordingId} and status = 'READY'
-      order by created_at desc, id desc limit 1`;
+  /**
+   * The newest READY run of a recording: its transcript and notes (as a person edited them, when they
+   * did), with the speakers' names as they are now; `hidden`: not to be shown to viewers yet.
+   */
+  async current(db: Db, orgId: string, recordingId: string): Promise<CurrentNotes | null> {
+    const [n] = await db<(NotesRow & { notesHidden: boolean })[]>`select n.*, r.notes_hidden from recording_notes n join recordings r on r.id = n.recording_id
+      where n.org_id = ${orgId} and n.recording_id = ${recordingId} and n.status = 'READY' and r.status = 'READY'
+      order by n.created_at desc, n.id desc limit 1`;
     if (!n || !n.transcript || !n.notes) return null;
-    return { notesId: n.id, transcript: n.transcript, notes: n.notes, nameOf: await this.names(db, n.transcript), createdAt: n.createdAt };
+    return {
+      notesId: n.id,
+      transcript: n.transcript,
+      notes: n.editedNotes ?? n.notes,
+      generated: n.notes,
+      edited: n.editedAt ? { by: n.editedBy, at: n.editedAt } : null,
+      hidden: n.notesHidden,
+      nameOf: await this.names(db, n.transcript),
+      createdAt: n.createdAt,
+    };
+  }
+
+  /**
+   * The console's review: the current run's summary and chapters as a person wants them, and whether
+   * viewers see the notes. not_found while the recording has no notes. A regeneration starts from the
+   * model's notes again; `hidden` stays with the recording.
+   */
+  async review(db: Db, orgId: string, recordingId: string, change: NotesReview, by: string): Promise<CurrentNotes> {
+    const c = await this.current(db, orgId, recordingId);
+    if (!c) throw new AppError('not_found', { message: 'This recording has no transcript and notes yet.' });
+    const now = iso(this.#o.clock.now());
+    if (change.summary || change.chapters) {
+      const edited: LectureNotes = { ...c.notes, ...(change.summary ? { summary: change.summary } : {}), ...(change.chapters ? { chapters: change.chapters } : {}) };
+      const bad = edited.chapters.find((x, i) => (x.startSeconds > 0 && x.startSeconds * 1000 >= c.transcript.durationMs) || (i > 0 && x.startSeconds <= edited.chapters[i - 1]!.startSeconds));
+      if (bad) throw new AppError('validation_failed', { details: { fields: [{ field: 'chapters', in: 'body', code: 'custom', message: `chapters start in increasing order inside the recording (${Math.round(c.transcript.durationMs / 1000)} s); "${bad.title}" at ${bad.startSeconds} s does not` }] } });
+      await db`update recording_notes set edited_notes = ${db.json(edited as never)}, edited_by = ${by}, edited_at = ${now} where id = ${c.notesId}`;
+    }
+    if (change.hidden !== undefined) await db`update recordings set notes_hidden = ${change.hidden} where id = ${recordingId} and org_id = ${orgId}`;
+    return (await this.current(db, orgId, recordingId))!;
   }
 
   /** The transcript as a file: WebVTT captions or plain text. */

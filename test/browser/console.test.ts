@@ -305,6 +305,27 @@ t.test('recordings: played through a playback link, deleted after confirming', a
   await page.frameLocator('.player iframe').locator('h1:text("Class recording")').waitFor();
   t.pass('the player page is drawn inside the console (its frame-ancestors allow this server)');
   t.match(await page.getAttribute('.player a:text("Open the player page")', 'href'), /\/api\/v1\/recordings\/rec_console_b\/player\?exp=\d+&sig=/, 'and the player page (embedUrl)');
+  // the notes a teacher reviews before students see them: a finished run of the notes job, as it leaves them
+  const transcript = { language: 'en', durationMs: 1_260_000, speakers: [{ id: 'p1', userId: teacher.id }], segments: [{ startMs: 1000, endMs: 4000, text: 'Cells are the units of life.', speaker: 'p1' }] };
+  const made = { summary: { overview: 'cells are the units of life', bullets: ['cells divide'] }, chapters: [{ title: 'Cells', startSeconds: 0 }], quiz: [] };
+  await node.app.sql`insert into recording_notes (id, org_id, recording_id, job_id, status, manual, language, transcript, word_count, duration_ms, notes, created_at, finished_at)
+    values ('nts_console_b', ${tenant.orgId}, 'rec_console_b', 'job_console_b', 'READY', false, 'en', ${node.app.sql.json(transcript)}, 6, 1260000, ${node.app.sql.json(made)}, now(), now())`;
+  await page.click('.cards .card-item >> nth=0 >> button:text("Notes")');
+  await page.waitForSelector('.notes-editor textarea[name=overview]');
+  t.equal(await page.inputValue('textarea[name=overview]'), 'cells are the units of life');
+  await page.fill('textarea[name=overview]', 'Cells are the units of life; today, how they divide.');
+  await page.fill('textarea[name=chapters]', '0:00 Cells\n12:30 How cells divide');
+  await page.check('input[name=hidden]');
+  await page.click('.notes-editor button:text("Save notes")');
+  await page.waitForSelector('.notes-editor .flash:text("Notes saved. They are hidden from viewers until you show them.")');
+  t.match(await page.locator('.transcript').textContent(), /Tina Teacher: Cells are the units of life\./, 'the transcript to check against, with who spoke');
+  const reviewed = await node.app.services.recordingNotes.current(node.app.sql, tenant.orgId, 'rec_console_b');
+  t.match(reviewed, { notes: { summary: { overview: 'Cells are the units of life; today, how they divide.' }, chapters: [{ title: 'Cells', startSeconds: 0 }, { title: 'How cells divide', startSeconds: 750 }] }, hidden: true });
+  await page.fill('textarea[name=chapters]', 'later: a chapter');
+  await page.click('.notes-editor button:text("Save notes")');
+  await page.waitForSelector('.notes-editor .error-note:has-text("Each chapter is a time and a title")');
+  await look(t, 'recording-notes');
+  await page.click('.cards .card-item >> nth=0 >> button:text("Notes")');
   // making notes again answers a job, or (no transcription engine on this test server) the API's reason
   await page.click('.cards .card-item >> nth=0 >> button:text("Make notes again")');
   await page.waitForSelector('.cards .card-item >> nth=0 >> .card-note, .error-note');

@@ -51,9 +51,10 @@ async function schoolWithAdmin(plan: 'pro' | 'standard' = 'pro') {
   await node.app.services.admins.create(node.app.sql, { orgId: s.tenant.orgId, email, role: 'admin', password: 'correct horse battery staple' });
   const bearer = (await api(node, 'POST', '/auth/sign-in', { body: { orgId: s.tenant.orgId, email, password: 'correct horse battery staple' } })).body.data.sessionToken as string;
   const org = (method: string, body?: unknown) => api(node, method, `/orgs/${s.tenant.orgId}`, { bearer, ...(body ? { body } : {}) });
+  const admin = (method: string, path: string, body?: unknown) => api(node, method, `/orgs/${s.tenant.orgId}${path}`, { bearer, ...(body ? { body } : {}) });
   const teacher = await s.user('t', 'Tina Teacher', 'TEACHER');
   const student = await s.user('s', 'Sam Student');
-  return { ...s, org, teacher, student };
+  return { ...s, org, admin, email, teacher, student };
 }
 
 /** Two people speak (tones) for a few seconds, the teacher first: a READY recording. */
@@ -92,8 +93,9 @@ t.test('a READY recording: one run, the speakers merged in time order, both even
   asr.calls = 0;
   const id = await record(t, s);
   await eventually(async () => (await eventsOf(s.tenant.orgId, 'insights.ready')).length === 1, 60_000);
+  // the runner marks the job SUCCEEDED just after the run's transaction
+  await eventually(async () => (await notesJobs(s.tenant.orgId))[0]?.status === 'SUCCEEDED', 10_000);
   const [job] = await notesJobs(s.tenant.orgId);
-  t.match(job, { status: 'SUCCEEDED' });
   const read = await s.call('GET', `/public/jobs/${job!.id}`);
   t.match(read.body.data, { kind: 'recording.notes', status: 'SUCCEEDED', error: null });
   t.equal(asr.calls, 2, 'one request per microphone');
@@ -187,4 +189,53 @@ t.test('a plan that lost webhooks while the notes were made: the two events stil
   release();
   await receiver.waitFor(3, 60_000);
   t.same(receiver.received.map((r) => r.body.type), ['recording.ready', 'transcript.ready', 'insights.ready']);
+});
+
+t.test('the console reviews the notes: edits the summary and chapters, hides them from viewers; the player page follows; a regeneration starts from the engine again', async (t) => {
+  const s = await schoolWithAdmin();
+  const id = await record(t, s);
+  await eventually(async () => (await eventsOf(s.tenant.orgId, 'insights.ready')).length === 1, 60_000);
+  const got = await s.admin('GET', `/recordings/${id}/notes`);
+  t.equal(got.status, 200, JSON.stringify(got.body));
+  t.match(got.body.data, { language: 'en', edited: null, hidden: false, quizQuestionCount: Number });
+  t.same(got.body.data.summary, got.body.data.generated.summary);
+  // the teacher spoke first; each line says who (the stand-in's words go to whichever track asks first)
+  t.match(got.body.data.transcript, /^\[00:00:0\d\] Tina Teacher: \S[\s\S]*\] Sam Student: \S/);
+  // not through an API key (no public endpoint), not another organization's recording
+  t.equal((await api(node, 'GET', `/orgs/${s.tenant.orgId}/recordings/${id}/notes`, { key: s.tenant.key })).status, 401);
+  const other = await schoolWithAdmin();
+  assertError(t, await other.admin('GET', `/recordings/${id}/notes`), 404, 'not_found');
+  assertError(t, await s.admin('GET', '/recordings/rec_nothing/notes'), 404, 'not_found');
+
+  const edited = await s.admin('PATCH', `/recordings/${id}/notes`, { summary: { overview: 'How plants feed themselves, and what roots do.', bullets: ['Sunlight makes sugar.', 'Roots anchor the plant.'] }, chapters: [{ title: 'Plants and light', startSeconds: 0 }, { title: 'Roots', startSeconds: 2 }] });
+  t.equal(edited.status, 200, JSON.stringify(edited.body));
+  t.match(edited.body.data, { summary: { overview: 'How plants feed themselves, and what roots do.' }, chapters: [{ title: 'Plants and light' }, { title: 'Roots', startSeconds: 2 }], edited: { by: s.email, at: String } });
+  t.same(edited.body.data.generated, got.body.data.generated, 'the engine\'s notes are kept beside');
+  assertError(t, await s.admin('PATCH', `/recordings/${id}/notes`, { chapters: [{ title: 'B', startSeconds: 3 }, { title: 'A', startSeconds: 1 }] }), 400, 'validation_failed');
+  assertError(t, await s.admin('PATCH', `/recordings/${id}/notes`, { chapters: [{ title: 'Later', startSeconds: 3600 }] }), 400, 'validation_failed');
+  assertError(t, await s.admin('PATCH', `/recordings/${id}/notes`, { summary: { overview: '', bullets: [] } }), 400, 'validation_failed');
+  assertError(t, await s.admin('PATCH', `/recordings/${id}/notes`, { quiz: [] }), 400, 'validation_failed');
+  const page = async () => {
+    const links = (await s.call('POST', `/public/recordings/${id}/playback`, { expiresInSeconds: 300 })).body.data;
+    return (await fetch(links.embedUrl)).text();
+  };
+  t.match(await page(), /How plants feed themselves, and what roots do\./, 'the player page shows the edited summary');
+  t.match(await page(), /<span class="t">0:02<\/span> Roots/);
+
+  t.match((await s.admin('PATCH', `/recordings/${id}/notes`, { hidden: true })).body.data, { hidden: true });
+  const hiddenPage = await page();
+  t.notMatch(hiddenPage, /Summary|Chapters/, 'hidden: no summary or chapters for viewers');
+  t.match(hiddenPage, /<track kind="captions"/, 'the captions still show');
+  const audit = (await s.admin('GET', '/audit-log?action=recording_notes.edited')).body.data;
+  t.equal(audit.length, 2);
+  t.match(audit[0], { actor: { type: 'admin', email: s.email }, target: { type: 'recording', id }, details: { changed: ['hidden'] } });
+
+  // a regeneration: the engine's notes again, still hidden until shown
+  await s.call('POST', `/public/recordings/${id}/notes`);
+  await eventually(async () => (await eventsOf(s.tenant.orgId, 'insights.ready')).length === 2, 60_000);
+  const after = (await s.admin('GET', `/recordings/${id}/notes`)).body.data;
+  t.match(after, { edited: null, hidden: true });
+  t.same(after.summary, after.generated.summary);
+  t.equal((await s.admin('PATCH', `/recordings/${id}/notes`, { hidden: false })).body.data.hidden, false);
+  t.match(await page(), /Summary/);
 });

@@ -517,6 +517,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/orgs/{orgId}/recordings/{id}/notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A recording's transcript and notes, for the console to review (the API-key surface has none: the spec's "no public endpoint"). */
+        get: operations["getApiV1OrgsOrgIdRecordingsIdNotes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Edit a recording's summary and chapters, or keep the notes from viewers until they are right.
+         * @description What is given replaces the shown summary or chapters (chapters start in increasing order inside the recording); `hidden` keeps the summary and chapters off the player page (its captions still show). A regeneration starts again from the engine's notes; `hidden` stays. Audit: recording_notes.edited.
+         */
+        patch: operations["patchApiV1OrgsOrgIdRecordingsIdNotes"];
+        trace?: never;
+    };
     "/api/v1/public/meetings/{id}/recordings": {
         parameters: {
             query?: never;
@@ -6228,6 +6249,306 @@ export interface operations {
             };
         };
     };
+    getApiV1OrgsOrgIdRecordingsIdNotes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            notesId: string;
+                            language: string;
+                            createdAt: string;
+                            durationSeconds: number;
+                            summary: {
+                                overview: string;
+                                bullets: string[];
+                            };
+                            chapters: {
+                                title: string;
+                                startSeconds: number;
+                            }[];
+                            quizQuestionCount: number;
+                            /** @description As the engine made them, before any edit. */
+                            generated: {
+                                summary: {
+                                    overview: string;
+                                    bullets: string[];
+                                };
+                                chapters: {
+                                    title: string;
+                                    startSeconds: number;
+                                }[];
+                            };
+                            edited: {
+                                by: string | null;
+                                at: string;
+                            } | null;
+                            /** @description Kept from the player page (its captions still show) until a person shows them. */
+                            hidden: boolean;
+                            /** @description The transcript as text, a paragraph per turn with its speaker. */
+                            transcript: string;
+                        };
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `admin_session_missing`, `auth_malformed`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `csrf_failed`, `org_mismatch` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patchApiV1OrgsOrgIdRecordingsIdNotes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    summary?: {
+                        overview: string;
+                        bullets: string[];
+                    };
+                    chapters?: {
+                        title: string;
+                        startSeconds: number;
+                    }[];
+                    hidden?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            notesId: string;
+                            language: string;
+                            createdAt: string;
+                            durationSeconds: number;
+                            summary: {
+                                overview: string;
+                                bullets: string[];
+                            };
+                            chapters: {
+                                title: string;
+                                startSeconds: number;
+                            }[];
+                            quizQuestionCount: number;
+                            /** @description As the engine made them, before any edit. */
+                            generated: {
+                                summary: {
+                                    overview: string;
+                                    bullets: string[];
+                                };
+                                chapters: {
+                                    title: string;
+                                    startSeconds: number;
+                                }[];
+                            };
+                            edited: {
+                                by: string | null;
+                                at: string;
+                            } | null;
+                            /** @description Kept from the player page (its captions still show) until a person shows them. */
+                            hidden: boolean;
+                            /** @description The transcript as text, a paragraph per turn with its speaker. */
+                            transcript: string;
+                        };
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `admin_session_missing`, `auth_malformed`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `csrf_failed`, `org_mismatch` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getApiV1PublicMeetingsIdRecordings: {
         parameters: {
             query?: {
@@ -11765,7 +12086,7 @@ export interface operations {
                 limit?: number;
                 /** @description The nextCursor of the previous page. */
                 cursor?: string;
-                /** @description One action (`api_key.created`, `api_key.rolled`, `api_key.revoked`, `webhook_endpoint.created`, `webhook_endpoint.updated`, `webhook_endpoint.disabled`, `webhook_endpoint.enabled`, `webhook_endpoint.deleted`, `webhook_endpoint.secret_rotated`, `organization.updated`, `admin.added`, `admin.invited`, `admin.invitation_revoked`, `admin.joined`, `admin.disabled`, `meeting.ended`) or a family of them: `api_key.*`, `webhook_endpoint.*`, `admin.*`. */
+                /** @description One action (`api_key.created`, `api_key.rolled`, `api_key.revoked`, `webhook_endpoint.created`, `webhook_endpoint.updated`, `webhook_endpoint.disabled`, `webhook_endpoint.enabled`, `webhook_endpoint.deleted`, `webhook_endpoint.secret_rotated`, `organization.updated`, `admin.added`, `admin.invited`, `admin.invitation_revoked`, `admin.joined`, `admin.disabled`, `meeting.ended`, `recording_notes.edited`) or a family of them: `api_key.*`, `webhook_endpoint.*`, `admin.*`. */
                 action?: string;
                 /** @description An owner's or admin's id (`adm_…`), an API key's id (`key_…`), or `operator` for the CLI. */
                 actor?: string;

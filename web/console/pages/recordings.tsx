@@ -4,6 +4,7 @@ import * as api from '../api.ts';
 import { bytes, duration, when } from '../format.ts';
 import { href, setQuery } from '../router.ts';
 import { Badge, ConfirmButton, Empty, ErrorNote, Filters, FilterSelect, Loaded, PageHead, Pager, useAction, useLoad } from '../ui/common.tsx';
+import { NotesEditor } from './recording-notes.tsx';
 
 export interface Recording {
   id: string;
@@ -35,6 +36,7 @@ interface Playback {
 export function RecordingRow({ recording: r, onChanged }: { recording: Recording; onChanged: () => void }) {
   const [links, setLinks] = useState<Playback | null>(null);
   const [queued, setQueued] = useState<string | null>(null);
+  const [editing, setEditing] = useState(false);
   const play = useAction();
   const notes = useAction();
   return (
@@ -53,6 +55,11 @@ export function RecordingRow({ recording: r, onChanged }: { recording: Recording
         {r.status === 'READY' && (
           <button type="button" class="btn small" disabled={play.busy} aria-label={`Play the recording of ${when(r.startedAt)}`} onClick={() => play.run(async () => setLinks(await api.post<Playback>(`/public/recordings/${api.enc(r.id)}/playback`, {})))}>
             Play
+          </button>
+        )}
+        {r.status === 'READY' && (
+          <button type="button" class="btn small" aria-expanded={editing} aria-label={`Notes of the recording of ${when(r.startedAt)}`} onClick={() => setEditing(!editing)}>
+            Notes
           </button>
         )}
         {r.status === 'READY' && (
@@ -93,6 +100,11 @@ export function RecordingRow({ recording: r, onChanged }: { recording: Recording
         <p class="flash card-note" role="status">
           {queued}
         </p>
+      )}
+      {editing && (
+        <div class="player">
+          <NotesEditor recordingId={r.id} />
+        </div>
       )}
       {links && (
         <div class="player">
