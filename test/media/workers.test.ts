@@ -58,8 +58,10 @@ t.test('a closed producer\'s pipes to the room\'s other routers are forgotten', 
   const m = (await call('POST', '/public/meetings', { title: 'Pipes', type: 'MEETING', hostUserId: teacher.id, scheduledStart: new Date().toISOString(), durationMinutes: 60 })).body.data;
   const people = [await enter(t, m.id, teacher.id, 'HOST', 400), await enter(t, m.id, students[0].id, 'PARTICIPANT', 500), await enter(t, m.id, students[1].id, 'PARTICIPANT', 600)];
   const room = (await node.app.media!.rooms.room(m.id))!;
-  t.equal(room.workers.length, 2, 'the room is spread over two routers');
   await allHear(people);
+  // on a busy machine the receivers that spread the room may come after the third person is in
+  await eventually(() => room.workers.length === 2, 10_000);
+  t.equal(room.workers.length, 2, 'the room is spread over two routers');
   const pipes = room.inspect().pipes;
   t.ok(pipes > 0, `its microphones are piped (${pipes})`);
   const [, sender, receiver] = people;
