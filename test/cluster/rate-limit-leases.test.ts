@@ -127,6 +127,25 @@ t.test('two nodes hammering one key admit exactly the budget between them', asyn
   }
 });
 
+t.test('a first limiter created while commands wait in the auto-pipeline still counts in Redis', async (t) => {
+  // rate-limiter-flexible defines its script on the connection when a limiter is made; a pipeline
+  // already gathering that tick's commands did not have it, threw, and crashed the process at exec
+  // (a CI run's node died so). The limiters' script is defined when RateLimits is made.
+  const redis = new Redis(REDIS_URL, { enableAutoPipelining: true });
+  await redis.ping();
+  const fresh = new RateLimits(redis, `${prefix}fresh:`);
+  t.teardown(() => {
+    fresh.close();
+    redis.disconnect();
+  });
+  const before = redis.get(`${prefix}fresh:nothing`); // opens this tick's auto-pipeline
+  const result = await fresh.consume('pipeline', 'k', 100);
+  t.equal(await before, null);
+  t.match(result, { allowed: true, limit: 100 });
+  const counted = await redis.keys(`${prefix}fresh:rl:pipeline*`);
+  t.equal(counted.length, 1, 'the point was counted in Redis, not by the in-memory insurance');
+});
+
 t.test('without Redis: the same leases in process', async (t) => {
   const local = new RateLimits(null, prefix);
   t.teardown(() => local.close());

@@ -73,6 +73,10 @@ export class RateLimits {
     this.#prefix = `${prefix}rl:`;
     this.#clock = clock;
     this.#sweep = setInterval(() => this.#forgetEnded(), SWEEP_MS).unref();
+    // A RateLimiterRedis defines its script on the connection when it is made. Limiters are made on
+    // a key's first request, and an auto-pipeline already gathering that tick's commands would not
+    // have the new command (ioredis throws at exec: redis/ioredis#1931), so define it now, first.
+    if (redis) new RateLimiterRedis({ storeClient: redis, points: 1, duration: 60 });
   }
 
   close(): void {
