@@ -115,6 +115,18 @@ const notesReview = z.object({
   hidden: z.boolean().describe('Kept from the player page (its captions still show) until a person shows them.'),
   transcript: z.string().describe('The transcript as text, a paragraph per turn with its speaker.'),
 });
+const notesRun = z.object({
+  id: z.string(),
+  jobId: z.string().describe('GET /public/jobs/:id (recordings:read).'),
+  status: z.enum(['RUNNING', 'READY', 'FAILED']),
+  manual: z.boolean().describe('Asked for with POST /public/recordings/:id/notes; false when made after recording.ready.'),
+  language: z.string(),
+  wordCount: z.number().int().nullable(),
+  failureReason: z.string().nullable().describe('Why a FAILED run failed, as a person reads it.'),
+  lastAttemptError: z.string().nullable().describe('A RUNNING run\'s job retries after this error.'),
+  createdAt: z.string(),
+  finishedAt: z.string().nullable(),
+});
 const presentNotes = (c: CurrentNotes) => ({
   notesId: c.notesId,
   language: c.transcript.language,
@@ -145,6 +157,23 @@ export const recordingRoutes = [
       const c = await app.services.recordingNotes.current(db, params.orgId, params.id);
       if (!c) throw new AppError('not_found', { message: 'This recording has no transcript and notes yet.' });
       return { data: presentNotes(c) };
+    },
+  ),
+  route(
+    {
+      method: 'get',
+      path: '/orgs/:orgId/recordings/:id/notes/runs',
+      tag: 'Recordings (admin)',
+      auth: 'admin',
+      summary: 'The makings of a recording\'s transcript and notes, newest first (at most 20): under way, READY, or FAILED and why.',
+      description: 'What the console shows beside the notes: a run under way (and the error its job retries after), or why the last one failed (the engine refused, no speech was heard, the recording was deleted). docs/ai-notes.md.',
+      params: orgRecordingParams,
+      response: z.array(notesRun),
+      errors: ['recording_not_found'],
+    },
+    async ({ app, db, params }) => {
+      const runs = await app.services.recordingNotes.runs(db, params.orgId, params.id);
+      return { data: runs.map((r) => ({ ...r, createdAt: r.createdAt.toISOString(), finishedAt: r.finishedAt?.toISOString() ?? null })) };
     },
   ),
   route(

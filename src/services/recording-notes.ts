@@ -45,6 +45,23 @@ interface NotesRow {
   editedBy: string | null;
   editedAt: Date | null;
   failureReason: string | null;
+  /** A RUNNING run's job retries after this error (the engine refused or timed out); null otherwise. */
+  lastAttemptError: string | null;
+  createdAt: Date;
+  finishedAt: Date | null;
+}
+
+/** One making of a recording's transcript and notes, as the console lists them. */
+export interface NotesRun {
+  id: string;
+  jobId: string;
+  status: NotesRow['status'];
+  /** Asked for (POST /public/recordings/:id/notes), not made after recording.ready. */
+  manual: boolean;
+  language: string;
+  wordCount: number | null;
+  /** Why a FAILED run failed, as a person reads it; null otherwise. */
+  failureReason: string | null;
   createdAt: Date;
   finishedAt: Date | null;
 }
@@ -337,6 +354,31 @@ export class RecordingNotes {
       nameOf: await this.names(db, n.transcript),
       createdAt: n.createdAt,
     };
+  }
+
+  /**
+   * A recording's runs, newest first: what the console shows beside the notes (a run under way, or why
+   * the last one FAILED). recording_not_found when the recording is not the organization's.
+   */
+  async runs(db: Db, orgId: string, recordingId: string, limit = 20): Promise<NotesRun[]> {
+    const [r] = await db<{ id: string }[]>`select id from recordings where id = ${recordingId} and org_id = ${orgId}`;
+    if (!r) throw new AppError('recording_not_found');
+    const rows = await db<(Pick<NotesRow, 'id' | 'jobId' | 'status' | 'manual' | 'language' | 'wordCount' | 'failureReason' | 'createdAt' | 'finishedAt'> & { jobError: string | null })[]>`
+      select n.id, n.job_id, n.status, n.manual, n.language, n.word_count, n.failure_reason, n.created_at, n.finished_at, j.error as job_error
+      from recording_notes n left join jobs j on j.id = n.job_id
+      where n.org_id = ${orgId} and n.recording_id = ${recordingId} order by n.created_at desc, n.id desc limit ${limit}`;
+    return rows.map((n) => ({
+      id: n.id,
+      jobId: n.jobId,
+      status: n.status,
+      manual: n.manual,
+      language: n.language,
+      wordCount: n.wordCount,
+      failureReason: n.status === 'FAILED' ? (n.failureReason ?? n.jobError ?? 'The run failed without a reason.') : null,
+      lastAttemptError: n.status === 'RUNNING' ? n.jobError : null,
+      createdAt: n.createdAt,
+      finishedAt: n.finishedAt,
+    }));
   }
 
   /**

@@ -331,6 +331,14 @@ t.test('recordings: played through a playback link, deleted after confirming', a
   await page.waitForSelector('.cards .card-item >> nth=0 >> .card-note, .error-note');
   t.pass('the answer to "Make notes again" is shown');
   await look(t, 'recordings');
+  // a recording whose notes could not be made: the editor says why instead of the form
+  await node.app.sql`insert into recording_notes (id, org_id, recording_id, job_id, status, manual, language, failure_reason, created_at, finished_at)
+    values ('nts_console_a', ${tenant.orgId}, 'rec_console_a', 'job_console_a', 'FAILED', false, 'en', 'The transcription engine (openai) failed: 401 the key was refused.', now(), now())`;
+  await page.click('.cards .card-item >> nth=1 >> button:text("Notes")');
+  const failed = page.locator('.cards .card-item >> nth=1 >> .bad-text:has-text("Making the notes failed")');
+  await failed.waitFor();
+  t.match(await failed.textContent(), /failed .*: The transcription engine \(openai\) failed: 401 the key was refused\. Make notes again when the cause is fixed\./);
+  t.equal(await page.locator('.cards .card-item >> nth=1 >> textarea[name=overview]').count(), 0, 'no form without notes');
   await page.click('.cards .card-item >> nth=1 >> button:text("Delete")');
   await page.click('dialog[open] button:text("Delete recording")');
   await page.waitForSelector('.badge:text("deleted")');

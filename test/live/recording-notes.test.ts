@@ -147,6 +147,13 @@ t.test('the engine refuses: the run FAILED with the reason (job, metrics), nothi
   t.match((await s.call('GET', `/public/jobs/${job!.id}`)).body.data, { status: 'FAILED', error: /this model does not exist/ });
   const [run] = await node.app.sql<{ status: string; failureReason: string }[]>`select status, failure_reason from recording_notes where recording_id = ${id}`;
   t.match(run, { status: 'FAILED', failureReason: /this model does not exist/ });
+  // what the console shows beside the notes: the failed run and why
+  const runs = await s.admin('GET', `/recordings/${id}/notes/runs`);
+  t.equal(runs.status, 200);
+  t.match(runs.body.data, [{ status: 'FAILED', manual: false, jobId: job!.id, failureReason: /this model does not exist/, lastAttemptError: null, finishedAt: String }]);
+  assertError(t, await s.admin('GET', '/recordings/rec_nothing/notes/runs'), 404, 'recording_not_found');
+  const other = await schoolWithAdmin();
+  assertError(t, await other.admin('GET', `/recordings/${id}/notes/runs`), 404, 'recording_not_found'); // another organization's recording
   t.same(await eventsOf(s.tenant.orgId, 'transcript.ready'), []);
   t.same(await eventsOf(s.tenant.orgId, 'insights.ready'), []);
   const metrics = await (await fetch(`${node.url}/metrics`)).text();
@@ -156,6 +163,7 @@ t.test('the engine refuses: the run FAILED with the reason (job, metrics), nothi
   t.equal(again.status, 202);
   await eventually(async () => (await eventsOf(s.tenant.orgId, 'insights.ready')).length === 1, 60_000);
   t.equal((await eventsOf(s.tenant.orgId, 'transcript.ready')).length, 1);
+  t.match((await s.admin('GET', `/recordings/${id}/notes/runs`)).body.data, [{ status: 'READY', manual: true, failureReason: null, wordCount: Number }, { status: 'FAILED' }], 'newest first');
 });
 
 t.test('a recording in which nobody spoke: the run FAILED with that reason, nothing sent', async (t) => {

@@ -538,6 +538,26 @@ export interface paths {
         patch: operations["patchApiV1OrgsOrgIdRecordingsIdNotes"];
         trace?: never;
     };
+    "/api/v1/orgs/{orgId}/recordings/{id}/notes/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The makings of a recording's transcript and notes, newest first (at most 20): under way, READY, or FAILED and why.
+         * @description What the console shows beside the notes: a run under way (and the error its job retries after), or why the last one failed (the engine refused, no speech was heard, the recording was deleted). docs/ai-notes.md.
+         */
+        get: operations["getApiV1OrgsOrgIdRecordingsIdNotesRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/public/meetings/{id}/recordings": {
         parameters: {
             query?: never;
@@ -6490,6 +6510,132 @@ export interface operations {
                 };
             };
             /** @description `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getApiV1OrgsOrgIdRecordingsIdNotesRuns: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            /** @description GET /public/jobs/:id (recordings:read). */
+                            jobId: string;
+                            /** @enum {string} */
+                            status: "RUNNING" | "READY" | "FAILED";
+                            /** @description Asked for with POST /public/recordings/:id/notes; false when made after recording.ready. */
+                            manual: boolean;
+                            language: string;
+                            wordCount: number | null;
+                            /** @description Why a FAILED run failed, as a person reads it. */
+                            failureReason: string | null;
+                            /** @description A RUNNING run's job retries after this error. */
+                            lastAttemptError: string | null;
+                            createdAt: string;
+                            finishedAt: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `admin_session_missing`, `auth_malformed`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `csrf_failed`, `org_mismatch` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `recording_not_found` */
             404: {
                 headers: {
                     [name: string]: unknown;

@@ -33,17 +33,76 @@ export function parseChapters(text: string): { chapters: NotesReview['chapters']
   return { chapters, bad };
 }
 
+/** GET /orgs/:orgId/recordings/:id/notes/runs: each making of the notes, newest first. */
+interface NotesRun {
+  id: string;
+  jobId: string;
+  status: 'RUNNING' | 'READY' | 'FAILED';
+  manual: boolean;
+  failureReason: string | null;
+  lastAttemptError: string | null;
+  createdAt: string;
+  finishedAt: string | null;
+}
+
+interface NotesState {
+  review: NotesReview | null;
+  latest: NotesRun | null;
+  /** Why the organization's recordings get no notes now (GET /orgs/:orgId), asked only when nothing was ever made. */
+  unavailable: string | null;
+}
+
+async function loadNotes(path: string): Promise<NotesState> {
+  const [review, runs] = await Promise.all([
+    api.get<NotesReview>(path).catch((err: unknown) => {
+      if (err instanceof api.ApiError && err.status === 404 && err.code === 'not_found') return null;
+      throw err;
+    }),
+    api.get<NotesRun[]>(`${path}/runs`),
+  ]);
+  const latest = runs[0] ?? null;
+  const unavailable = latest ? null : (await api.get<{ aiNotesUnavailable: string | null }>(api.org())).aiNotesUnavailable;
+  return { review, latest, unavailable };
+}
+
+/** Where the making of the notes stands: under way, or why the last one failed, or why there are none. */
+function RunStatus({ state: { review, latest, unavailable } }: { state: NotesState }) {
+  if (latest?.status === 'RUNNING')
+    return (
+      <p class="muted small">
+        The transcript and notes are being made (since {when(latest.createdAt)}, job {latest.jobId}){review ? '; the notes below are shown until they are ready' : ''}.
+        {latest.lastAttemptError && <span class="bad-text"> The last attempt failed and will be tried again: {latest.lastAttemptError}</span>}
+      </p>
+    );
+  if (latest?.status === 'FAILED')
+    return (
+      <p class="small bad-text">
+        Making the notes failed {when(latest.finishedAt ?? latest.createdAt)}: {latest.failureReason}
+        {review ? ' The notes below are from an earlier making.' : ' Make notes again when the cause is fixed.'}
+      </p>
+    );
+  if (!review && !latest)
+    return <p class="muted small">This recording has no transcript or notes. {unavailable ?? 'None were made for it (AI notes were off when it was recorded): make notes again to make them.'}</p>;
+  return null;
+}
+
 /**
  * A recording's notes as a teacher or admin reviews them before students see them: the summary and
  * chapters edited in place, kept from the player page while they are not right, and the transcript
- * to check them against.
+ * to check them against; above them, a making under way or why the last one failed.
  */
 export function NotesEditor({ recordingId }: { recordingId: string }) {
   const path = `${api.org()}/recordings/${api.enc(recordingId)}/notes`;
-  const [load, , set] = useLoad(() => api.get<NotesReview>(path), path);
+  const [load, , set] = useLoad(() => loadNotes(path), path);
   if (load.state === 'loading') return <p class="muted small" role="status">Loading the notes…</p>;
   if (load.state === 'error') return <ErrorNote error={load.error} />;
-  return <NotesForm review={load.data} path={path} onSaved={set} />;
+  const state = load.data;
+  return (
+    <>
+      <RunStatus state={state} />
+      {state.review && <NotesForm review={state.review} path={path} onSaved={(review) => set({ ...state, review })} />}
+    </>
+  );
 }
 
 function NotesForm({ review: r, path, onSaved }: { review: NotesReview; path: string; onSaved: (r: NotesReview) => void }) {
