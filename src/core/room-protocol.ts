@@ -401,6 +401,11 @@ export interface JoinedMessage {
   media: { rev: number; available: boolean };
   /** The recording in progress (null: the class is not being recorded). */
   recording: RoomRecording | null;
+  /**
+   * Why this room offers no live captions (the plan, the organization's switch or language, no engine
+   * on the server), as a person reads it; null when the page shows the Captions control.
+   */
+  captionsUnavailable: string | null;
 }
 
 /** Someone waiting to be let in, as hosts and cohosts see them. */

@@ -22,7 +22,7 @@ import { ChatLog } from '../services/chat.ts';
 import { PLAYBACK_KEY_PURPOSE, Recordings } from '../services/recordings.ts';
 import { RecordingNotes } from '../services/recording-notes.ts';
 import type { PlanName } from '../core/plans.ts';
-import { openTranscriptionEngine, transcriptionMissing } from '../platform/ai/asr.ts';
+import { openTranscriptionEngine, transcriptionMissing, type TranscriptionEngine } from '../platform/ai/asr.ts';
 import { openNotesEngine } from '../platform/ai/notes.ts';
 import { openStorage } from '../platform/storage/index.ts';
 import { Usage } from '../services/usage.ts';
@@ -192,6 +192,13 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
     bus,
     alive: (nodeId) => mediaLoad.alive(nodeId),
   });
+  // live captions: the organization's as for AI notes (plan, switch, engine, language); nothing is written
+  const liveCaptions = async (meetingId: string): Promise<{ engine: TranscriptionEngine; language: string } | string> => {
+    const [org] = await sql<{ plan: PlanName; aiNotes: boolean; language: string }[]>`select o.plan, o.ai_notes, o.language from meetings m join organizations o on o.id = m.org_id where m.id = ${meetingId}`;
+    if (!org) return 'The meeting is not known.';
+    const why = recordingNotes.unavailable(org);
+    return why ?? (asr ? { engine: asr, language: org.language } : 'This server has no transcription engine.');
+  };
   const mediaRooms = pool
     ? new MediaRooms({
         nodeId: cluster.nodeId,
@@ -204,13 +211,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
         maxIncomingBitrate: config.AULA_MEDIA_MAX_INCOMING_BITRATE,
         initialOutgoingBitrate: config.AULA_MEDIA_INITIAL_OUTGOING_BITRATE,
         recordings,
-        // live captions: the organization's as for AI notes (plan, switch, engine, language); nothing is written
-        captions: async (meetingId) => {
-          const [org] = await sql<{ plan: PlanName; aiNotes: boolean; language: string }[]>`select o.plan, o.ai_notes, o.language from meetings m join organizations o on o.id = m.org_id where m.id = ${meetingId}`;
-          if (!org) return 'The meeting is not known.';
-          const why = recordingNotes.unavailable(org);
-          return why ?? (asr ? { engine: asr, language: org.language } : 'This server has no transcription engine.');
-        },
+        captions: liveCaptions,
       })
     : null;
   const turn = config.AULA_TURN_URLS?.length && config.AULA_TURN_SECRET ? new TurnRelays({ urls: config.AULA_TURN_URLS, secret: config.AULA_TURN_SECRET, clock, sql, log }) : null;
@@ -231,6 +232,10 @@ export async function startNode(opts: NodeOptions = {}): Promise<Node> {
     turn,
     chat,
     recordings,
+    captionsUnavailable: async (meetingId) => {
+      const captions = await liveCaptions(meetingId);
+      return typeof captions === 'string' ? captions : null;
+    },
     signaled: (type, answer) => metrics.mediaSignal(type, answer),
   });
   const app: App = {

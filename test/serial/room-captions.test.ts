@@ -108,6 +108,8 @@ t.test('an organization whose plan has no AI notes, or whose switch is off, is r
   const tt = await std.user('t-2', 'Ted Teacher', 'TEACHER');
   const m1 = await newMeeting(std, tt);
   const a = await enterRoom(t, node, std.tenant.key, m1.id, tt.id, 'HOST');
+  // the page is told at join, and hides its Captions control
+  t.match(a.joined, { captionsUnavailable: /standard plan does not include AI notes/ });
   const r1 = await a.room.command({ type: 'captions', on: true });
   t.match(r1, { ok: false, error: { code: 'ai_notes_unavailable', message: /standard plan does not include AI notes/ } }, JSON.stringify(r1));
 
@@ -117,6 +119,7 @@ t.test('an organization whose plan has no AI notes, or whose switch is off, is r
   });
   const m2 = await newMeeting();
   const b = await enterRoom(t, node, s.tenant.key, m2.id, teacher.id, 'HOST');
+  t.match(b.joined, { captionsUnavailable: /switched off/ });
   const r2 = await b.room.command({ type: 'captions', on: true });
   t.match(r2, { ok: false, error: { code: 'ai_notes_unavailable', message: /switched off/ } }, JSON.stringify(r2));
   t.equal(await (await node.app.media!.rooms.room(m2.id))!.captionPipeline(), null, 'no pipeline');
@@ -136,6 +139,7 @@ t.test('Chromium: the CC button turns captions on and the speaker\'s words show 
   await page.click('#join');
   await eventually(() => page.evaluate(() => (window as any).aula.state.phase === 'room'), 20_000);
   await eventually(() => page.evaluate(() => (window as any).aula.media?.client !== null), 20_000).catch(() => {});
+  t.equal(await page.evaluate(() => (window as any).aula.state.captions.offered), true, 'the room offers captions (joined said so)');
   const cc = page.locator('nav.controls button[title="Captions"]');
   t.equal(await cc.getAttribute('aria-pressed'), 'false');
   await cc.click();

@@ -74,7 +74,7 @@ function run(from: State, ...actions: Action[]): State {
 function inRoom(role: RoomRole = 'PARTICIPANT', roster = [person('me'), person('ann')], over: Partial<State> = {}): State {
   const s = run({ ...initialState, session: session(role), phase: 'connecting' }, {
     type: 'joined',
-    recording: null,
+    recording: null, captionsUnavailable: null,
     participantId: 'me',
     roster: roster.map((p) => (p.participantId === 'me' ? { ...p, roomRole: role } : p)),
     settings,
@@ -90,7 +90,7 @@ t.test('joined: into the room with its roster, settings, lock, media revision an
   const before: State = { ...initialState, session: session(), phase: 'connecting', mediaRev: 3, answers: { p1: { choices: [1], text: null }, gone: { choices: [0], text: null } }, ownQuestions: ['q0'] };
   const s = run(before, {
     type: 'joined',
-    recording: null,
+    recording: null, captionsUnavailable: null,
     participantId: 'me',
     roster: [person('me')],
     settings: { ...settings, lectureMode: true },
@@ -126,9 +126,18 @@ t.test('roster: the new list; SDK events for joins (not one\'s own), hands and l
   t.same(embedEvents(after, { type: 'roster', rev: 3, participants: lowered.roster }, lowered), [{ event: 'hand-lowered', data: { participant: { id: 'ann', name: 'ann', role: 'PARTICIPANT' } } }]);
 });
 
+t.test('joined: the Captions control is offered only where the room makes captions; a refusal later still says why', async (t) => {
+  const offered = (captionsUnavailable: string | null) =>
+    run({ ...initialState, session: session(), phase: 'connecting' }, { type: 'joined', recording: null, captionsUnavailable, participantId: 'me', roster: [person('me')], settings, locked: false, spotlight: null, classroom: noClassroom, media: { rev: 1, available: true } }).captions;
+  t.match(offered(null), { offered: true, on: false, unavailable: null });
+  t.match(offered('The standard plan does not include AI notes.'), { offered: false, on: false, unavailable: null }, 'no control, and no box until someone asks');
+  const refused = run({ ...inRoom(), captions: { on: false, lines: [], unavailable: null, offered: true } }, { type: 'captions-set', on: false, unavailable: 'AI notes are switched off.' });
+  t.match(refused.captions, { offered: true, unavailable: 'AI notes are switched off.' }, 'switched off during the class: the box says why');
+});
+
 t.test('joined is told to the SDK once: a reconnect joins again without it', async (t) => {
   const m: Action = { type: 'joined',
-    recording: null, participantId: 'me', roster: [person('me')], settings, locked: false, spotlight: null, classroom: noClassroom, media: { rev: 1, available: true } };
+    recording: null, captionsUnavailable: null, participantId: 'me', roster: [person('me')], settings, locked: false, spotlight: null, classroom: noClassroom, media: { rev: 1, available: true } };
   const before = { ...initialState, session: session() };
   const first = run(before, m);
   t.same(embedEvents(before, m, first), [{ event: 'joined', data: { participant: { id: 'me', name: 'me', role: 'PARTICIPANT' }, meeting: { id: 'mtg_1', title: 'Physics' } } }]);
@@ -257,7 +266,7 @@ t.test('access: what the role may do, as RoomAccess decides it', async (t) => {
 
 t.test('the spotlight: from the join and from a host, said once; the SDK hears who speaks', async (t) => {
   const joined = run({ ...initialState, session: session(), phase: 'connecting' }, { type: 'joined',
-    recording: null, participantId: 'me', roster: [person('me'), person('ann')], settings, locked: false, spotlight: 'ann', classroom: noClassroom, media: { rev: 1, available: true } });
+    recording: null, captionsUnavailable: null, participantId: 'me', roster: [person('me'), person('ann')], settings, locked: false, spotlight: 'ann', classroom: noClassroom, media: { rev: 1, available: true } });
   t.equal(joined.spotlight, 'ann', 'a page that joins late sees the spotlight');
   const s = inRoom();
   const on = run(s, { type: 'spotlight', participantId: 'ann', by: 'host' });
@@ -331,7 +340,7 @@ t.test('media-health: hosts keep each person\'s health; the people list sums it 
 t.test('a poll open when the user joins is told to the SDK with the first joined; a reconnect tells only what changed meanwhile', async (t) => {
   const quiz = poll('p1', { quiz: true, question: 'Which organelle makes ATP?' });
   const joined = (polls: PollView[]): Action => ({ type: 'joined',
-    recording: null, participantId: 'me', roster: [person('me')], settings, locked: false, spotlight: null, classroom: { ...noClassroom, polls }, media: { rev: 1, available: true } });
+    recording: null, captionsUnavailable: null, participantId: 'me', roster: [person('me')], settings, locked: false, spotlight: null, classroom: { ...noClassroom, polls }, media: { rev: 1, available: true } });
   const before: State = { ...initialState, session: session(), phase: 'connecting' };
   const m = joined([quiz, poll('p2', { status: 'CLOSED' })]);
   const first = run(before, m);
@@ -353,7 +362,7 @@ t.test('a poll open when the user joins is told to the SDK with the first joined
 
 t.test('the people already in the room when the user joins are not told to the SDK as joining', async (t) => {
   const m: Action = { type: 'joined',
-    recording: null, participantId: 'me', roster: [person('ann'), person('me'), person('bob')], settings, locked: false, spotlight: null, classroom: noClassroom, media: { rev: 1, available: true } };
+    recording: null, captionsUnavailable: null, participantId: 'me', roster: [person('ann'), person('me'), person('bob')], settings, locked: false, spotlight: null, classroom: noClassroom, media: { rev: 1, available: true } };
   const before: State = { ...initialState, session: session(), phase: 'connecting' };
   const first = run(before, m);
   t.same(embedEvents(before, m, first).map((e) => e.event), ['joined'], 'joined only');

@@ -111,7 +111,7 @@ export interface State {
    * Live captions (CC): on for this person, the last lines shown over the stage, and why they cannot be
    * had when the server refused them (the plan, the organization's switch, the engine, the language).
    */
-  captions: { on: boolean; lines: CaptionLine[]; unavailable: string | null };
+  captions: { on: boolean; lines: CaptionLine[]; unavailable: string | null; offered: boolean };
 }
 
 /** A caption line over the stage: who spoke and what the engine heard. */
@@ -199,7 +199,7 @@ export const initialState: State = {
   seq: 0,
   pollPrompt: null,
   recording: null,
-  captions: { on: false, lines: [], unavailable: null },
+  captions: { on: false, lines: [], unavailable: null, offered: false },
 };
 
 /** What the page's own commands were answered, as the reducer takes it (the rest of their answers are server messages' shapes). */
@@ -310,6 +310,8 @@ export function reduce(s: State, m: Action): State {
         spotlight: m.spotlight ?? null,
         recording: m.recording ?? null,
         notice: m.recording && !s.recording ? 'This class is being recorded.' : s.notice,
+        // the Captions control shows only where captions can be had (a server without the field offers them)
+        captions: { ...s.captions, offered: (m.captionsUnavailable ?? null) === null },
       };
     case 'roster': {
       let next: State = { ...s, roster: m.participants };
@@ -409,7 +411,7 @@ export function reduce(s: State, m: Action): State {
       return { ...s, captions: { ...s.captions, lines: [...s.captions.lines, line].slice(-CAPTION_LINES) }, seq: s.seq + 1 };
     }
     case 'captions-set':
-      return { ...s, captions: { on: m.on, lines: m.on ? s.captions.lines : [], unavailable: m.unavailable } };
+      return { ...s, captions: { ...s.captions, on: m.on, lines: m.on ? s.captions.lines : [], unavailable: m.unavailable } };
     case 'active-speaker': {
       const id = m.participantId;
       const speakers = id === null ? s.speakers : [id, ...s.speakers.filter((x) => x !== id)].slice(0, SPEAKERS_KEPT);

@@ -54,6 +54,8 @@ export interface RoomsOptions {
   chat: ChatLog;
   /** Recordings: the plan's say, and their ids. */
   recordings: Recordings;
+  /** Why a meeting's room offers no live captions (the page hides its Captions control), or null; absent: none are made here. */
+  captionsUnavailable?: (meetingId: string) => Promise<string | null>;
   /** Told of each media request answered: ICE restarts and resumed media sessions are counted (metrics). */
   signaled?: (type: SignalingRequest['type'], answer: Record<string, unknown>) => void;
 }
@@ -184,6 +186,8 @@ export class Rooms implements EffectSink {
     const user = await this.#roomUser(c.sessionId);
     // A room this node has seen live cannot be started again; any other join may be the one that starts it.
     const { planAllowsStart, recordingId } = this.#views.has(c.meetingId) ? { planAllowsStart: undefined, recordingId: undefined } : await this.#mayStart(c.meetingId);
+    // asked beside the join; a failed read leaves the control shown (turning captions on says why not)
+    const captions = this.#o.captionsUnavailable ? this.#o.captionsUnavailable(c.meetingId).catch(() => null) : Promise.resolve('This server does not make live captions.');
     const reply = await this.#o.clients.meeting.join(c.meetingId, {
       ...(planAllowsStart === undefined ? {} : { planAllowsStart }),
       ...(recordingId === undefined ? {} : { recordingId }),
@@ -208,6 +212,8 @@ export class Rooms implements EffectSink {
       });
     }
     const media = this.#views.get(c.meetingId)!.media;
+    const captionsUnavailable = await captions;
+    if (c.closed) return;
     c.send(
       JSON.stringify({
         type: 'joined',
@@ -220,6 +226,7 @@ export class Rooms implements EffectSink {
         classroom: reply.classroom,
         media: { rev: media?.rev ?? 0, available: media !== null },
         recording: reply.recording,
+        captionsUnavailable,
       }),
     );
     // a host who comes in while people wait sees them at once (the waiting room tells hosts only of changes)

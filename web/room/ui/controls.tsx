@@ -113,6 +113,7 @@ export function Controls({
   onReact,
   recording,
   captions,
+  captionsOffered,
   act,
 }: {
   media: Pick<State, 'micOn' | 'camOn' | 'screenOn'>;
@@ -128,6 +129,8 @@ export function Controls({
   recording: boolean;
   /** Live captions are on for this person. */
   captions: boolean;
+  /** The room offers live captions (the organization may have them and the server makes them). */
+  captionsOffered: boolean;
   act: Pick<RoomController, 'toggleMic' | 'toggleCamera' | 'toggleScreen' | 'raiseHand' | 'leave' | 'endForEveryone' | 'record' | 'setCaptions'>;
 }) {
   const narrow = useMatches(NARROW);
@@ -170,7 +173,7 @@ export function Controls({
   controls.push(panelControl('polls', 'Polls', 'poll', pollWaiting ? 'a poll is waiting for your answer' : '', pollWaiting ? 1 : 0));
   controls.push(panelControl('qa', 'Q&A', 'qa', questionsNote, may.host ? openQuestions : 0));
   controls.push({ key: 'react', label: 'React', name: 'React', icon: 'smile', pressed: reacting, onClick: onReact });
-  controls.push({ key: 'cc', label: 'Captions', name: 'Live captions', icon: 'cc', pressed: captions, onClick: () => void act.setCaptions(!captions) });
+  if (captionsOffered || captions) controls.push({ key: 'cc', label: 'Captions', name: 'Live captions', icon: 'cc', pressed: captions, onClick: () => void act.setCaptions(!captions) });
   if (may.host) {
     const label = recording ? 'Stop recording' : 'Record';
     controls.push({ key: 'record', label, name: label, icon: 'rec', pressed: recording, onClick: () => (recording ? confirm('Stop recording? The recording is saved and processed.') && void act.record(false) : void act.record(true)) });

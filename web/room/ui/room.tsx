@@ -268,6 +268,7 @@ export function Room({ state: s, media, act }: { state: State; media: RoomMedia;
         onReact={() => setReacting(!reacting)}
         recording={s.recording !== null}
         captions={s.captions.on}
+        captionsOffered={s.captions.offered}
         act={act}
       />
     </div>
