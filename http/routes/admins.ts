@@ -4,7 +4,9 @@ import { MAX_PASSWORD_LENGTH } from '../../src/platform/passwords.ts';
 import { ADMIN_ROLES, ADMIN_SESSION_TTL_MS, type AdminPrincipal } from '../../src/services/admins.ts';
 import {
   acceptInvitation,
+  changeAdminRole,
   disableAdmin,
+  enableAdmin,
   getAdminListing,
   INVITATION_STATUSES,
   INVITATION_TTL_MS,
@@ -154,6 +156,35 @@ export const adminRoutes = [
       errors: ['owner_required', 'admin_not_found', 'cannot_disable_self', 'last_owner'],
     },
     async ({ app, db, req, admin, params }) => ({ data: await disableAdmin(db, deps(app), { orgId: params.orgId, id: params.id, by: acting(admin), requestId: req.requestId }) }),
+  ),
+  route(
+    {
+      method: 'post',
+      path: '/orgs/:orgId/admins/:id/enable',
+      tag,
+      auth: 'admin',
+      summary: 'Enable a disabled owner or admin: they may sign in again.',
+      description: 'Owners only (owner_required). The sessions revoked when they were disabled stay revoked. Enabling an active admin answers them unchanged. Recorded in the audit log (admin.enabled).',
+      params: idParams,
+      response: adminListing,
+      errors: ['owner_required', 'admin_not_found'],
+    },
+    async ({ app, db, req, admin, params }) => ({ data: await enableAdmin(db, deps(app), { orgId: params.orgId, id: params.id, by: acting(admin), requestId: req.requestId }) }),
+  ),
+  route(
+    {
+      method: 'patch',
+      path: '/orgs/:orgId/admins/:id',
+      tag,
+      auth: 'admin',
+      summary: 'Make an admin an owner, or an owner an admin: effective at once, on every node.',
+      description: 'Owners only (owner_required). Not the organization\'s last active owner (last_owner); an owner may make themselves an admin when another owner is active. The same role answers them unchanged. Recorded in the audit log (admin.role_changed, with from and to).',
+      params: idParams,
+      body: z.strictObject({ role: z.enum(ADMIN_ROLES) }),
+      response: adminListing,
+      errors: ['owner_required', 'admin_not_found', 'last_owner'],
+    },
+    async ({ app, db, req, admin, params, body }) => ({ data: await changeAdminRole(db, deps(app), { orgId: params.orgId, id: params.id, role: body.role, by: acting(admin), requestId: req.requestId }) }),
   ),
   route(
     {

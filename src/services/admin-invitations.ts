@@ -349,3 +349,45 @@ export async function disableAdmin(db: Db, deps: InvitationDeps, input: { orgId:
     return getAdminListing(tx, input.orgId, target.id);
   });
 }
+
+/**
+ * Enables a disabled owner or admin (owners only): they may sign in again (their sessions were revoked
+ * when they were disabled and stay so). Enabling an active admin answers them unchanged. Audit: admin.enabled.
+ */
+export async function enableAdmin(db: Db, deps: InvitationDeps, input: { orgId: string; id: string; by: Acting; requestId?: string | null }): Promise<AdminListing> {
+  if (input.by.role !== 'owner') throw new AppError('owner_required');
+  const now = deps.clock.now();
+  return inTx(db, async (tx) => {
+    const [target] = await tx<{ id: string; email: string; disabledAt: Date | null }[]>`select id, email, disabled_at from admins
+      where org_id = ${input.orgId} and id = ${input.id} for update`;
+    if (!target) throw new AppError('admin_not_found');
+    if (!target.disabledAt) return getAdminListing(tx, input.orgId, target.id);
+    await tx`update admins set disabled_at = null, updated_at = ${iso(now)} where id = ${target.id}`;
+    await recordAudit(tx, now, { orgId: input.orgId, actor: actorOf(input.by), action: 'admin.enabled', target: { type: 'admin', id: target.id }, details: { email: target.email }, requestId: input.requestId ?? null });
+    return getAdminListing(tx, input.orgId, target.id);
+  });
+}
+
+/**
+ * Makes an admin an owner or an owner an admin (owners only), effective at once on every node: their
+ * open sessions are read again with the new role. Not the organization's last active owner
+ * (last_owner). The same role answers them unchanged. Audit: admin.role_changed.
+ */
+export async function changeAdminRole(db: Db, deps: InvitationDeps, input: { orgId: string; id: string; role: AdminRole; by: Acting; requestId?: string | null }): Promise<AdminListing> {
+  if (input.by.role !== 'owner') throw new AppError('owner_required');
+  const now = deps.clock.now();
+  return inTx(db, async (tx) => {
+    const all = await tx<{ id: string; email: string; role: AdminRole; disabledAt: Date | null }[]>`select id, email, role, disabled_at from admins
+      where org_id = ${input.orgId} order by id for update`;
+    const target = all.find((a) => a.id === input.id);
+    if (!target) throw new AppError('admin_not_found');
+    if (target.role === input.role) return getAdminListing(tx, input.orgId, target.id);
+    const actor = all.find((a) => a.id === input.by.adminId);
+    if (!actor || actor.disabledAt || actor.role !== 'owner') throw new AppError('admin_session_revoked');
+    if (target.role === 'owner' && !target.disabledAt && !all.some((a) => a.id !== target.id && a.role === 'owner' && !a.disabledAt)) throw new AppError('last_owner');
+    await tx`update admins set role = ${input.role}, updated_at = ${iso(now)} where id = ${target.id}`;
+    await deps.admins.rereadSessionsIn(tx, target.id);
+    await recordAudit(tx, now, { orgId: input.orgId, actor: actorOf(input.by), action: 'admin.role_changed', target: { type: 'admin', id: target.id }, details: { email: target.email, from: target.role, to: input.role }, requestId: input.requestId ?? null });
+    return getAdminListing(tx, input.orgId, target.id);
+  });
+}

@@ -195,6 +195,15 @@ export class Admins {
     return done.length > 0;
   }
 
+  /**
+   * Every node drops its cached copy of the admin's open sessions once the caller's transaction commits,
+   * so their next request reads the admin again (a changed role counts at once).
+   */
+  async rereadSessionsIn(tx: Db, adminId: string): Promise<void> {
+    const rows = await tx<{ tokenHash: Buffer }[]>`select token_hash from admin_sessions where admin_id = ${adminId} and revoked_at is null`;
+    afterCommit(tx, () => this.#forget(rows.map((r) => r.tokenHash)));
+  }
+
   async #forget(hashes: Buffer[]): Promise<void> {
     if (hashes.length) await this.#bus.publish('admin-sessions', { hashes: hashes.map((h) => h.toString('hex')) });
   }

@@ -28,6 +28,8 @@ export const AUDIT_ACTIONS = [
   'admin.invitation_revoked',
   'admin.joined',
   'admin.disabled',
+  'admin.enabled',
+  'admin.role_changed',
   'meeting.ended',
   'recording_notes.edited',
 ] as const;

@@ -86,6 +86,19 @@ t.test('the owner disables an admin after confirming; the admin\'s open console 
   await theirs.click('nav#nav a:text-is("API keys")');
   await theirs.waitForSelector('h1:text-is("Sign in")');
   t.match(await theirs.textContent('.signin [role=status]'), /signed out or its owner or admin disabled/, 'the API\'s reason');
+
+  // an owner enables them again, and makes them an owner: both confirmed, both in the list at once
+  await ownerPage.click('button[aria-label="Enable former.deputy@riverside.example"]');
+  t.match(await ownerPage.locator('dialog[open]').textContent(), /can sign in again/);
+  await ownerPage.locator('dialog[open] button:text-is("Enable")').click();
+  await ownerPage.waitForSelector('.flash:has-text("former.deputy@riverside.example is enabled")');
+  await ownerPage.waitForSelector('tr:has-text("former.deputy@riverside.example") .badge:text-is("active")');
+  await ownerPage.click('button[aria-label="Make former.deputy@riverside.example an owner"]');
+  await ownerPage.locator('dialog[open] button:text-is("Make owner")').click();
+  await ownerPage.waitForSelector('.flash:has-text("former.deputy@riverside.example is an owner now")');
+  await ownerPage.waitForSelector('tr:has-text("former.deputy@riverside.example") td:text-is("Owner")');
+  t.ok(await ownerPage.$('button[aria-label="Make former.deputy@riverside.example an admin"]'), 'and back, the other way');
+  await look(t, ownerPage, 'settings-admins-roles', '#s-admins');
 });
 
 t.test('the accept page sets a password and lands signed in; an admin sees the list without the owners\' buttons', async (t) => {
@@ -114,7 +127,8 @@ t.test('the accept page sets a password and lands signed in; an admin sees the l
   await page.waitForSelector('.state.loading', { state: 'detached' });
   t.notOk(await page.$('button:text-is("Invite an admin")'), 'an admin cannot invite');
   t.notOk(await page.$('button:text-is("Disable")'), 'nor disable');
-  t.match(await page.textContent('.admins > p'), /Only owners invite and disable them/);
+  t.notOk(await page.$('button:text-is("Make owner")'), 'nor change a role');
+  t.match(await page.textContent('.admins > p'), /Only owners invite them, change their role, and disable or enable them/);
 
   // the link is used now: opening it again says so in the API's words
   await page.goto(link);

@@ -206,6 +206,58 @@ t.test('an owner who is disabled loses their pending invitations; the last activ
   t.equal(owners.length, 1);
 });
 
+t.test('an owner enables a disabled admin and changes roles: at once on every node; never the last owner; in the log', async (t) => {
+  const school = await createTenant(a);
+  const first = await adminOf(school, 'head@school.example', 'owner');
+  const deputy = await adminOf(school, 'deputy@school.example', 'admin');
+  const p = `/orgs/${school.orgId}/admins`;
+  const onB = await signIn(school, deputy.email, PASSWORD, b);
+  // an admin may not invite; both nodes cache the deputy's sessions as an admin's
+  assertError(t, await api(a, 'POST', `${p}/invitations`, { bearer: deputy.bearer, body: { email: 'x@school.example', role: 'admin' } }), 403, 'owner_required');
+  assertError(t, await api(b, 'POST', `${p}/invitations`, { bearer: onB, body: { email: 'x@school.example', role: 'admin' } }), 403, 'owner_required');
+  assertError(t, await api(a, 'PATCH', `${p}/${first.id}`, { bearer: deputy.bearer, body: { role: 'admin' } }), 403, 'owner_required');
+  assertError(t, await api(a, 'POST', `${p}/${first.id}/enable`, { bearer: deputy.bearer }), 403, 'owner_required');
+
+  const promoted = await api(a, 'PATCH', `${p}/${deputy.id}`, { bearer: first.bearer, body: { role: 'owner' } });
+  t.equal(promoted.status, 200, JSON.stringify(promoted.body));
+  t.match(promoted.body.data, { id: deputy.id, role: 'owner', status: 'ACTIVE' });
+  // the open sessions, on both nodes, are owners' now (no new sign-in)
+  const invited = await api(b, 'POST', `${p}/invitations`, { bearer: onB, body: { email: 'x@school.example', role: 'admin' } });
+  t.equal(invited.status, 201, 'the deputy\'s session on node b invites at once');
+  t.equal((await api(a, 'POST', `${p}/invitations`, { bearer: deputy.bearer, body: { email: 'y@school.example', role: 'admin' } })).status, 201, 'and on node a');
+  t.equal((await api(a, 'PATCH', `${p}/${deputy.id}`, { bearer: first.bearer, body: { role: 'owner' } })).body.data.role, 'owner', 'the same role again changes nothing');
+
+  // the head steps down while the deputy is an owner; the deputy, now the last owner, cannot step down
+  t.equal((await api(a, 'PATCH', `${p}/${first.id}`, { bearer: first.bearer, body: { role: 'admin' } })).body.data.role, 'admin');
+  assertError(t, await api(a, 'POST', `${p}/invitations`, { bearer: first.bearer, body: { email: 'z@school.example', role: 'admin' } }), 403, 'owner_required');
+  assertError(t, await api(b, 'PATCH', `${p}/${deputy.id}`, { bearer: onB, body: { role: 'admin' } }), 409, 'last_owner');
+
+  // disable and enable: sign-in refused, then allowed; the old sessions stay revoked
+  t.equal((await api(a, 'POST', `${p}/${first.id}/disable`, { bearer: deputy.bearer })).status, 200);
+  assertError(t, await api(a, 'POST', '/auth/sign-in', { body: { orgId: school.orgId, email: first.email, password: PASSWORD } }), 403, 'admin_disabled');
+  const enabled = await api(b, 'POST', `${p}/${first.id}/enable`, { bearer: onB });
+  t.equal(enabled.status, 200, JSON.stringify(enabled.body));
+  t.match(enabled.body.data, { id: first.id, status: 'ACTIVE', disabledAt: null, role: 'admin' });
+  assertError(t, await api(a, 'GET', `/orgs/${school.orgId}`, { bearer: first.bearer }), 401, 'admin_session_revoked');
+  t.equal((await api(a, 'GET', `/orgs/${school.orgId}`, { bearer: await signIn(school, first.email) })).status, 200, 'they sign in again');
+  t.equal((await api(a, 'POST', `${p}/${first.id}/enable`, { bearer: deputy.bearer })).status, 200, 'enabling an active admin changes nothing');
+
+  for (const body of [{}, { role: 'teacher' }, { role: 'owner', email: 'x@y.z' }]) assertError(t, await api(a, 'PATCH', `${p}/${first.id}`, { bearer: deputy.bearer, body }), 400, 'validation_failed');
+  assertError(t, await api(a, 'PATCH', `${p}/adm_00000000000000000000000000`, { bearer: deputy.bearer, body: { role: 'owner' } }), 404, 'admin_not_found');
+  assertError(t, await api(a, 'POST', `/orgs/${tenant.orgId}/admins/${admin.id}/enable`, { bearer: deputy.bearer }), 403, 'org_mismatch');
+
+  const log = (await api(a, 'GET', `/orgs/${school.orgId}/audit-log?action=admin.*`, { bearer: deputy.bearer })).body.data as any[];
+  t.same(
+    log.filter((e) => ['admin.role_changed', 'admin.enabled'].includes(e.action)).map((e) => [e.action, e.details.email, e.details.from ?? null, e.details.to ?? null]).reverse(),
+    [
+      ['admin.role_changed', deputy.email, 'admin', 'owner'],
+      ['admin.role_changed', first.email, 'owner', 'admin'],
+      ['admin.enabled', first.email, null, null],
+    ],
+    'each change once, oldest first here',
+  );
+});
+
 t.test('another organization\'s owner sees and changes none of these admins', async (t) => {
   const other = await createTenant(a);
   const theirs = await adminOf(other, 'owner@other.example', 'owner');

@@ -109,3 +109,23 @@ t.test('GET /orgs/:orgId/audit-log pages with cursors and filters by action, fam
     assertError(t, await api(node, 'GET', `${org}/audit-log${q}`, { bearer }), 400, 'validation_failed');
   }
 });
+
+t.test('retention: the hourly maintenance deletes entries older than 400 days, and only those', async (t) => {
+  const DAY = 24 * 60 * 60_000;
+  // a session lasts hours, not a year: sign in again after the clock moves
+  const session = async () => (await api(node, 'POST', '/auth/sign-in', { body: { orgId: tenant.orgId, email: 'owner@school.example', password: PASSWORD } })).body.data.sessionToken as string;
+  const names = async () => (await app.sql<{ name: string | null }[]>`select details->>'name' as name from audit_log where org_id = ${tenant.orgId} order by id`).map((r) => r.name);
+  t.equal((await api(node, 'POST', `${org}/api-keys`, { bearer, body: { name: 'kept a year', scopes: ['users:read'] } })).status, 201);
+  const before = await names();
+  const made = clock.now();
+  await app.cluster.ask('maintenance:retention', { type: 'ENSURE' });
+  clock.set(made + 399 * DAY);
+  t.equal((await api(node, 'POST', `${org}/api-keys`, { bearer: await session(), body: { name: 'a year later', scopes: ['users:read'] } })).status, 201);
+  await app.timers.tick();
+  t.same(await names(), [...before, 'a year later'], 'nothing goes before 400 days');
+  clock.set(made + 400 * DAY + 2 * 60 * 60_000);
+  await app.timers.tick();
+  t.same(await names(), ['a year later'], 'the entries older than 400 days are gone; the newer one stays');
+  const read = await api(node, 'GET', `${org}/audit-log`, { bearer: await session() });
+  t.same(read.body.data.map((e: any) => e.details.name), ['a year later'], 'and the console reads what is left');
+});

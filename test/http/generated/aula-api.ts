@@ -1222,6 +1222,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/orgs/{orgId}/admins/{id}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Enable a disabled owner or admin: they may sign in again.
+         * @description Owners only (owner_required). The sessions revoked when they were disabled stay revoked. Enabling an active admin answers them unchanged. Recorded in the audit log (admin.enabled).
+         */
+        post: operations["postApiV1OrgsOrgIdAdminsIdEnable"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/orgs/{orgId}/admins/{id}": {
         parameters: {
             query?: never;
@@ -1236,7 +1256,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Make an admin an owner, or an owner an admin: effective at once, on every node.
+         * @description Owners only (owner_required). Not the organization's last active owner (last_owner); an owner may make themselves an admin when another owner is active. The same role answers them unchanged. Recorded in the audit log (admin.role_changed, with from and to).
+         */
+        patch: operations["patchApiV1OrgsOrgIdAdminsId"];
         trace?: never;
     };
     "/api/v1/auth/invitation": {
@@ -11557,6 +11581,135 @@ export interface operations {
             };
         };
     };
+    postApiV1OrgsOrgIdAdminsIdEnable: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replays the first response for 24 hours. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                orgId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            email: string;
+                            /** @enum {string} */
+                            role: "owner" | "admin";
+                            /** @enum {string} */
+                            status: "ACTIVE" | "DISABLED";
+                            createdAt: string;
+                            disabledAt: string | null;
+                            /** @description When they last signed in; null if never. */
+                            lastSignInAt: string | null;
+                            /** @description The owner whose invitation they accepted; null for those the operator added (`aula admins add`). */
+                            invitedBy: {
+                                id: string;
+                                email: string;
+                            } | null;
+                        };
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `admin_session_missing`, `auth_malformed`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `owner_required`, `csrf_failed`, `org_mismatch` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `admin_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getApiV1OrgsOrgIdAdminsId: {
         parameters: {
             query?: never;
@@ -11625,6 +11778,148 @@ export interface operations {
             };
             /** @description `admin_not_found` */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `rate_limited` */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patchApiV1OrgsOrgIdAdminsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    role: "owner" | "admin";
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            id: string;
+                            email: string;
+                            /** @enum {string} */
+                            role: "owner" | "admin";
+                            /** @enum {string} */
+                            status: "ACTIVE" | "DISABLED";
+                            createdAt: string;
+                            disabledAt: string | null;
+                            /** @description When they last signed in; null if never. */
+                            lastSignInAt: string | null;
+                            /** @description The owner whose invitation they accepted; null for those the operator added (`aula admins add`). */
+                            invitedBy: {
+                                id: string;
+                                email: string;
+                            } | null;
+                        };
+                    };
+                };
+            };
+            /** @description `validation_failed`, `invalid_json` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `admin_session_missing`, `auth_malformed`, `admin_session_invalid`, `admin_session_expired`, `admin_session_revoked` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `owner_required`, `csrf_failed`, `org_mismatch` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `admin_not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description `last_owner` */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12232,7 +12527,7 @@ export interface operations {
                 limit?: number;
                 /** @description The nextCursor of the previous page. */
                 cursor?: string;
-                /** @description One action (`api_key.created`, `api_key.rolled`, `api_key.revoked`, `webhook_endpoint.created`, `webhook_endpoint.updated`, `webhook_endpoint.disabled`, `webhook_endpoint.enabled`, `webhook_endpoint.deleted`, `webhook_endpoint.secret_rotated`, `organization.updated`, `admin.added`, `admin.invited`, `admin.invitation_revoked`, `admin.joined`, `admin.disabled`, `meeting.ended`, `recording_notes.edited`) or a family of them: `api_key.*`, `webhook_endpoint.*`, `admin.*`. */
+                /** @description One action (`api_key.created`, `api_key.rolled`, `api_key.revoked`, `webhook_endpoint.created`, `webhook_endpoint.updated`, `webhook_endpoint.disabled`, `webhook_endpoint.enabled`, `webhook_endpoint.deleted`, `webhook_endpoint.secret_rotated`, `organization.updated`, `admin.added`, `admin.invited`, `admin.invitation_revoked`, `admin.joined`, `admin.disabled`, `admin.enabled`, `admin.role_changed`, `meeting.ended`, `recording_notes.edited`) or a family of them: `api_key.*`, `webhook_endpoint.*`, `admin.*`. */
                 action?: string;
                 /** @description An owner's or admin's id (`adm_…`), an API key's id (`key_…`), or `operator` for the CLI. */
                 actor?: string;

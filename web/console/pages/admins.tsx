@@ -62,7 +62,7 @@ export function AdminsPanel() {
         )}
       </div>
       <p class="muted small">
-        Owners and admins run the organization in this console. {isOwner ? 'Owners invite and disable them.' : 'Only owners invite and disable them.'}
+        Owners and admins run the organization in this console. {isOwner ? 'Owners invite them, change their role, and disable or enable them.' : 'Only owners invite them, change their role, and disable or enable them.'}
       </p>
       {flash}
       {link && (
@@ -126,22 +126,20 @@ export function AdminsPanel() {
                     <td class="small">{a.invitedBy ? a.invitedBy.email : <span class="muted">the operator</span>}</td>
                     {isOwner && (
                       <td class="actions-cell">
-                        {a.status === 'ACTIVE' && a.id !== me?.adminId && (
-                          <ConfirmButton
-                            small
-                            danger
-                            label="Disable"
-                            ariaLabel={`Disable ${a.email}`}
-                            title={`Disable ${a.email}?`}
-                            body={<p>They are signed out everywhere at once and can no longer sign in. Their pending invitations are revoked. This cannot be undone from the console.</p>}
-                            confirmLabel="Disable"
-                            onConfirm={async () => {
-                              await api.post(api.org(`/admins/${api.enc(a.id)}/disable`));
-                              say(`${a.email} is disabled.`);
-                              reload();
-                            }}
-                          />
-                        )}
+                        <AdminActions
+                          admin={a}
+                          self={a.id === me?.adminId}
+                          onDone={(text, role) => {
+                            say(text);
+                            // my own role changed: the console shows what the API now lets me do
+                            if (role && a.id === me?.adminId && me) {
+                              update(me.orgId, { role });
+                              location.reload();
+                              return;
+                            }
+                            reload();
+                          }}
+                        />
                       </td>
                     )}
                   </tr>
@@ -190,9 +188,67 @@ export function AdminsPanel() {
         }
       </Loaded>
       <p class="small muted">
-        Invitations and disabled admins are in the <a href={href('/audit-log', { action: 'admin.*' })}>audit log</a>.
+        Invitations, role changes and disabled admins are in the <a href={href('/audit-log', { action: 'admin.*' })}>audit log</a>.
       </p>
     </section>
+  );
+}
+
+/** An owner's actions on one owner or admin: change the role (not the last owner: the API says so), disable, enable. */
+function AdminActions({ admin: a, self, onDone }: { admin: Admin; self: boolean; onDone: (text: string, role?: Admin['role']) => void }) {
+  const other: Admin['role'] = a.role === 'owner' ? 'admin' : 'owner';
+  return (
+    <span class="card-actions">
+      {a.status === 'ACTIVE' && (
+        <ConfirmButton
+          small
+          label={other === 'owner' ? 'Make owner' : 'Make admin'}
+          ariaLabel={`Make ${self ? 'yourself' : a.email} ${other === 'owner' ? 'an owner' : 'an admin'}`}
+          title={`Make ${self ? 'yourself' : a.email} ${other === 'owner' ? 'an owner' : 'an admin'}?`}
+          body={
+            other === 'owner' ? (
+              <p>Owners also invite admins, change roles, and disable or enable admins. It counts at once, in every console they have open.</p>
+            ) : (
+              <p>{self ? 'You' : 'They'} can no longer invite admins, change roles, or disable or enable admins. It counts at once. The organization keeps at least one active owner.</p>
+            )
+          }
+          confirmLabel={other === 'owner' ? 'Make owner' : 'Make admin'}
+          onConfirm={async () => {
+            await api.patch(api.org(`/admins/${api.enc(a.id)}`), { role: other });
+            onDone(`${self ? 'You are' : `${a.email} is`} ${other === 'owner' ? 'an owner' : 'an admin'} now.`, other);
+          }}
+        />
+      )}
+      {a.status === 'ACTIVE' && !self && (
+        <ConfirmButton
+          small
+          danger
+          label="Disable"
+          ariaLabel={`Disable ${a.email}`}
+          title={`Disable ${a.email}?`}
+          body={<p>They are signed out everywhere at once and can no longer sign in. Their pending invitations are revoked. An owner can enable them again later.</p>}
+          confirmLabel="Disable"
+          onConfirm={async () => {
+            await api.post(api.org(`/admins/${api.enc(a.id)}/disable`));
+            onDone(`${a.email} is disabled.`);
+          }}
+        />
+      )}
+      {a.status === 'DISABLED' && (
+        <ConfirmButton
+          small
+          label="Enable"
+          ariaLabel={`Enable ${a.email}`}
+          title={`Enable ${a.email}?`}
+          body={<p>They can sign in again with their password, as {a.role === 'owner' ? 'an owner' : 'an admin'}. The invitations revoked when they were disabled stay revoked.</p>}
+          confirmLabel="Enable"
+          onConfirm={async () => {
+            await api.post(api.org(`/admins/${api.enc(a.id)}/enable`));
+            onDone(`${a.email} is enabled: they can sign in again.`);
+          }}
+        />
+      )}
+    </span>
   );
 }
 
