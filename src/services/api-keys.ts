@@ -210,6 +210,13 @@ export class ApiKeys {
     return { items, nextCursor: rows.length > q.limit ? encodeCursor([items.at(-1)!.id]) : null };
   }
 
+  /** Every key (of `orgId` when given), oldest first, with its organization: the operator's `aula keys list`. */
+  async listAll(db: Db, orgId?: string): Promise<(ApiKeyRecord & { orgId: string })[]> {
+    const rows = await db<KeyRow[]>`select ${db.unsafe(KEY_COLUMNS)} from api_keys ${orgId === undefined ? db`` : db`where org_id = ${orgId}`} order by created_at, id`;
+    const now = this.#clock.now();
+    return rows.map((r) => ({ ...toApiKeyRecord(r, now), orgId: r.orgId }));
+  }
+
   /**
    * Revokes a key (of `orgId` when given); false when it was already revoked. Running nodes drop it from
    * their caches once the revocation commits (told over the bus): before the commit, a node reading the

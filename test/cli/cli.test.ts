@@ -77,20 +77,27 @@ t.test('aula keys list shows every key but never the key itself; revoke of an un
     [a.id, b.id],
     'only that organization, oldest first, revoked keys included',
   );
-  t.match(data[0], { id: a.id, orgId: org, name: 'backend', prefix: a.key.slice(0, 12), scopes: ['users:write'], createdAt: String, revokedAt: null });
-  t.match(data[1], { id: b.id, name: 'reports', scopes: ['meetings:read', 'users:read'], revokedAt: String });
-  t.same(Object.keys(data[0]).sort(), ['createdAt', 'id', 'name', 'orgId', 'prefix', 'revokedAt', 'scopes']);
+  t.match(data[0], { id: a.id, orgId: org, name: 'backend', prefix: a.key.slice(0, 12), scopes: ['users:write'], status: 'ACTIVE', createdAt: String, lastUsedAt: null, revokedAt: null });
+  t.match(data[1], { id: b.id, name: 'reports', scopes: ['meetings:read', 'users:read'], status: 'REVOKED', revokedAt: String });
+  t.same(Object.keys(data[0]).sort(), ['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'orgId', 'prefix', 'replacedBy', 'revokedAt', 'rolledFrom', 'scopes', 'status'], 'the console\'s record of a key, with its organization');
 
   const text = await aula(['keys', 'list'], env);
   t.equal(text.code, 0, text.stderr);
   const lines = text.stdout.trim().split('\n');
-  t.match(lines[0], /^ID\s+NAME\s+ORG\s+KEY\s+SCOPES\s+CREATED\s+REVOKED$/, 'a table with a header');
+  t.match(lines[0], /^ID\s+NAME\s+ORG\s+KEY\s+SCOPES\s+STATUS\s+CREATED\s+LAST USED\s+ENDS$/, 'a table with a header');
   for (const k of [a, b, c]) {
     t.ok(lines.some((l) => l.startsWith(k.id)), `${k.name} listed without --org`);
     t.notOk(text.stdout.includes(k.key) || listed.stdout.includes(k.key), 'never the key');
   }
-  t.match(lines.find((l) => l.startsWith(b.id)), /UTC\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC$/, 'the revoked key says when');
-  t.match(lines.find((l) => l.startsWith(a.id)), /users:write\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC\s+-$/, 'an active one has no revocation');
+  t.match(lines.find((l) => l.startsWith(b.id)), /REVOKED\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC\s+-\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC$/, 'the revoked key says when, and that it was never used');
+  t.match(lines.find((l) => l.startsWith(a.id)), /users:write\s+ACTIVE\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC\s+-\s+-$/, 'an active one has no end');
+
+  // a key the server has seen used (its flush writes last_used_at, to the minute)
+  const stored = (await import('postgres')).default(env.AULA_DATABASE_URL!, { max: 1 });
+  await stored`update api_keys set last_used_at = '2026-11-20T08:15:00Z' where id = ${a.id}`;
+  await stored.end();
+  const used = await aula(['keys', 'list', '--org', org], env);
+  t.match(used.stdout.split('\n').find((l) => l.startsWith(a.id)), /ACTIVE\s+\d{4}-\d\d-\d\d \d\d:\d\d UTC\s+2026-11-20 08:15 UTC\s+-$/, 'last used, as the server recorded it');
 
   const unknownOrg = await aula(['keys', 'list', '--org', 'org_missing'], env);
   t.equal(unknownOrg.code, 1);

@@ -139,14 +139,15 @@ const commands: Command[] = [
   },
   {
     name: 'keys list',
-    summary: 'List API keys: id, name, organization, scopes, when created and revoked (never the key).',
+    summary: 'List API keys: id, name, organization, scopes, status, when created and last used, and when they end (never the key).',
     synopsis: '[--org ORG_ID] [--json]',
-    description: 'Oldest first, revoked keys included. KEY is the key’s first 12 characters, to tell keys apart.',
+    description:
+      'Oldest first, revoked and expired keys included. KEY is the key’s first 12 characters, to tell keys apart. STATUS is ACTIVE, EXPIRING (rolled: valid until ENDS), EXPIRED or REVOKED (at ENDS). LAST USED is coarse: to about a minute.',
     options: { org: { type: 'string', value: 'ORG_ID', help: 'only this organization’s keys' }, json: { type: 'boolean', help: 'print one JSON object, { "data": [ … ] }' } },
     async run(o) {
       const res = await runOp('keys.list', o.org !== undefined ? { orgId: o.org as string } : {});
-      const rows = res.data.map((k: KeyListing) => [k.id, k.name, k.orgId, `${k.prefix}…`, k.scopes.join(','), day(k.createdAt), day(k.revokedAt)]);
-      print(o, res, rows.length ? table(['ID', 'NAME', 'ORG', 'KEY', 'SCOPES', 'CREATED', 'REVOKED'], rows) : `no API keys${o.org ? ` in ${o.org}` : ''}`);
+      const rows = res.data.map((k: KeyListing) => [k.id, k.name, k.orgId, `${k.prefix}…`, k.scopes.join(','), k.status, day(k.createdAt), day(k.lastUsedAt), day(k.revokedAt ?? k.expiresAt)]);
+      print(o, res, rows.length ? table(['ID', 'NAME', 'ORG', 'KEY', 'SCOPES', 'STATUS', 'CREATED', 'LAST USED', 'ENDS'], rows) : `no API keys${o.org ? ` in ${o.org}` : ''}`);
       return 0;
     },
   },

@@ -17,7 +17,7 @@ import { AppError } from '../../core/errors.ts';
 import { createCliLogger } from '../../platform/logger.ts';
 import { PLAN_NAMES, type PlanName } from '../../core/plans.ts';
 import { SCOPES } from '../../core/scopes.ts';
-import { ApiKeys } from '../../services/api-keys.ts';
+import { ApiKeys, type ApiKeyRecord } from '../../services/api-keys.ts';
 import { ADMIN_ROLES, Admins } from '../../services/admins.ts';
 import { createOrg, getOrg, updateOrg } from '../../services/orgs.ts';
 import { auditAdminDisabled, OPERATOR, recordAudit } from '../../services/audit-log.ts';
@@ -58,16 +58,8 @@ const schemas = {
 export type OpName = keyof typeof schemas;
 export type OpArgs<K extends OpName> = z.infer<(typeof schemas)[K]>;
 
-export interface KeyListing {
-  id: string;
-  orgId: string;
-  name: string;
-  /** The key's first 12 characters (`aula_sk_` and 4 more), stored in clear to tell keys apart; never the key. */
-  prefix: string;
-  scopes: string[];
-  createdAt: string;
-  revokedAt: string | null;
-}
+/** A key as `aula keys list` shows it: the console's record, with its organization (never the key). */
+export type KeyListing = ApiKeyRecord & { orgId: string };
 
 const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
 
@@ -100,13 +92,7 @@ const ops = {
   },
   async 'keys.list'(ctx: OpContext, a: OpArgs<'keys.list'>): Promise<{ data: KeyListing[] }> {
     if (a.orgId) await getOrg(ctx.sql, a.orgId);
-    const rows = await ctx.sql<{ id: string; orgId: string; name: string; keyPrefix: string; scopes: string[]; createdAt: Date; revokedAt: Date | null }[]>`
-      select id, org_id, name, key_prefix, scopes, created_at, revoked_at from api_keys
-      ${a.orgId ? ctx.sql`where org_id = ${a.orgId}` : ctx.sql``}
-      order by created_at, id`;
-    return {
-      data: rows.map((r) => ({ id: r.id, orgId: r.orgId, name: r.name, prefix: r.keyPrefix, scopes: r.scopes, createdAt: iso(r.createdAt)!, revokedAt: iso(r.revokedAt) })),
-    };
+    return { data: await ctx.apiKeys(false).listAll(ctx.sql, a.orgId) };
   },
   async 'keys.revoke'(ctx: OpContext, a: OpArgs<'keys.revoke'>) {
     // published on the nodes' bus (or, inside the server, its own): running nodes refuse the key at once
