@@ -8,7 +8,7 @@ import type { PlainTransport } from 'mediasoup/node/lib/PlainTransport.js';
 import type { Producer } from 'mediasoup/node/lib/Producer.js';
 import type { Router } from 'mediasoup/node/lib/Router.js';
 import type { Logger } from '../../src/platform/logger.ts';
-import { transcriptText, type TranscriptionEngine } from '../../src/platform/ai/asr.ts';
+import { transcriptText, type LiveTranscriber, type TranscriptionEngine } from '../../src/platform/ai/asr.ts';
 import { OggOpusWriter, opusSamples } from '../recording/containers.ts';
 import { recorderCapabilities } from '../recording/recorder.ts';
 import { parseRtp } from '../recording/rtp.ts';
@@ -19,8 +19,9 @@ import { CAPTION_RATE, Chunker, wavFile, type AudioChunk, type ChunkerOptions } 
  * room has CC on, one audio consumer of the current speaker's microphone on a PlainTransport sends its
  * RTP to one UDP socket of this process; the Opus packets go as Ogg (a page per packet) into one
  * ffmpeg that decodes them to 16 kHz PCM; the PCM is cut into short chunks at quiet moments
- * (chunker.ts), and each chunk is transcribed by the configured engine (PocketSphinx under nice 19, or
- * the OpenAI-compatible server), one at a time; each text is handed to `onCaption` with who said it.
+ * (chunker.ts), and each chunk is transcribed by the configured engine: written to its live recognizer
+ * when it has one (PocketSphinx: one decoder process for the room, its model loaded once), or as a file,
+ * one at a time (the OpenAI-compatible server); each text is handed to `onCaption` with who said it.
  * Nothing is written anywhere but a chunk's WAV in a temporary folder, removed once it is read.
  */
 
@@ -45,6 +46,8 @@ export interface CaptionPipelineOptions {
 
 /** Chunks waiting for the engine beyond this are dropped, oldest first (an engine slower than speech). */
 const MAX_WAITING = 2;
+/** A live recognizer further behind than this gets no new chunk until it catches up (about MAX_WAITING chunks). */
+const MAX_BEHIND_SECONDS = 4;
 /** No audio this long from the speaker ends the chunk under way. */
 const IDLE_FLUSH_MS = 300;
 
@@ -70,6 +73,9 @@ export class CaptionPipeline {
   /** Who spoke in the chunk under way. */
   #chunkSpeaker: Speaker | null = null;
   #waiting: { chunk: AudioChunk; speaker: Speaker }[] = [];
+  /** The engine's live recognizer, when it has one (opened at the first chunk, again if it stops), and its pieces' speakers and times. */
+  #live: LiveTranscriber | null = null;
+  #pieces = new Map<number, { speaker: Speaker; startAt: number; endAt: number }>();
   #busy = false;
   #lastPcm = 0;
   #idleTimer: NodeJS.Timeout;
@@ -176,12 +182,53 @@ export class CaptionPipeline {
   #queue(chunk: AudioChunk): void {
     const speaker = this.#chunkSpeaker ?? this.#speaker;
     if (!speaker || this.#stopped) return;
+    if (this.#o.engine.live) {
+      this.#writeLive(chunk, speaker);
+      return;
+    }
     this.#waiting.push({ chunk, speaker });
     while (this.#waiting.length > MAX_WAITING) {
       this.#waiting.shift();
       this.dropped++;
     }
     void this.#next();
+  }
+
+  /** To the live recognizer: the chunk is written now and its text comes when the engine has it. */
+  #writeLive(chunk: AudioChunk, speaker: Speaker): void {
+    try {
+      this.#live ??= this.#openLive();
+    } catch (err) {
+      this.#o.log.warn({ err }, 'captions: the live recognizer could not start');
+      return;
+    }
+    if (this.#live.behindSeconds > MAX_BEHIND_SECONDS) {
+      this.dropped++;
+      return;
+    }
+    const endAt = chunk.startAt + (chunk.samples.length / CAPTION_RATE) * 1000;
+    this.#pieces.set(this.#live.write(chunk.samples), { speaker, startAt: chunk.startAt, endAt });
+  }
+
+  #openLive(): LiveTranscriber {
+    const live = this.#o.engine.live!({
+      language: this.#o.language,
+      onText: (n, text) => {
+        const piece = this.#pieces.get(n);
+        if (!piece || this.#stopped || this.#live !== live) return;
+        for (const k of this.#pieces.keys()) if (k < n) this.#pieces.delete(k);
+        this.transcribed++;
+        this.afterAudioMs += Date.now() - piece.endAt;
+        this.#o.onCaption({ ...piece.speaker, text, at: piece.startAt, endAt: piece.endAt });
+      },
+      onClose: (err) => {
+        if (this.#live !== live) return;
+        if (!this.#stopped) this.#o.log.warn({ err }, 'captions: the live recognizer stopped; the next chunk opens another');
+        this.#live = null;
+        this.#pieces.clear();
+      },
+    });
+    return live;
   }
 
   async #next(): Promise<void> {
@@ -216,12 +263,19 @@ export class CaptionPipeline {
     clearInterval(this.#idleTimer);
     this.#abort.abort(new Error('captions stopped'));
     this.#waiting = [];
+    this.#live?.close();
+    this.#live = null;
     this.#consumer?.close();
     this.#transport.close();
     this.#socket.close();
     this.#ffmpeg.stdin.end();
     this.#ffmpeg.kill('SIGKILL');
     await rm(await this.#dir.catch(() => ''), { recursive: true, force: true }).catch(() => {});
+  }
+
+  /** The live recognizer's process group, while it runs one (for measures). */
+  get recognizerGroup(): number | undefined {
+    return this.#live?.processGroup;
   }
 
   /** The ffmpeg decoding this room's speech (its pid, for measures). */

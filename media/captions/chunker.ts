@@ -1,3 +1,4 @@
+import { wavHeader } from '../../src/platform/ai/audio.ts';
 /**
  * Cuts live 16 kHz mono speech into short chunks for a transcription engine (live captions,
  * docs/ai-notes.md): a chunk starts at the first voiced 20 ms frame (with a little of the quiet before
@@ -120,18 +121,5 @@ export class Chunker {
 /** A 16 kHz mono 16-bit WAV file of `samples`. */
 export function wavFile(samples: Int16Array): Buffer {
   const data = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
-  const h = Buffer.alloc(44);
-  h.write('RIFF', 0, 'latin1');
-  h.writeUInt32LE(36 + data.length, 4);
-  h.write('WAVEfmt ', 8, 'latin1');
-  h.writeUInt32LE(16, 16);
-  h.writeUInt16LE(1, 20);
-  h.writeUInt16LE(1, 22);
-  h.writeUInt32LE(CAPTION_RATE, 24);
-  h.writeUInt32LE(CAPTION_RATE * 2, 28);
-  h.writeUInt16LE(2, 32);
-  h.writeUInt16LE(16, 34);
-  h.write('data', 36, 'latin1');
-  h.writeUInt32LE(data.length, 40);
-  return Buffer.concat([h, data]);
+  return Buffer.concat([wavHeader(CAPTION_RATE, data.length), data]);
 }

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -5,8 +6,15 @@ import t from 'tap';
 import { supportsLanguage, transcriptText, TranscriptionError } from '../../src/platform/ai/asr.ts';
 import { wordErrorRate } from '../../src/platform/ai/measure.ts';
 import { parsePocketSphinx, PocketSphinxEngine } from '../../src/platform/ai/pocketsphinx.ts';
+import { eventually } from '../helpers/ws.ts';
 import { contentWords, LESSON } from './lesson.ts';
 import { concatWithSilences, speak } from './speech.ts';
+
+/** A WAV's samples as 16 kHz mono 16-bit PCM. */
+function pcm16k(wav: string): Int16Array {
+  const raw = execFileSync('ffmpeg', ['-loglevel', 'error', '-i', wav, '-ar', '16000', '-ac', '1', '-f', 's16le', '-']);
+  return new Int16Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + (raw.length & ~1)));
+}
 
 const dir = mkdtempSync(join(tmpdir(), 'aula-pocketsphinx-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -63,6 +71,51 @@ t.test('PocketSphinxEngine: English only', async (t) => {
   await t.rejects(engine.transcribe(join(dir, 'none.wav'), { language: 'fr' }), new TranscriptionError('pocketsphinx transcribes English only, not "fr"'));
   await t.rejects(new PocketSphinxEngine({ modelDir: join(dir, 'nowhere') }).transcribe(join(dir, 'none.wav'), { language: 'en' }), /install Debian's pocketsphinx-en-us/);
   await t.rejects(engine.transcribe(join(dir, 'missing.wav'), { language: 'en' }), /ffmpeg exited/);
+});
+
+t.test('PocketSphinxEngine.live(): one decoder for a stream of pieces; each text comes back with its piece, in order', async (t) => {
+  // three sentences as a room's captions write them: one piece each, a few seconds apart (as they are spoken)
+  const pieces = sentences.map((s, i) => pcm16k(speak(s, join(dir, `live-${i}.wav`), { tts: 'flite', voice: 'rms' })));
+  const heard = new Map<number, string[]>();
+  const answered: { piece: number; afterMs: number }[] = [];
+  const written: number[] = [];
+  let closed: Error | null = null;
+  const live = engine.live!({
+    language: 'en-US',
+    onText: (piece, text) => {
+      heard.set(piece, [...(heard.get(piece) ?? []), text]);
+      answered.push({ piece, afterMs: Date.now() - written[piece]! });
+    },
+    onClose: (err) => void (closed = err),
+  });
+  for (const [i, samples] of pieces.entries()) {
+    written[i] = Date.now();
+    t.equal(live.write(samples), i, 'pieces are numbered in order');
+    await eventually(() => heard.has(i), 30_000);
+  }
+  for (const [i, sentence] of sentences.entries()) {
+    const text = (heard.get(i) ?? []).join(' ');
+    const want = contentWords(sentence);
+    const found = want.filter((w) => text.toLowerCase().split(/\s+/).includes(w));
+    t.comment(`piece ${i}: "${text}" (${found.length}/${want.length} content words)`);
+    t.ok(found.length / want.length >= 0.5, `piece ${i}'s own words come back with it`);
+  }
+  t.same([...new Set(answered.map((a) => a.piece))], [0, 1, 2], 'in order');
+  // how soon after a piece is written its text comes: measured here, bounded in test/serial/room-captions.test.ts
+  t.comment(`answered ${answered.map((a) => `${a.afterMs} ms`).join(', ')} after the pieces were written`);
+  t.equal(live.behindSeconds, 0, 'nothing left to recognize');
+  live.close();
+  await new Promise((r) => setTimeout(r, 300));
+  t.equal(closed, null, 'closing is not a failure');
+  t.equal(live.write(pieces[0]!), 3, 'a write after close is ignored');
+});
+
+t.test('PocketSphinxEngine.live(): a decoder that dies is said to the caller; English only', async (t) => {
+  const failed = await new Promise<Error>((resolve) => {
+    new PocketSphinxEngine({ bin: join(dir, 'no-such-decoder') }).live!({ language: 'en', onText: () => {}, onClose: resolve });
+  });
+  t.match(failed.message, /pocketsphinx stopped/);
+  t.throws(() => engine.live!({ language: 'fr', onText: () => {}, onClose: () => {} }), new TranscriptionError('pocketsphinx transcribes English only, not "fr"'));
 });
 
 t.test('parsePocketSphinx() reads utterances and word times, dropping fillers and pronunciation variants', async (t) => {

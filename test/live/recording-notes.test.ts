@@ -13,7 +13,8 @@ import { eventually } from '../helpers/ws.ts';
 // machine (the `openai` adapter, as an operator would point it at faster-whisper): which recordings
 // get a run (the plan's ai_notes, the organization's switch), the admin settings, a run that fails
 // (nothing sent, the job FAILED with its reason, the metrics), the two events reaching a receiver
-// after the plan lost webhooks (background events), and the speakers merged in time order.
+// after the plan lost webhooks (background events), and the speakers merged in time order; live
+// captions through the same engine (a request a chunk).
 // Recordings are real: a room with tones, composed by the job runner.
 
 /** What the stand-in server answers next; `hold` keeps requests waiting until released. */
@@ -22,10 +23,14 @@ const asr = {
   hold: null as null | Promise<void>,
   calls: 0,
   texts: ['Plants make sugar from sunlight.', 'The roots hold the plant.'],
+  /** The last request as it came: its path, authorization and media type, and the size of its body. */
+  last: null as null | { url: string; authorization: string; contentType: string; bytes: number },
 };
 const server = createServer(async (req, res: ServerResponse) => {
-  for await (const _ of req);
+  let bytes = 0;
+  for await (const b of req) bytes += (b as Buffer).length;
   asr.calls++;
+  asr.last = { url: req.url ?? '', authorization: req.headers.authorization ?? '', contentType: req.headers['content-type'] ?? '', bytes };
   if (asr.hold) await asr.hold;
   if (asr.status !== 200) {
     res.writeHead(asr.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'this model does not exist' } }));
@@ -246,4 +251,28 @@ t.test('the console reviews the notes: edits the summary and chapters, hides the
   t.same(after.summary, after.generated.summary);
   t.equal((await s.admin('PATCH', `/recordings/${id}/notes`, { hidden: false })).body.data.hidden, false);
   t.match(await page(), /Summary/);
+});
+
+t.test('live captions through the OpenAI-compatible engine: a request a chunk, its text to whoever has CC on, as the speaker\'s', async (t) => {
+  const s = await schoolWithAdmin();
+  const texts = asr.texts;
+  asr.texts = ['Plants use sunlight to make sugar.'];
+  t.teardown(() => void (asr.texts = texts));
+  const meeting = (await s.call('POST', '/public/meetings', { title: 'Plants', type: 'MEETING', hostUserId: s.teacher.id, scheduledStart: new Date(clock.now()).toISOString(), durationMinutes: 60 })).body.data;
+  const host = await enterRoom(t, node, s.tenant.key, meeting.id, s.teacher.id, 'HOST');
+  const stu = await enterRoom(t, node, s.tenant.key, meeting.id, s.student.id);
+  t.match(stu.joined, { captionsUnavailable: null }, 'the room offers captions');
+  t.match(await stu.room.command({ type: 'captions', on: true }), { ok: true, on: true, language: 'en' });
+  const calls = asr.calls;
+  await host.peer.produceAudio({ hz: 440 });
+  const caption = await stu.room.type('caption', 30_000);
+  t.match(caption, { type: 'caption', participantId: host.participantId, name: 'Tina Teacher', text: 'Plants use sunlight to make sugar.', final: true });
+  t.ok(asr.calls > calls, `${asr.calls - calls} request(s) to the engine`);
+  t.match(asr.last, { url: '/v1/audio/transcriptions', authorization: 'Bearer sk-local-test', contentType: /^multipart\/form-data/ });
+  t.ok(asr.last!.bytes > 16_000 * 2, `a chunk of at least a second of audio (${asr.last!.bytes} bytes)`);
+  t.equal(host.room.messages.filter((m) => m.type === 'caption').length, 0, 'the host did not turn CC on and gets none');
+  t.match(await stu.room.command({ type: 'captions', on: false }), { ok: true, on: false });
+  const room = (await node.app.media!.rooms.room(meeting.id))!;
+  await eventually(async () => (await room.captionPipeline()) === null, 10_000);
+  t.equal((await node.app.sql<{ n: number }[]>`select count(*)::int as n from recording_notes where org_id = ${s.tenant.orgId}`)[0]!.n, 0, 'nothing stored');
 });

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { ManualClock } from '../../src/core/clock.ts';
 import { school as newSchool, startTestNode } from '../helpers/node.ts';
 import { enterRoom } from '../helpers/media.ts';
@@ -31,6 +31,21 @@ withLead.set(speech, (LEAD_MS / 1000) * 48000);
 const written = async (orgId: string) =>
   (await node.app.sql<{ n: number }[]>`select ((select count(*) from jobs where org_id = ${orgId}) + (select count(*) from recording_notes where org_id = ${orgId}) + (select count(*) from recordings where org_id = ${orgId})
     + (select count(*) from outbox where org_id = ${orgId} and (data::text ilike '%sunlight%' or data::text ilike '%chlorophyll%' or type like 'transcript%')))::int as n`)[0]!.n;
+
+/** CPU seconds (user + system) of the processes of a process group (the live recognizer's), while they run. */
+function groupCpu(pgid: number | undefined): number {
+  if (!pgid) return 0;
+  let sum = 0;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      if (Number(f[2]) === pgid) sum += (Number(f[11]) + Number(f[12])) / 100;
+    } catch {
+      // it ended meanwhile
+    }
+  }
+  return sum;
+}
 
 /** CPU seconds (user + system) of a process, and of the children it has waited for. */
 function cpu(pid: number | 'self'): { own: number; children: number } {
@@ -67,6 +82,7 @@ t.test('CC on: the speaker\'s words as caption messages within the measured dela
   };
   await collect(spokeAt + speechMs + 6000);
   const decoder = pipeline.pid ? cpu(pipeline.pid).own : 0;
+  const recognizer = groupCpu(pipeline.recognizerGroup);
   const cpu1 = cpu('self');
   const wallS = (Date.now() - wall0) / 1000;
 
@@ -85,11 +101,12 @@ t.test('CC on: the speaker\'s words as caption messages within the measured dela
   const chunkDelays = got.map((g) => g.receivedAt - Date.parse(g.m.at));
   const firstDelay = got[0]!.receivedAt - spokeAt;
   const endDelay = got[got.length - 1]!.receivedAt - (spokeAt + speechMs);
-  const engineCpu = cpu1.children - cpu0.children;
+  // the offline engine's one decoder for the room runs on (measured in its process group); a file engine's processes end and are counted as children
+  const engineCpu = cpu1.children - cpu0.children + recognizer;
   const nodeCpu = cpu1.own - cpu0.own;
   t.comment(`captions: ${got.length} chunks over ${(speechMs / 1000).toFixed(1)} s of speech; chunk audio start -> caption: mean ${Math.round(chunkDelays.reduce((a, b) => a + b, 0) / chunkDelays.length)} ms, max ${Math.max(...chunkDelays)} ms; first word -> first caption ${firstDelay} ms; end of speech -> last caption ${endDelay} ms`);
-  t.comment(`CPU over ${wallS.toFixed(1)} s: engine processes ${engineCpu.toFixed(2)} s (${Math.round((engineCpu / wallS) * 100)}% of a core), ffmpeg decoder ${decoder.toFixed(2)} s, this process (server, test peers, mediasoup worker not counted) ${nodeCpu.toFixed(2)} s; chunks transcribed ${pipeline.transcribed}, dropped ${pipeline.dropped}; the engine took ${Math.round(pipeline.engineMs / pipeline.transcribed)} ms a chunk, the chunk's last audio -> its text ${Math.round(pipeline.afterAudioMs / pipeline.transcribed)} ms`);
-  t.ok(Math.max(...chunkDelays) < 10_000, 'each caption within 10 s of its audio\'s start (a bound for a loaded machine; the measure is in the comment)');
+  t.comment(`CPU over ${wallS.toFixed(1)} s: engine processes ${engineCpu.toFixed(2)} s (${Math.round((engineCpu / wallS) * 100)}% of a core), ffmpeg decoder ${decoder.toFixed(2)} s, this process (server, test peers, mediasoup worker not counted) ${nodeCpu.toFixed(2)} s; texts ${pipeline.transcribed}, chunks dropped ${pipeline.dropped}; a chunk's last audio -> its text ${Math.round(pipeline.afterAudioMs / pipeline.transcribed)} ms`);
+  t.ok(Math.max(...chunkDelays) < 8_000, 'each caption within 8 s of its audio\'s start (a bound for a loaded machine; the measure is in the comment)');
 
   // CC off: the pipeline stops, no more captions
   const off = await stu.room.command({ type: 'captions', on: false });

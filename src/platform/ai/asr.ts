@@ -6,7 +6,7 @@ import { DEBIAN_EN_US_MODEL, PocketSphinxEngine } from './pocketsphinx.ts';
 import { TranscriptionError, type TranscriptionEngine } from './transcript.ts';
 
 export { TranscriptionError, transcriptText } from './transcript.ts';
-export type { Transcript, TranscriptSegment, TranscriptWord, TranscribeOptions, TranscriptionEngine } from './transcript.ts';
+export type { LiveTranscriber, LiveTranscriberOptions, Transcript, TranscriptSegment, TranscriptWord, TranscribeOptions, TranscriptionEngine } from './transcript.ts';
 
 /** Whether `engine` can transcribe `language` (an organization whose language it cannot do gets no job). */
 export function supportsLanguage(engine: TranscriptionEngine, language: string): boolean {

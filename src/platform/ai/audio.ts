@@ -110,3 +110,24 @@ export async function cutWav(input: string, output: string, span: Span, o: { sig
   const args = ['-nostdin', '-hide_banner', '-loglevel', 'error', '-y', '-ss', (span.startMs / 1000).toFixed(3), '-t', ((span.endMs - span.startMs) / 1000).toFixed(3), '-i', input, '-ac', '1', '-ar', '16000', '-c:a', 'pcm_s16le', '-f', 'wav', output];
   await run(FFMPEG, args, { signal: o.signal, nice: true });
 }
+
+/**
+ * The 44-byte header of a mono 16-bit PCM WAV at `rate`; `dataBytes` 0x7fffffff for a stream whose length
+ * is not known (a reader takes it as "until the end").
+ */
+export function wavHeader(rate: number, dataBytes: number): Buffer {
+  const h = Buffer.alloc(44);
+  h.write('RIFF', 0, 'latin1');
+  h.writeUInt32LE(Math.min(0xffffffff, 36 + dataBytes), 4);
+  h.write('WAVEfmt ', 8, 'latin1');
+  h.writeUInt32LE(16, 16);
+  h.writeUInt16LE(1, 20);
+  h.writeUInt16LE(1, 22);
+  h.writeUInt32LE(rate, 24);
+  h.writeUInt32LE(rate * 2, 28);
+  h.writeUInt16LE(2, 32);
+  h.writeUInt16LE(16, 34);
+  h.write('data', 36, 'latin1');
+  h.writeUInt32LE(dataBytes, 40);
+  return h;
+}

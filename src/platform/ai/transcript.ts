@@ -33,6 +33,30 @@ export interface TranscriptionEngine {
   /** The languages it transcribes; an empty list means any (the server decides). */
   languages(): readonly string[];
   transcribe(audioPath: string, o: TranscribeOptions): Promise<Transcript>;
+  /**
+   * A recognizer kept running for one stream of speech (a room's live captions), where the engine can
+   * keep its model loaded between pieces; absent: each piece is a file for `transcribe`.
+   */
+  live?(o: LiveTranscriberOptions): LiveTranscriber;
+}
+
+export interface LiveTranscriberOptions {
+  language: string;
+  /** The text heard in the piece `write` numbered (a piece may give several texts, or none). */
+  onText(piece: number, text: string): void;
+  /** The recognizer stopped on its own (its process died): the caller may open another. */
+  onClose(err: Error): void;
+}
+
+/** Pieces of 16 kHz mono speech in, text out as each is recognized, in order. */
+export interface LiveTranscriber {
+  /** Appends a piece; returns its number, which `onText` gives back with its text. */
+  write(samples: Int16Array): number;
+  /** Seconds of speech written and not yet recognized: a caller drops pieces rather than fall behind. */
+  readonly behindSeconds: number;
+  /** The process group of the recognizer's processes, when it runs any (for measures). */
+  readonly processGroup?: number | undefined;
+  close(): void;
 }
 
 /** Why a transcription failed; the message never holds a key. */
