@@ -180,4 +180,17 @@ t.test('Chromium: the CC button turns captions on and the speaker\'s words show 
   t.equal(await page.locator('#captions').count(), 0, 'captions off: the box goes');
   await eventually(async () => (await (await node.app.media!.rooms.room(meeting.id))!.captionPipeline()) === null, 10_000);
   t.pass('and the room\'s pipeline stops');
+
+  // the organization switches AI notes off during the class: CC is still offered (joined said so), and
+  // turning it on says why not, in the caption box
+  await node.app.sql`update organizations set ai_notes = false where id = ${s.tenant.orgId}`;
+  t.teardown(async () => {
+    await node.app.sql`update organizations set ai_notes = true where id = ${s.tenant.orgId}`;
+  });
+  await page.locator('nav.controls button[title="More"]').click();
+  await item.click();
+  await page.waitForSelector('#captions .caption-line.unavailable');
+  t.match(await page.locator('#captions .caption-line.unavailable').textContent(), /^Captions are not available: .*switched off/);
+  t.same(await axeViolations(page), [], 'axe: the refusal is readable');
+  await screenshot(page, 'room-captions-unavailable');
 });
