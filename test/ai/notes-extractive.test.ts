@@ -164,3 +164,29 @@ t.test('extractiveNotes() of any transcript fits the schema (generated transcrip
   );
   t.pass('150 generated transcripts');
 });
+
+t.test('extractiveNotes(): a teacher\'s lead-ins are not in the notes, and the greeting is not a key point', async (t) => {
+  const lines = [
+    'Good morning everyone and welcome back, today we talk about plants, water and the sun.',
+    'Write this down in your notebook: plants make their own food in their leaves.',
+    'The leaves take in carbon dioxide from the air through tiny holes.',
+    'Let me say that again: plants make their own food in their leaves, using sunlight.',
+    'Sunlight gives the leaves the energy to turn water and carbon dioxide into sugar.',
+    'Remember that the roots take up water from the soil.',
+    'Water travels from the roots up the stem to the leaves.',
+    'The green chlorophyll in the leaves catches the sunlight.',
+    'Okay so, listen carefully: plants give out oxygen for us to breathe.',
+    'Thank you all for listening, see you tomorrow.',
+  ];
+  for (const spoken of [false, true]) {
+    // as written, and as a recognizer gives it (no capitals, no punctuation)
+    const text = (l: string) => (spoken ? l.toLowerCase().replace(/[^a-z' ]/g, '') : l);
+    const transcript: Transcript = { language: 'en', durationMs: 60_000, segments: lines.map((l, i) => ({ startMs: i * 6000, endMs: i * 6000 + 5500, text: text(l), speaker: 'Teacher' })) };
+    const notes = extractiveNotes(transcript);
+    valid(t, transcript, notes);
+    const said = [notes.summary.overview, ...notes.summary.bullets, ...notes.quiz.map((q) => q.question)].join('\n');
+    t.notMatch(said, /write this down|let me say that again|listen carefully|remember that|okay so/i, `${spoken ? 'spoken' : 'written'}: no lead-in in the notes`);
+    t.notMatch(notes.summary.bullets.join('\n'), /good morning|see you tomorrow/i, `${spoken ? 'spoken' : 'written'}: no greeting or goodbye among the key points`);
+    t.match(said, /plants make their own food in their leaves/i, 'the fact behind the lead-in is kept');
+  }
+});

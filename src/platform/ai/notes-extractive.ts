@@ -52,13 +52,14 @@ function textRank(vectors: Vector[]): number[] {
   return score;
 }
 
-/** Short fragments and rhetorical questions say little on their own in a summary. */
+/** Short fragments, rhetorical questions, greetings and goodbyes say little on their own in a summary. */
 function quality(s: Sentence): number {
   const words = s.words.length;
   let q = 1;
   if (words < 6 || s.terms.length < 3) q *= 0.3;
   if (words > 45) q *= 0.7;
   if (s.text.endsWith('?')) q *= 0.6;
+  if (s.aside) q *= 0.3;
   return q;
 }
 

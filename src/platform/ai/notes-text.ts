@@ -12,6 +12,26 @@ export interface Sentence {
   terms: string[];
   /** The words as written, each with its stem (null for a stop word). */
   words: { surface: string; stem: string | null }[];
+  /** It runs the class rather than teaches (a greeting, a goodbye): a poor line of notes. */
+  aside: boolean;
+}
+
+/**
+ * A teacher's spoken lead-ins, which say how to take a fact rather than the fact: "Write this down in
+ * your notebook: plants make their food in their leaves." is noted as "plants make their food in their
+ * leaves." (English; the bench's notes scenario found them in the bullets, bench/README.md).
+ */
+const ENGLISH_LEAD_IN =
+  /^(?:(?:ok(?:ay)?|so|now|right|well|alright|all right)\s*,?\s+)*(?:(?:write (?:this|that|it) down(?: in your (?:notebooks?|notes|books?))?|let me say (?:this|that|it) again|let me repeat (?:this|that|it)|remember(?: this| that)?|note (?:this|that)(?: down)?|listen(?: carefully)?|please note(?: that)?|don't forget(?: that)?|here is the key (?:point|idea)|the key (?:point|idea) is(?: that)?)\s*[:,;-]?\s+)+/i;
+/** Sentences that greet or take leave of the class. */
+const ENGLISH_ASIDE = /\b(?:good (?:morning|afternoon|evening)|welcome (?:to|back)|hello everyone|hi everyone|see you (?:tomorrow|next|on|all)|thank you (?:all|everyone) for|that's all for today)\b/i;
+
+/** A sentence without its lead-in, when enough is left to stand alone. */
+function withoutLeadIn(text: string): string {
+  const m = ENGLISH_LEAD_IN.exec(text);
+  if (!m) return text;
+  const rest = text.slice(m[0].length);
+  return rest.split(' ').length >= 4 ? rest : text;
 }
 
 export type Vector = Map<string, number>;
@@ -73,8 +93,8 @@ export function transcriptSentences(t: Transcript): Sentence[] {
     for (const piece of text.split(/(?<=[.!?…。！？])\s+/)) {
       const pw = piece.split(' ');
       for (let i = 0; i < pw.length; i += pw.length > MAX_SENTENCE_WORDS ? PIECE_WORDS : pw.length) {
-        const chunk = pw.length > MAX_SENTENCE_WORDS ? pw.slice(i, i + PIECE_WORDS) : pw;
-        raw.push({ text: chunk.join(' '), startMs: timeOf(at + i) });
+        const chunk = (pw.length > MAX_SENTENCE_WORDS ? pw.slice(i, i + PIECE_WORDS) : pw).join(' ');
+        raw.push({ text: english ? withoutLeadIn(chunk) : chunk, startMs: timeOf(at + i) });
       }
       at += pw.length;
     }
@@ -86,7 +106,7 @@ export function transcriptSentences(t: Transcript): Sentence[] {
       const content = lower.length >= 3 && !stops.has(lower) && !/^\p{N}+$/u.test(lower);
       return { surface: m[0], stem: content ? stem(lower, english) : null };
     });
-    return { index, text: r.text, startMs: r.startMs, words, terms: words.flatMap((w) => (w.stem ? [w.stem] : [])) };
+    return { index, text: r.text, startMs: r.startMs, words, terms: words.flatMap((w) => (w.stem ? [w.stem] : [])), aside: english && ENGLISH_ASIDE.test(r.text) };
   })
     // A "sentence" of punctuation alone (a recognizer's stray mark) says nothing.
     .filter((s) => s.words.length > 0)
