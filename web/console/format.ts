@@ -2,11 +2,13 @@
 
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 const dateOnly = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
+const timeOnly = new Intl.DateTimeFormat(undefined, { timeStyle: 'short' });
 const dayShort = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'short', timeZone: 'UTC' });
 const num = new Intl.NumberFormat();
 
 export const when = (iso: string | null | undefined): string => (iso ? dateTime.format(new Date(iso)) : '—');
 export const day = (iso: string | null | undefined): string => (iso ? dateOnly.format(new Date(iso)) : '—');
+export const time = (iso: string | null | undefined): string => (iso ? timeOnly.format(new Date(iso)) : '—');
 /** A UTC date (`2026-11-26`) as the usage report gives it. */
 export const utcDay = (date: string): string => dayShort.format(new Date(`${date}T00:00:00Z`));
 export const count = (n: number | null | undefined): string => (n === null || n === undefined ? '—' : num.format(n));

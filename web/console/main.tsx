@@ -12,6 +12,8 @@ import { DeliveryPage } from './pages/delivery.tsx';
 import { Settings } from './pages/settings.tsx';
 import { Meetings } from './pages/meetings.tsx';
 import { MeetingPage } from './pages/meeting.tsx';
+import { Classes } from './pages/classes.tsx';
+import { ClassPage } from './pages/class.tsx';
 import { Users } from './pages/users.tsx';
 import { Recordings } from './pages/recordings.tsx';
 import { ApiKeys } from './pages/api-keys.tsx';
@@ -38,6 +40,9 @@ function Page({ path, query }: { path: string; query: URLSearchParams }) {
   if (path === '/meetings') return <Meetings query={query} />;
   m = match('/meetings/:id', path);
   if (m) return <MeetingPage id={m.id!} />;
+  if (path === '/classes') return <Classes query={query} />;
+  m = match('/classes/:id', path);
+  if (m) return <ClassPage id={m.id!} query={query} />;
   if (path === '/users') return <Users query={query} />;
   if (path === '/recordings') return <Recordings query={query} />;
   if (path === '/api-keys') return <ApiKeys />;

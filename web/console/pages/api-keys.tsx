@@ -3,7 +3,8 @@ import { SCOPES } from '../../../src/core/scopes.ts';
 import * as api from '../api.ts';
 import { when } from '../format.ts';
 import { href, useLocation } from '../router.ts';
-import { Badge, ConfirmButton, CopyButton, Empty, ErrorNote, Loaded, PageHead, Pager, TableWrap, useAction, useFlash, useLoad } from '../ui/common.tsx';
+import { Badge, ConfirmButton, Empty, ErrorNote, PageHead, ShownOnce, useAction, useFlash } from '../ui/common.tsx';
+import { DataTable, listQuery, PagedList, useList } from '../ui/list.tsx';
 
 interface ApiKey {
   id: string;
@@ -31,26 +32,12 @@ const OVERLAPS: [number, string][] = [
 
 /** The key itself, once: on create and on roll. */
 function KeyOnce({ k, note }: { k: KeyWithSecret; note: string }) {
-  return (
-    <div class="banner warn secret" role="status">
-      <p>
-        <strong>Copy the key "{k.name}" now: it is not shown again.</strong> {note}
-      </p>
-      <div class="secret-row">
-        <code class="secret-value" aria-label="API key">
-          {k.key}
-        </code>
-        <CopyButton value={k.key} label="Copy key" />
-      </div>
-    </div>
-  );
+  return <ShownOnce lead={`Copy the key "${k.name}" now: it is not shown again.`} note={note} value={k.key} label="API key" copyLabel="Copy key" />;
 }
 
 /** API keys (GET/POST /orgs/:orgId/api-keys, DELETE …/:id, POST …/:id/roll): create, list, revoke, roll. */
 export function ApiKeys() {
-  const { query } = useLocation();
-  const cursor = query.get('cursor');
-  const [load, reload] = useLoad(() => api.list<ApiKey>(api.org('/api-keys'), { cursor, limit: 50 }), cursor ?? '');
+  const [load, reload] = useList<ApiKey>(api.org('/api-keys'), listQuery(useLocation().query, []), 50);
   const [shown, setShown] = useState<{ k: KeyWithSecret; note: string } | null>(null);
   const [creating, setCreating] = useState(false);
   const [flash, say] = useFlash();
@@ -81,83 +68,76 @@ export function ApiKeys() {
           }}
         />
       )}
-      <Loaded load={load} what="API keys" retry={reload}>
-        {(page) =>
-          page.data.length === 0 ? (
-            <Empty title="No API keys yet.">Create one for your backend to provision users, schedule meetings and mint join links.</Empty>
-          ) : (
-            <>
-              <TableWrap label="API keys">
-                <table class="table">
-                  <caption class="sr-only">API keys</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Name</th>
-                      <th scope="col">Scopes</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Created</th>
-                      <th scope="col">Last used</th>
-                      <th scope="col">
-                        <span class="sr-only">Actions</span>
-                      </th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {page.data.map((k) => (
-                      <tr key={k.id}>
-                        <td class="key-name">
-                          <span class="strong">{k.name}</span>
-                          <div class="muted small nowrap">
-                            <code>{k.prefix}…</code>
-                          </div>
-                        </td>
-                        <td class="small scopes-cell">{k.scopes.length === SCOPES.length ? 'every scope' : k.scopes.join(', ')}</td>
-                        <td>
-                          <Badge value={k.status} tone={k.status === 'EXPIRING' ? 'warn' : undefined} />
-                          {k.expiresAt && k.status === 'EXPIRING' && <div class="muted small">until {when(k.expiresAt)}</div>}
-                          {k.revokedAt && <div class="muted small">{when(k.revokedAt)}</div>}
-                        </td>
-                        <td class="nowrap">{when(k.createdAt)}</td>
-                        <td class="nowrap">{k.lastUsedAt ? when(k.lastUsedAt) : <span class="muted">never</span>}</td>
-                        <td class="actions-cell">
-                          <div class="cell-actions">
-                          {k.status === 'ACTIVE' && (
-                            <RollKey
-                              k={k}
-                              onRolled={(r) => {
-                                setShown({ k: r, note: `The old key ${r.previousExpiresAt ? `works until ${when(r.previousExpiresAt)}` : 'has stopped working'}.` });
-                                reload();
-                              }}
-                            />
-                          )}
-                          {(k.status === 'ACTIVE' || k.status === 'EXPIRING') && (
-                            <ConfirmButton
-                              small
-                              danger
-                              label="Revoke"
-                              ariaLabel={`Revoke ${k.name} (${k.prefix}…)`}
-                              title={`Revoke "${k.name}"?`}
-                              body={<p>Every request with this key is refused from now on, on every node. This cannot be undone: a backend still using it stops working.</p>}
-                              confirmLabel="Revoke key"
-                              onConfirm={async () => {
-                                await api.del(api.org(`/api-keys/${api.enc(k.id)}`));
-                                say(`"${k.name}" is revoked.`);
-                                reload();
-                              }}
-                            />
-                          )}
-                          </div>
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableWrap>
-              <Pager nextCursor={page.nextCursor} count={page.data.length} />
-            </>
-          )
-        }
-      </Loaded>
+      <PagedList load={load} what="API keys" retry={reload} empty={{ title: 'No API keys yet.', body: 'Create one for your backend to provision users, schedule meetings and mint join links.' }}>
+        {(page) => (
+          <DataTable
+            label="API keys"
+            rows={page.data}
+            rowKey={(k) => k.id}
+            columns={[
+              {
+                head: 'Name',
+                class: 'key-name',
+                cell: (k) => (
+                  <>
+                    <span class="strong">{k.name}</span>
+                    <div class="muted small nowrap">
+                      <code>{k.prefix}…</code>
+                    </div>
+                  </>
+                ),
+              },
+              { head: 'Scopes', class: 'small scopes-cell', cell: (k) => (k.scopes.length === SCOPES.length ? 'every scope' : k.scopes.join(', ')) },
+              {
+                head: 'Status',
+                cell: (k) => (
+                  <>
+                    <Badge value={k.status} tone={k.status === 'EXPIRING' ? 'warn' : undefined} />
+                    {k.expiresAt && k.status === 'EXPIRING' && <div class="muted small">until {when(k.expiresAt)}</div>}
+                    {k.revokedAt && <div class="muted small">{when(k.revokedAt)}</div>}
+                  </>
+                ),
+              },
+              { head: 'Created', class: 'nowrap', cell: (k) => when(k.createdAt) },
+              { head: 'Last used', class: 'nowrap', cell: (k) => (k.lastUsedAt ? when(k.lastUsedAt) : <span class="muted">never</span>) },
+              {
+                head: 'Actions',
+                hidden: true,
+                class: 'actions-cell',
+                cell: (k) => (
+                  <div class="cell-actions">
+                    {k.status === 'ACTIVE' && (
+                      <RollKey
+                        k={k}
+                        onRolled={(r) => {
+                          setShown({ k: r, note: `The old key ${r.previousExpiresAt ? `works until ${when(r.previousExpiresAt)}` : 'has stopped working'}.` });
+                          reload();
+                        }}
+                      />
+                    )}
+                    {(k.status === 'ACTIVE' || k.status === 'EXPIRING') && (
+                      <ConfirmButton
+                        small
+                        danger
+                        label="Revoke"
+                        ariaLabel={`Revoke ${k.name} (${k.prefix}…)`}
+                        title={`Revoke "${k.name}"?`}
+                        body={<p>Every request with this key is refused from now on, on every node. This cannot be undone: a backend still using it stops working.</p>}
+                        confirmLabel="Revoke key"
+                        onConfirm={async () => {
+                          await api.del(api.org(`/api-keys/${api.enc(k.id)}`));
+                          say(`"${k.name}" is revoked.`);
+                          reload();
+                        }}
+                      />
+                    )}
+                  </div>
+                ),
+              },
+            ]}
+          />
+        )}
+      </PagedList>
       <p class="small muted">
         Changes to keys are in the <a href={href('/audit-log', { action: 'api_key.*' })}>audit log</a>.
       </p>

@@ -1,7 +1,8 @@
 import * as api from '../api.ts';
 import { when } from '../format.ts';
 import { href, setQuery } from '../router.ts';
-import { Empty, Filters, FilterSelect, Loaded, PageHead, Pager, TableWrap, useLoad } from '../ui/common.tsx';
+import { Empty, Filters, FilterSelect, PageHead } from '../ui/common.tsx';
+import { activeCount, DataTable, listQuery, PagedList, useList, type Column } from '../ui/list.tsx';
 
 interface Entry {
   id: string;
@@ -25,9 +26,26 @@ function detailText(d: Record<string, unknown>): string {
     .join(' · ');
 }
 
+const COLUMNS: Column<Entry>[] = [
+  { head: 'When', class: 'nowrap', cell: (e) => when(e.at) },
+  { head: 'Who', class: 'wrap', cell: (e) => (e.actor.id ? <a href={href('/audit-log', { actor: e.actor.id })}>{actorOf(e.actor)}</a> : actorOf(e.actor)) },
+  {
+    head: 'What',
+    cell: (e) => (
+      <>
+        <code>{e.action}</code>
+        <div class="muted small">
+          {e.target.type} {e.target.id}
+        </div>
+      </>
+    ),
+  },
+  { head: 'Details', class: 'small wrap', cell: (e) => detailText(e.details) },
+];
+
 export function AuditLog({ query }: { query: URLSearchParams }) {
-  const f = { action: query.get('action') ?? '', actor: query.get('actor') ?? '', cursor: query.get('cursor') };
-  const [load, reload] = useLoad(() => api.list<Entry>(api.org('/audit-log'), { ...f, limit: 50 }), JSON.stringify(f));
+  const f = listQuery(query, ['action', 'actor']);
+  const [load, reload] = useList<Entry>(api.org('/audit-log'), f, 50);
   if (load.state === 'error' && load.error.code === 'route_not_found') {
     return (
       <>
@@ -36,62 +54,21 @@ export function AuditLog({ query }: { query: URLSearchParams }) {
       </>
     );
   }
-  const filtered = Boolean(f.action || f.actor);
+  const active = activeCount([f.action, f.actor]);
   return (
     <>
       <PageHead title="Audit log" sub="Who changed keys, webhooks, settings and admins, and who ended a room: newest first." />
-      <Filters active={[f.action, f.actor].filter(Boolean).length}>
+      <Filters active={active} clear={href('/audit-log')}>
         <FilterSelect name="action" label="Action" options={FAMILIES} labels={FAMILY_LABELS} value={f.action} onChange={(v) => setQuery({ action: v })} />
         {f.actor && (
           <p class="filter">
             <span>Actor</span> <code>{f.actor}</code>
           </p>
         )}
-        {filtered && (
-          <a class="btn small clear" href={href('/audit-log')}>
-            Clear filters
-          </a>
-        )}
       </Filters>
-      <Loaded load={load} what="the audit log" retry={reload}>
-        {(page) =>
-          page.data.length === 0 ? (
-            <Empty title={filtered ? 'Nothing matches these filters.' : 'Nothing recorded yet.'} />
-          ) : (
-            <>
-              <TableWrap label="Audit log">
-                <table class="table">
-                  <caption class="sr-only">Audit log</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">When</th>
-                      <th scope="col">Who</th>
-                      <th scope="col">What</th>
-                      <th scope="col">Details</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {page.data.map((e) => (
-                      <tr key={e.id}>
-                        <td class="nowrap">{when(e.at)}</td>
-                        <td class="wrap">{e.actor.id ? <a href={href('/audit-log', { actor: e.actor.id })}>{actorOf(e.actor)}</a> : actorOf(e.actor)}</td>
-                        <td>
-                          <code>{e.action}</code>
-                          <div class="muted small">
-                            {e.target.type} {e.target.id}
-                          </div>
-                        </td>
-                        <td class="small wrap">{detailText(e.details)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableWrap>
-              <Pager nextCursor={page.nextCursor} count={page.data.length} />
-            </>
-          )
-        }
-      </Loaded>
+      <PagedList load={load} what="the audit log" retry={reload} empty={{ title: active ? 'Nothing matches these filters.' : 'Nothing recorded yet.' }}>
+        {(page) => <DataTable label="Audit log" columns={COLUMNS} rows={page.data} rowKey={(e) => e.id} />}
+      </PagedList>
     </>
   );
 }

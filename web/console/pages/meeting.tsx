@@ -1,18 +1,13 @@
 import * as api from '../api.ts';
 import { duration, when } from '../format.ts';
 import { href } from '../router.ts';
-import { Badge, ConfirmButton, Empty, ErrorNote, Loaded, PageHead, TableWrap, useAction, useFlash, useLoad } from '../ui/common.tsx';
+import { Badge, ConfirmButton, Empty, ErrorNote, Loaded, PageHead, useAction, useFlash, useLoad } from '../ui/common.tsx';
+import { Details, Fact, Ids } from '../ui/facts.tsx';
+import { DataTable, type Column } from '../ui/list.tsx';
+import { PersonCell, type AttendanceRecord, type AttendanceReport } from './attendance.tsx';
+import type { Class } from './classes.tsx';
 import type { Meeting } from './meetings.tsx';
 import { type Recording, RecordingRow } from './recordings.tsx';
-
-interface Attendance {
-  status: 'PROVISIONAL' | 'FINAL';
-  startedAt: string;
-  endedAt: string | null;
-  finalizedAt: string | null;
-  summary: { total: number; present: number; late: number; absent: number };
-  records: { user: { id: string; externalId: string; name: string; role: string }; status: string; durationSeconds: number; joinedAt: string | null; leftAt: string | null }[];
-}
 
 /**
  * Ends a live room: the admin surface's route (recorded in the audit log as the admin's act) where the
@@ -65,63 +60,33 @@ export function MeetingPage({ id }: { id: string }) {
             )}
           </PageHead>
           {flash}
-          <section class="panel" aria-labelledby="m-h">
-            <h2 id="m-h" class="sr-only">
-              Details
-            </h2>
-            <dl class="facts">
-              <div>
-                <dt>Status</dt>
-                <dd>
-                  <Badge value={m.status} />
-                  {m.endedReason && <span class="muted small"> {m.endedReason.replaceAll('_', ' ').toLowerCase()}</span>}
-                </dd>
-              </div>
-              <div>
-                <dt>Kind</dt>
-                <dd>{m.kind === 'CLASS' ? 'Class session' : 'Meeting'}</dd>
-              </div>
-              <div>
-                <dt>Scheduled</dt>
-                <dd>
-                  {when(m.scheduledStart)}, {m.durationMinutes} min
-                </dd>
-              </div>
-              <div>
-                <dt>Started</dt>
-                <dd>{when(m.startedAt)}</dd>
-              </div>
-              <div>
-                <dt>Ended</dt>
-                <dd>
-                  {when(m.endedAt ?? m.cancelledAt)}
-                  {m.durationSeconds !== null && <span class="muted"> ({duration(m.durationSeconds)})</span>}
-                </dd>
-              </div>
-              <div>
-                <dt>Access</dt>
-                <dd>{m.access.mode.replaceAll('_', ' ').toLowerCase()}</dd>
-              </div>
-              <div>
-                <dt>Ids</dt>
-                <dd class="small">
-                  <code>{m.id}</code>
-                  {m.externalId && (
-                    <>
-                      {' '}
-                      · yours: <code>{m.externalId}</code>
-                    </>
-                  )}
-                </dd>
-              </div>
-              <div>
-                <dt>Settings</dt>
-                <dd class="small">
-                  {[m.settings.waitingRoom && 'waiting room', m.settings.muteOnEntry && 'muted on entry', m.settings.recordAutomatically && 'recorded automatically', m.settings.lectureMode && 'lecture mode', `chat: ${m.settings.chat.toLowerCase()}`].filter(Boolean).join(', ')}
-                </dd>
-              </div>
-            </dl>
-          </section>
+          <Details>
+            <Fact term="Status">
+              <Badge value={m.status} />
+              {m.endedReason && <span class="muted small"> {m.endedReason.replaceAll('_', ' ').toLowerCase()}</span>}
+            </Fact>
+            <Fact term="Kind">{m.kind === 'CLASS' ? 'Class session' : 'Meeting'}</Fact>
+            <Fact term="Scheduled">
+              {when(m.scheduledStart)}, {m.durationMinutes} min
+            </Fact>
+            <Fact term="Started">{when(m.startedAt)}</Fact>
+            <Fact term="Ended">
+              {when(m.endedAt ?? m.cancelledAt)}
+              {m.durationSeconds !== null && <span class="muted"> ({duration(m.durationSeconds)})</span>}
+            </Fact>
+            {m.classId && (
+              <Fact term="Class">
+                <ClassLink id={m.classId} />
+              </Fact>
+            )}
+            <Fact term="Access">{m.access.mode.replaceAll('_', ' ').toLowerCase()}</Fact>
+            <Fact term="Ids" small>
+              <Ids id={m.id} externalId={m.externalId} />
+            </Fact>
+            <Fact term="Settings" small>
+              {[m.settings.waitingRoom && 'waiting room', m.settings.muteOnEntry && 'muted on entry', m.settings.recordAutomatically && 'recorded automatically', m.settings.lectureMode && 'lecture mode', `chat: ${m.settings.chat.toLowerCase()}`].filter(Boolean).join(', ')}
+            </Fact>
+          </Details>
           {m.status === 'SCHEDULED' || m.status === 'CANCELLED' ? null : <AttendanceSection meeting={m} />}
           {m.status !== 'SCHEDULED' && m.status !== 'CANCELLED' && <PollsAndQuestions meetingId={m.id} />}
           <MeetingRecordings meetingId={m.id} />
@@ -131,9 +96,22 @@ export function MeetingPage({ id }: { id: string }) {
   );
 }
 
+const ATTENDANCE_COLUMNS: Column<AttendanceRecord>[] = [
+  { head: 'Person', cell: (r) => <PersonCell user={r.user} /> },
+  { head: 'Status', cell: (r) => <Badge value={r.status} /> },
+  { head: 'Time in the room', cell: (r) => duration(r.durationSeconds) },
+  { head: 'Joined', class: 'nowrap', cell: (r) => when(r.joinedAt) },
+];
+
+/** The class a session belongs to, by name once read, to its page (its attendance across sessions). */
+function ClassLink({ id }: { id: string }) {
+  const [load] = useLoad(() => api.get<Class>(`/public/classes/${api.enc(id)}`), id);
+  return <a href={href(`/classes/${id}`)}>{load.state === 'ok' ? load.data.name : 'The class and its attendance'}</a>;
+}
+
 function AttendanceSection({ meeting }: { meeting: Meeting }) {
   const path = `/public/meetings/${api.enc(meeting.id)}/attendance`;
-  const [load, reload] = useLoad(() => api.get<Attendance>(path), `${meeting.id}|${meeting.status}`);
+  const [load, reload] = useLoad(() => api.get<AttendanceReport>(path), `${meeting.id}|${meeting.status}`);
   const csv = useAction();
   return (
     <section class="section" aria-labelledby="att-h">
@@ -150,40 +128,7 @@ function AttendanceSection({ meeting }: { meeting: Meeting }) {
             <p class="muted small">
               {a.status === 'FINAL' ? `Final since ${when(a.finalizedAt)}.` : 'Provisional: it becomes final a few minutes after the meeting ends.'} {a.summary.present} present, {a.summary.late} late, {a.summary.absent} absent of {a.summary.total}.
             </p>
-            {a.records.length === 0 ? (
-              <Empty title="Nobody attended." />
-            ) : (
-              <TableWrap label="Attendance">
-                <table class="table">
-                  <caption class="sr-only">Attendance</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Person</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Time in the room</th>
-                      <th scope="col">Joined</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {a.records.map((r) => (
-                      <tr key={r.user.id}>
-                        <td>
-                          {r.user.name}
-                          <div class="muted small">
-                            {r.user.role.toLowerCase()} · {r.user.externalId}
-                          </div>
-                        </td>
-                        <td>
-                          <Badge value={r.status} />
-                        </td>
-                        <td>{duration(r.durationSeconds)}</td>
-                        <td class="nowrap">{when(r.joinedAt)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableWrap>
-            )}
+            {a.records.length === 0 ? <Empty title="Nobody attended." /> : <DataTable label="Attendance" columns={ATTENDANCE_COLUMNS} rows={a.records} rowKey={(r) => r.user.id} />}
           </>
         )}
       </Loaded>

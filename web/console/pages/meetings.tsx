@@ -1,9 +1,8 @@
-import { useState } from 'preact/hooks';
 import { MEETING_STATUSES } from '../../../src/core/domain.ts';
-import * as api from '../api.ts';
 import { fromLocalInput, toLocalInput, when } from '../format.ts';
 import { href, setQuery } from '../router.ts';
-import { Badge, Empty, Filters, FilterSelect, Loaded, PageHead, Pager, TableWrap, useLoad } from '../ui/common.tsx';
+import { Badge, Filters, FilterSelect, PageHead } from '../ui/common.tsx';
+import { activeCount, DataTable, listQuery, NameCell, PagedList, SearchFilter, useList, type Column } from '../ui/list.tsx';
 
 export interface Meeting {
   id: string;
@@ -27,17 +26,25 @@ export interface Meeting {
   createdAt: string;
 }
 
+const FILTERS = ['status', 'from', 'to', 'externalId', 'userId'] as const;
+
+const COLUMNS: Column<Meeting>[] = [
+  { head: 'Title', class: 'wrap', cell: (m) => <NameCell to={href(`/meetings/${m.id}`)} name={m.title} sub={m.externalId} /> },
+  { head: 'Status', cell: (m) => <Badge value={m.status} /> },
+  { head: 'Scheduled', class: 'nowrap', cell: (m) => when(m.scheduledStart) },
+  { head: 'Kind', cell: (m) => (m.kind === 'CLASS' ? 'class' : 'meeting') },
+];
+
 /** Meetings and classes by scheduled start, filtered by status, dates and external id (all in the URL). */
 export function Meetings({ query }: { query: URLSearchParams }) {
-  const f = { status: query.get('status') ?? '', from: query.get('from') ?? '', to: query.get('to') ?? '', externalId: query.get('externalId') ?? '', userId: query.get('userId') ?? '', cursor: query.get('cursor') };
+  const f = listQuery(query, FILTERS);
   const who = query.get('who');
-  const [load, reload] = useLoad(() => api.list<Meeting>('/public/meetings', { ...f, limit: 25 }), JSON.stringify(f));
-  const [ext, setExt] = useState(f.externalId);
-  const filtered = Boolean(f.status || f.from || f.to || f.externalId || f.userId);
+  const [load, reload] = useList<Meeting>('/public/meetings', f, 25);
+  const active = activeCount([f.status, f.from, f.to, f.externalId, f.userId]);
   return (
     <>
       <PageHead title="Meetings" sub={f.userId ? `Meetings ${who ?? 'this user'} hosts or was in, by scheduled start.` : 'Meetings and live classes, by scheduled start.'} />
-      <Filters active={[f.status, f.from, f.to, f.externalId, f.userId].filter(Boolean).length}>
+      <Filters active={active} clear={href('/meetings')}>
         <FilterSelect name="status" label="Status" options={MEETING_STATUSES} value={f.status} onChange={(v) => setQuery({ status: v })} />
         <label class="filter">
           <span>Starting from</span>
@@ -47,69 +54,11 @@ export function Meetings({ query }: { query: URLSearchParams }) {
           <span>Starting before</span>
           <input type="datetime-local" name="to" value={toLocalInput(f.to || null)} onChange={(e) => setQuery({ to: fromLocalInput((e.target as HTMLInputElement).value) })} />
         </label>
-        <form
-          class="filter search"
-          role="search"
-          onSubmit={(e) => {
-            e.preventDefault();
-            setQuery({ externalId: ext.trim() || null });
-          }}
-        >
-          <label for="m-ext">Your external id</label>
-          <span class="search-row">
-            <input id="m-ext" name="externalId" value={ext} onInput={(e) => setExt((e.target as HTMLInputElement).value)} spellcheck={false} />
-            <button class="btn small" type="submit">
-              Find
-            </button>
-          </span>
-        </form>
-        {filtered && (
-          <a class="btn small clear" href={href('/meetings')}>
-            Clear filters
-          </a>
-        )}
+        <SearchFilter id="m-ext" name="externalId" label="Your external id" value={f.externalId} onFind={(v) => setQuery({ externalId: v })} />
       </Filters>
-      <Loaded load={load} what="meetings" retry={reload}>
-        {(page) =>
-          page.data.length === 0 ? (
-            <Empty title={filtered ? 'No meeting matches these filters.' : 'No meetings yet.'}>{filtered ? 'Clear a filter to see more.' : 'Meetings appear here once your backend schedules them through the API.'}</Empty>
-          ) : (
-            <>
-              <TableWrap label="Meetings">
-                <table class="table">
-                  <caption class="sr-only">Meetings</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Title</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Scheduled</th>
-                      <th scope="col">Kind</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {page.data.map((m) => (
-                      <tr key={m.id}>
-                        <td class="wrap">
-                          <a class="strong" href={href(`/meetings/${m.id}`)}>
-                            {m.title}
-                          </a>
-                          {m.externalId && <div class="muted small">{m.externalId}</div>}
-                        </td>
-                        <td>
-                          <Badge value={m.status} />
-                        </td>
-                        <td class="nowrap">{when(m.scheduledStart)}</td>
-                        <td>{m.kind === 'CLASS' ? 'class' : 'meeting'}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableWrap>
-              <Pager nextCursor={page.nextCursor} count={page.data.length} />
-            </>
-          )
-        }
-      </Loaded>
+      <PagedList load={load} what="meetings" retry={reload} empty={active ? { title: 'No meeting matches these filters.', body: 'Clear a filter to see more.' } : { title: 'No meetings yet.', body: 'Meetings appear here once your backend schedules them through the API.' }}>
+        {(page) => <DataTable label="Meetings" columns={COLUMNS} rows={page.data} rowKey={(m) => m.id} />}
+      </PagedList>
     </>
   );
 }

@@ -2,6 +2,7 @@ import * as api from '../api.ts';
 import { count, utcDay, when } from '../format.ts';
 import { href } from '../router.ts';
 import { Badge, Empty, Loaded, PageHead, useLoad } from '../ui/common.tsx';
+import { Stat } from '../ui/facts.tsx';
 import type { Meeting } from './meetings.tsx';
 
 interface UsageDay {
@@ -163,16 +164,6 @@ function UsageView({ usage }: { usage: Usage }) {
         </p>
       </section>
     </>
-  );
-}
-
-function Stat({ label, value, sub }: { label: string; value: string; sub?: string }) {
-  return (
-    <div class="stat">
-      <p class="stat-value">{value}</p>
-      <p class="stat-label">{label}</p>
-      {sub && <p class="muted small">{sub}</p>}
-    </div>
   );
 }
 

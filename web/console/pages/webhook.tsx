@@ -2,7 +2,8 @@ import { useState } from 'preact/hooks';
 import * as api from '../api.ts';
 import { when } from '../format.ts';
 import { href, navigate, setQuery } from '../router.ts';
-import { Badge, ConfirmButton, Empty, ErrorNote, Filters, FilterSelect, Loaded, PageHead, Pager, TableWrap, useAction, useFlash, useLoad } from '../ui/common.tsx';
+import { Badge, ConfirmButton, ErrorNote, Filters, FilterSelect, Loaded, PageHead, useAction, useFlash, useLoad } from '../ui/common.tsx';
+import { activeCount, DataTable, listQuery, PagedList, useList, type Column } from '../ui/list.tsx';
 import { AutoDisabledBanner, EventPicker, SecretOnce } from './webhooks.tsx';
 import { RedeliverMissed } from './redeliver-missed.tsx';
 import { DELIVERY_STATUSES, eventsLabel, type Catalog, type Delivery, type Endpoint, type EndpointWithSecret } from './webhook-types.ts';
@@ -186,15 +187,37 @@ function EditEndpoint({ endpoint, catalog, path, onSaved }: { endpoint: Endpoint
   );
 }
 
+const DELIVERY_COLUMNS: Column<Delivery>[] = [
+  { head: 'When', class: 'nowrap', cell: (d) => <a href={href(`/webhooks/deliveries/${d.id}`)}>{when(d.createdAt)}</a> },
+  { head: 'Event', cell: (d) => <code>{d.eventType}</code> },
+  { head: 'Status', cell: (d) => <Badge value={d.status} /> },
+  {
+    head: 'Response',
+    class: 'small',
+    cell: (d) => (
+      <>
+        {d.statusCode !== null ? `HTTP ${d.statusCode}` : d.error ? d.error.kind : '—'}
+        {d.durationMs !== null && <span class="muted"> · {d.durationMs} ms</span>}
+      </>
+    ),
+  },
+  {
+    head: 'Attempt',
+    class: 'small',
+    cell: (d) => (
+      <>
+        {d.trigger === 'EVENT' ? `#${d.attempt}` : d.trigger.toLowerCase()}
+        {d.nextAttemptAt && <div class="muted">next {when(d.nextAttemptAt)}</div>}
+      </>
+    ),
+  },
+];
+
 /** The endpoint's attempts, newest first, filtered by status and event type (both in the URL). */
 function DeliveryLog({ endpointId, catalog, query }: { endpointId: string; catalog: Catalog; query: URLSearchParams }) {
-  const status = query.get('status') ?? '';
-  const eventType = query.get('eventType') ?? '';
-  const cursor = query.get('cursor');
-  const [load, reload] = useLoad(
-    () => api.list<Delivery>(api.org(`/webhooks/${api.enc(endpointId)}/deliveries`), { status, eventType, cursor, limit: 25 }),
-    `${endpointId}|${status}|${eventType}|${cursor}`,
-  );
+  const f = listQuery(query, ['status', 'eventType']);
+  const [load, reload] = useList<Delivery>(api.org(`/webhooks/${api.enc(endpointId)}/deliveries`), f, 25);
+  const active = activeCount([f.status, f.eventType]);
   return (
     <section class="section" aria-labelledby="log-h">
       <div class="section-head">
@@ -203,59 +226,13 @@ function DeliveryLog({ endpointId, catalog, query }: { endpointId: string; catal
           Refresh
         </button>
       </div>
-      <Filters active={[status, eventType].filter(Boolean).length}>
-        <FilterSelect name="status" label="Status" options={DELIVERY_STATUSES} value={status} onChange={(v) => setQuery({ status: v })} />
-        <FilterSelect name="eventType" label="Event type" options={['webhook.test', ...catalog.types.filter((t) => t !== 'webhook.test')]} value={eventType} onChange={(v) => setQuery({ eventType: v })} />
+      <Filters active={active}>
+        <FilterSelect name="status" label="Status" options={DELIVERY_STATUSES} value={f.status} onChange={(v) => setQuery({ status: v })} />
+        <FilterSelect name="eventType" label="Event type" options={['webhook.test', ...catalog.types.filter((t) => t !== 'webhook.test')]} value={f.eventType} onChange={(v) => setQuery({ eventType: v })} />
       </Filters>
-      <Loaded load={load} what="deliveries" retry={reload}>
-        {(page) =>
-          page.data.length === 0 ? (
-            <Empty title={status || eventType ? 'No delivery matches these filters.' : 'Nothing delivered yet.'}>{status || eventType ? 'Clear a filter to see more.' : 'Send a test event to see one here. Attempts are kept 30 days.'}</Empty>
-          ) : (
-            <>
-              <TableWrap label="Deliveries">
-                <table class="table">
-                  <caption class="sr-only">Deliveries</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">When</th>
-                      <th scope="col">Event</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Response</th>
-                      <th scope="col">Attempt</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {page.data.map((d) => (
-                      <tr key={d.id}>
-                        <td class="nowrap">
-                          <a href={href(`/webhooks/deliveries/${d.id}`)}>{when(d.createdAt)}</a>
-                        </td>
-                        <td>
-                          <code>{d.eventType}</code>
-                        </td>
-                        <td>
-                          <Badge value={d.status} />
-                        </td>
-                        <td class="small">
-                          {d.statusCode !== null ? `HTTP ${d.statusCode}` : d.error ? d.error.kind : '—'}
-                          {d.durationMs !== null && <span class="muted"> · {d.durationMs} ms</span>}
-                        </td>
-                        <td class="small">
-                          {d.trigger === 'EVENT' ? `#${d.attempt}` : d.trigger.toLowerCase()}
-                          {d.nextAttemptAt && <div class="muted">next {when(d.nextAttemptAt)}</div>}
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableWrap>
-              <Pager nextCursor={page.nextCursor} count={page.data.length} />
-            </>
-          )
-        }
-      </Loaded>
+      <PagedList load={load} what="deliveries" retry={reload} empty={active ? { title: 'No delivery matches these filters.', body: 'Clear a filter to see more.' } : { title: 'Nothing delivered yet.', body: 'Send a test event to see one here. Attempts are kept 30 days.' }}>
+        {(page) => <DataTable label="Deliveries" columns={DELIVERY_COLUMNS} rows={page.data} rowKey={(d) => d.id} />}
+      </PagedList>
     </section>
   );
 }
-

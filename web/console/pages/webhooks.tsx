@@ -2,7 +2,8 @@ import { useState } from 'preact/hooks';
 import * as api from '../api.ts';
 import { when } from '../format.ts';
 import { href, useLocation } from '../router.ts';
-import { Badge, CopyButton, Empty, ErrorNote, Loaded, PageHead, Pager, TableWrap, useAction, useLoad } from '../ui/common.tsx';
+import { Badge, Empty, ErrorNote, Loaded, PageHead, ShownOnce, useAction, useLoad } from '../ui/common.tsx';
+import { DataTable, listQuery, NameCell, PagedList, useList, type Column } from '../ui/list.tsx';
 import { eventsLabel, WILDCARD, type Catalog, type Endpoint, type EndpointWithSecret } from './webhook-types.ts';
 
 /** Endpoints the server turned off by itself: the list says so before anything else. */
@@ -28,10 +29,23 @@ export function AutoDisabledBanner({ endpoints }: { endpoints: Endpoint[] }) {
   );
 }
 
+const COLUMNS: Column<Endpoint>[] = [
+  { head: 'Endpoint', class: 'wrap', cell: (e) => <NameCell to={href(`/webhooks/${e.id}`)} name={e.url} sub={e.description} /> },
+  { head: 'Events', cell: (e) => eventsLabel(e.events) },
+  {
+    head: 'Status',
+    cell: (e) => (
+      <>
+        <Badge value={e.status} />
+        {e.status === 'ACTIVE' && e.failingSince && <div class="small warn-text">failing since {when(e.failingSince)}</div>}
+      </>
+    ),
+  },
+  { head: 'Created', class: 'nowrap', cell: (e) => when(e.createdAt) },
+];
+
 export function Webhooks() {
-  const { query } = useLocation();
-  const cursor = query.get('cursor');
-  const [load, reload] = useLoad(() => api.list<Endpoint>(api.org('/webhooks'), { cursor, limit: 50 }), cursor ?? '');
+  const [load, reload] = useList<Endpoint>(api.org('/webhooks'), listQuery(useLocation().query, []), 50);
   return (
     <>
       <PageHead title="Webhooks" sub="Addresses of yours that receive your organization's events as they happen, each signed with the endpoint's secret.">
@@ -45,54 +59,29 @@ export function Webhooks() {
           <p>The operator who runs this server can change the organization's plan.</p>
         </Empty>
       ) : (
-      <Loaded load={load} what="endpoints" retry={reload}>
-        {(page) =>
-          page.data.length === 0 ? (
-            <Empty title="No webhook endpoints yet.">
-              <p>Add one to receive meetings, participants, recordings and attendance as they happen.</p>
-              <a class="btn primary" href={href('/webhooks/new')}>
-                Add endpoint
-              </a>
-            </Empty>
-          ) : (
+        <PagedList
+          load={load}
+          what="endpoints"
+          retry={reload}
+          empty={{
+            title: 'No webhook endpoints yet.',
+            body: (
+              <>
+                <p>Add one to receive meetings, participants, recordings and attendance as they happen.</p>
+                <a class="btn primary" href={href('/webhooks/new')}>
+                  Add endpoint
+                </a>
+              </>
+            ),
+          }}
+        >
+          {(page) => (
             <>
               <AutoDisabledBanner endpoints={page.data} />
-              <TableWrap label="Webhook endpoints">
-                <table class="table">
-                  <caption class="sr-only">Webhook endpoints</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Endpoint</th>
-                      <th scope="col">Events</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Created</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {page.data.map((e) => (
-                      <tr key={e.id}>
-                        <td class="wrap">
-                          <a href={href(`/webhooks/${e.id}`)} class="strong">
-                            {e.url}
-                          </a>
-                          {e.description && <div class="muted small">{e.description}</div>}
-                        </td>
-                        <td>{eventsLabel(e.events)}</td>
-                        <td>
-                          <Badge value={e.status} />
-                          {e.status === 'ACTIVE' && e.failingSince && <div class="small warn-text">failing since {when(e.failingSince)}</div>}
-                        </td>
-                        <td class="nowrap">{when(e.createdAt)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableWrap>
-              <Pager nextCursor={page.nextCursor} count={page.data.length} />
+              <DataTable label="Webhook endpoints" columns={COLUMNS} rows={page.data} rowKey={(e) => e.id} />
             </>
-          )
-        }
-      </Loaded>
+          )}
+        </PagedList>
       )}
     </>
   );
@@ -137,20 +126,8 @@ export function EventPicker({ catalog, value, onChange }: { catalog: Catalog; va
 }
 
 /** The secret, shown once (on create and on rotate), with a copy button and what to do with it. */
-export function SecretOnce({ secret, note }: { secret: string; note?: string }) {
-  return (
-    <div class="banner warn secret" role="status">
-      <p>
-        <strong>Copy the signing secret now: it is not shown again.</strong> {note ?? 'Your receiver checks each delivery\'s Svc-Signature with it.'}
-      </p>
-      <div class="secret-row">
-        <code class="secret-value" aria-label="Signing secret">
-          {secret}
-        </code>
-        <CopyButton value={secret} label="Copy secret" />
-      </div>
-    </div>
-  );
+export function SecretOnce({ secret, note }: { secret: string; note?: string | undefined }) {
+  return <ShownOnce lead="Copy the signing secret now: it is not shown again." note={note ?? "Your receiver checks each delivery's Svc-Signature with it."} value={secret} label="Signing secret" copyLabel="Copy secret" />;
 }
 
 export function NewWebhook() {

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { ApiError } from '../api.ts';
 import { href, takeHeadingFocus, useLocation } from '../router.ts';
 
@@ -112,7 +112,8 @@ export function PageHead({ title, sub, children }: { title: string; sub?: Compon
   useEffect(() => {
     document.title = `${title} · Aula console`;
   }, [title]);
-  useEffect(() => {
+  // in the commit that draws the heading, not after the next paint: nothing sees the new page before its heading has the focus
+  useLayoutEffect(() => {
     if (takeHeadingFocus()) ref.current?.focus({ preventScroll: true });
   }, []);
   return (
@@ -287,6 +288,23 @@ export function FilterSelect({ name, label, options, value, onChange, labels }: 
   );
 }
 
+/** A value shown once (a secret, a key, a link) with a copy button: what it is, and what to do with it. */
+export function ShownOnce({ lead, note, value, label, copyLabel }: { lead: string; note: ComponentChildren; value: string; label: string; copyLabel: string }) {
+  return (
+    <div class="banner warn secret" role="status">
+      <p>
+        <strong>{lead}</strong> {note}
+      </p>
+      <div class="secret-row">
+        <code class="secret-value" aria-label={label}>
+          {value}
+        </code>
+        <CopyButton value={value} label={copyLabel} />
+      </div>
+    </div>
+  );
+}
+
 /** A table's card: scrolls sideways on a phone, and so takes the focus (arrow keys scroll it) with a name. */
 export function TableWrap({ label, children }: { label: string; children: ComponentChildren }) {
   return (
@@ -310,10 +328,23 @@ export function useNarrow(): boolean {
   return narrow;
 }
 
-/** A list's filters: always shown on a wide screen; on a phone behind a button that says how many are on. */
-export function Filters({ active, children }: { active: number; children: ComponentChildren }) {
+/**
+ * A list's filters: always shown on a wide screen; on a phone behind a button that says how many are on.
+ * With `clear` (the list's address without filters), a "Clear filters" link while any is on.
+ */
+export function Filters({ active, clear, children: fields }: { active: number; clear?: string; children: ComponentChildren }) {
   const narrow = useNarrow();
   const [open, setOpen] = useState(active > 0);
+  const children = (
+    <>
+      {fields}
+      {clear && active > 0 && (
+        <a class="btn small clear" href={clear}>
+          Clear filters
+        </a>
+      )}
+    </>
+  );
   if (!narrow) return <div class="filters">{children}</div>;
   return (
     <div class="filters-box">

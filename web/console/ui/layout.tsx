@@ -7,6 +7,7 @@ import { href, useLocation } from '../router.ts';
 export const NAV: { path: string; label: string }[] = [
   { path: '/', label: 'Overview' },
   { path: '/meetings', label: 'Meetings' },
+  { path: '/classes', label: 'Classes' },
   { path: '/recordings', label: 'Recordings' },
   { path: '/users', label: 'Users' },
   { path: '/webhooks', label: 'Webhooks' },
