@@ -8,6 +8,7 @@ import { api, school as newSchool, startTestNode } from '../helpers/node.ts';
 import { enterRoom } from '../helpers/media.ts';
 import { Receiver } from '../helpers/receiver.ts';
 import { eventually } from '../helpers/ws.ts';
+import { verifySvcSignature } from '../../src/services/webhooks/verify.ts';
 
 // The notes pipeline's rules, with the transcription engine an OpenAI-compatible server on this
 // machine (the `openai` adapter, as an operator would point it at faster-whisper): which recordings
@@ -202,6 +203,19 @@ t.test('a plan that lost webhooks while the notes were made: the two events stil
   release();
   await receiver.waitFor(3, 60_000);
   t.same(receiver.received.map((r) => r.body.type), ['recording.ready', 'transcript.ready', 'insights.ready']);
+  // as a customer's receiver checks them: signed with the endpoint's secret, the spec's fields and no more
+  const secret = endpoint.body.data.secret as string;
+  for (const r of receiver.received) t.same(verifySvcSignature({ secret, headers: r.headers, rawBody: r.raw }), { ok: true }, `${r.body.type} is signed`);
+  const [, transcript, insights] = receiver.received.map((r) => r.body);
+  const meetingId = (await s.call('GET', `/public/recordings/${id}`)).body.data.meetingId;
+  t.same(Object.keys(transcript.data).sort(), ['kind', 'language', 'meetingId', 'recordingId', 'wordCount']);
+  t.match(transcript.data, { recordingId: id, meetingId, kind: 'MEETING', language: 'en', wordCount: Number });
+  t.same(Object.keys(insights.data).sort(), ['chapters', 'durationSeconds', 'kind', 'language', 'meetingId', 'quizQuestionCount', 'recordingId', 'summary']);
+  t.match(insights.data, { recordingId: id, meetingId, kind: 'MEETING', language: 'en', summary: { overview: String, bullets: Array }, quizQuestionCount: Number, durationSeconds: Number });
+  for (const c of insights.data.chapters) t.ok(Number.isInteger(c.startSeconds) && c.startSeconds >= 0 && c.startSeconds < insights.data.durationSeconds && typeof c.title === 'string', `chapter "${c.title}" at ${c.startSeconds} s, inside the recording`);
+  const [, transcriptRaw, insightsRaw] = receiver.received.map((r) => r.raw.toString());
+  t.notMatch(transcriptRaw, /sugar|roots/i, 'the transcript\'s words are not in transcript.ready (only its count)');
+  t.notMatch(`${transcriptRaw}${insightsRaw}`, /externalMeetingId/, 'no externalMeetingId in these two');
 });
 
 t.test('the console reviews the notes: edits the summary and chapters, hides them from viewers; the player page follows; a regeneration starts from the engine again', async (t) => {
