@@ -93,11 +93,11 @@ t.test('the owner disables an admin after confirming; the admin\'s open console 
   await ownerPage.locator('dialog[open] button:text-is("Enable")').click();
   await ownerPage.waitForSelector('.flash:has-text("former.deputy@riverside.example is enabled")');
   await ownerPage.waitForSelector('tr:has-text("former.deputy@riverside.example") .badge:text-is("active")');
-  await ownerPage.click('button[aria-label="Make former.deputy@riverside.example an owner"]');
+  await ownerPage.click('button[aria-label="Make owner: former.deputy@riverside.example"]');
   await ownerPage.locator('dialog[open] button:text-is("Make owner")').click();
   await ownerPage.waitForSelector('.flash:has-text("former.deputy@riverside.example is an owner now")');
   await ownerPage.waitForSelector('tr:has-text("former.deputy@riverside.example") td:text-is("Owner")');
-  t.ok(await ownerPage.$('button[aria-label="Make former.deputy@riverside.example an admin"]'), 'and back, the other way');
+  t.ok(await ownerPage.$('button[aria-label="Make admin: former.deputy@riverside.example"]'), 'and back, the other way');
   await look(t, ownerPage, 'settings-admins-roles', '#s-admins');
 });
 

@@ -203,7 +203,7 @@ function AdminActions({ admin: a, self, onDone }: { admin: Admin; self: boolean;
         <ConfirmButton
           small
           label={other === 'owner' ? 'Make owner' : 'Make admin'}
-          ariaLabel={`Make ${self ? 'yourself' : a.email} ${other === 'owner' ? 'an owner' : 'an admin'}`}
+          ariaLabel={`${other === 'owner' ? 'Make owner' : 'Make admin'}: ${self ? 'yourself' : a.email}`}
           title={`Make ${self ? 'yourself' : a.email} ${other === 'owner' ? 'an owner' : 'an admin'}?`}
           body={
             other === 'owner' ? (
