@@ -339,6 +339,8 @@ t.test('recordings: played through a playback link, deleted after confirming', a
   await failed.waitFor();
   t.match(await failed.textContent(), /failed .*: The transcription engine \(openai\) failed: 401 the key was refused\. Make notes again when the cause is fixed\./);
   t.equal(await page.locator('.cards .card-item >> nth=1 >> textarea[name=overview]').count(), 0, 'no form without notes');
+  await failed.scrollIntoViewIfNeeded();
+  await look(t, 'recording-notes-failed');
   await page.click('.cards .card-item >> nth=1 >> button:text("Delete")');
   await page.click('dialog[open] button:text("Delete recording")');
   await page.waitForSelector('.badge:text("deleted")');
