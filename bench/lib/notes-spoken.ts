@@ -8,6 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { wavHeader } from '../../src/platform/ai/audio.ts';
 import type { Transcript, TranscriptSegment } from '../../src/platform/ai/notes.ts';
 import { TEACHER, type Lecture } from './notes-lecture.ts';
 
@@ -40,20 +41,7 @@ function readWav(path: string): Int16Array {
 }
 
 function writeWav(path: string, samples: Int16Array): void {
-  const h = Buffer.alloc(44);
-  h.write('RIFF', 0, 'ascii');
-  h.writeUInt32LE(36 + samples.byteLength, 4);
-  h.write('WAVEfmt ', 8, 'ascii');
-  h.writeUInt32LE(16, 16);
-  h.writeUInt16LE(1, 20);
-  h.writeUInt16LE(1, 22);
-  h.writeUInt32LE(RATE, 24);
-  h.writeUInt32LE(RATE * 2, 28);
-  h.writeUInt16LE(2, 32);
-  h.writeUInt16LE(16, 34);
-  h.write('data', 36, 'ascii');
-  h.writeUInt32LE(samples.byteLength, 40);
-  writeFileSync(path, Buffer.concat([h, Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength)]));
+  writeFileSync(path, Buffer.concat([wavHeader(RATE, samples.byteLength), Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength)]));
 }
 
 export interface SpokenTrack {
