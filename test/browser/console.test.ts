@@ -2,6 +2,7 @@ import t, { type Test } from 'tap';
 import { readFileSync } from 'node:fs';
 import type { Page } from 'playwright-core';
 import { api, createTenant, startTestNode } from '../helpers/node.ts';
+import { getOrg } from '../../src/services/orgs.ts';
 import { axeViolations, launchBrowser, screenshot } from '../helpers/browser.ts';
 import { Receiver } from '../helpers/receiver.ts';
 import { connect, eventually, goLive } from '../helpers/ws.ts';
@@ -186,8 +187,32 @@ t.test('settings: allowed origins, attendance rules and retention saved with PAT
   t.same(org!.allowedOrigins, ['https://lms.riverside.example', 'https://staging.riverside.example:8443']);
   t.equal(org!.recordingRetentionDays, 180);
   t.equal(org!.attendanceRules.lateAfterMinutes ?? org!.attendanceRules.late_after_minutes, 7);
+
+  // the school's own apps: a bad fingerprint is refused with the API's words; then both apps are set and vouched for
+  const print = Array.from({ length: 32 }, (_, i) => (i * 7 + 16).toString(16).toUpperCase().padStart(2, '0')).join(':');
+  await page.fill('input[name=androidPackageName]', 'org.riverside.classroom');
+  await page.fill('textarea[name=androidFingerprints]', 'AB:CD');
+  await page.click('button:text("Save settings")');
+  await page.waitForSelector('.error-note:has-text("mobileApps")');
+  await page.fill('textarea[name=androidFingerprints]', print);
+  await page.fill('input[name=iosTeamId]', 'ABCDE12345');
+  await page.fill('input[name=iosBundleId]', 'org.riverside.classroom');
+  await page.click('button:text("Save settings")');
+  await page.waitForSelector('.flash:text("Settings saved.")');
+  const apps = async () => (await getOrg(node.app.sql, tenant.orgId)).mobileApps;
+  t.same(await apps(), { android: { packageName: 'org.riverside.classroom', sha256CertFingerprints: [print] }, ios: { teamId: 'ABCDE12345', bundleId: 'org.riverside.classroom' } });
+  const links = await (await fetch(`${node.url}/.well-known/assetlinks.json`)).text();
+  t.match(links, /org\.riverside\.classroom/, 'and this server vouches for the Android app');
+  await page.locator('#s-apps').evaluate((e) => e.scrollIntoView({ block: 'center' }));
+  await screenshot(page, 'console-settings-apps-1280');
   await page.evaluate(() => window.scrollTo(0, 0));
   await look(t, 'settings');
+  // emptied, a platform is removed
+  await page.fill('input[name=iosTeamId]', '');
+  await page.fill('input[name=iosBundleId]', '');
+  await page.click('button:text("Save settings")');
+  await page.waitForSelector('.flash:text("Settings saved.")');
+  t.equal((await apps()).ios, null);
 });
 
 t.test('meetings: filters in the URL, a live meeting ended after confirming, its attendance downloaded as CSV', async (t) => {

@@ -11,7 +11,7 @@ export interface Org {
   features: string[];
   allowedOrigins: string[];
   attendanceRules: { lateAfterMinutes: number; presentShare: number; mergeGapSeconds: number; settleMinutes: number };
-  mobileApps: { android: { packageName: string } | null; ios: { teamId: string; bundleId: string } | null };
+  mobileApps: { android: { packageName: string; sha256CertFingerprints: string[] } | null; ios: { teamId: string; bundleId: string } | null };
   recordingRetentionDays: number;
   /** Issue 27's AI notes; absent on a server without them. */
   aiNotes?: boolean;
@@ -21,7 +21,7 @@ export interface Org {
   shortName?: string | null;
 }
 
-/** The organization's settings (PATCH /orgs/:orgId): name, allowed origins, attendance rules, recording retention. */
+/** The organization's settings (PATCH /orgs/:orgId): name, allowed origins, the apps for deep links, attendance rules, recording retention, AI notes. */
 export function Settings() {
   const [load, reload, set] = useLoad(() => api.get<Org>(api.org()), 'org');
   return (
@@ -43,6 +43,8 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved: (o: Org) => void })
   const [retention, setRetention] = useState(String(org.recordingRetentionDays));
   const [aiNotes, setAiNotes] = useState(org.aiNotes ?? false);
   const [language, setLanguage] = useState(org.language ?? '');
+  const [android, setAndroid] = useState({ packageName: org.mobileApps.android?.packageName ?? '', fingerprints: org.mobileApps.android?.sha256CertFingerprints.join('\n') ?? '' });
+  const [ios, setIos] = useState({ teamId: org.mobileApps.ios?.teamId ?? '', bundleId: org.mobileApps.ios?.bundleId ?? '' });
   const action = useAction();
   const [flash, say] = useFlash();
   const num = (v: string) => (v.trim() === '' ? NaN : Number(v));
@@ -64,6 +66,14 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved: (o: Org) => void })
       if (num(retention) !== org.recordingRetentionDays) body.recordingRetentionDays = num(retention);
       if (org.aiNotes !== undefined && aiNotes !== org.aiNotes) body.aiNotes = aiNotes;
       if (org.language !== undefined && language.trim() !== org.language) body.language = language.trim();
+      // a platform emptied is removed; one changed is replaced; the API says what is wrong with one
+      const apps: Record<string, unknown> = {};
+      const prints = android.fingerprints.split(/[\s,]+/).map((f) => f.trim()).filter(Boolean);
+      const androidNow = android.packageName.trim() ? { packageName: android.packageName.trim(), sha256CertFingerprints: prints } : null;
+      if (JSON.stringify(androidNow) !== JSON.stringify(org.mobileApps.android)) apps.android = androidNow;
+      const iosNow = ios.teamId.trim() || ios.bundleId.trim() ? { teamId: ios.teamId.trim(), bundleId: ios.bundleId.trim() } : null;
+      if (JSON.stringify(iosNow) !== JSON.stringify(org.mobileApps.ios)) apps.ios = iosNow;
+      if (Object.keys(apps).length) body.mobileApps = apps;
       if (!Object.keys(body).length) {
         say('Nothing changed.');
         return;
@@ -122,10 +132,6 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved: (o: Org) => void })
             <dt>Plan features</dt>
             <dd>{org.features.length ? org.features.join(', ') : 'none'}</dd>
           </div>
-          <div>
-            <dt>Apps for deep links</dt>
-            <dd>{[org.mobileApps.android && `Android ${org.mobileApps.android.packageName}`, org.mobileApps.ios && `iOS ${org.mobileApps.ios.bundleId}`].filter(Boolean).join(', ') || 'none'}</dd>
-          </div>
         </dl>
       </section>
       <section class="panel" aria-labelledby="s-embed">
@@ -137,6 +143,39 @@ function SettingsForm({ org, onSaved }: { org: Org; onSaved: (o: Org) => void })
             One per line: the sites whose pages may put the room in an iframe with the embedding SDK (scheme, host and optional port). At most 50.
           </span>
         </label>
+      </section>
+      <section class="panel" aria-labelledby="s-apps">
+        <h2 id="s-apps">Your apps</h2>
+        <p class="hint" id="apps-hint">
+          When your school has its own app, the join page offers "Open in the app" on a phone of that platform, and this server vouches for the app (Android App Links, iOS universal links). Leave a platform empty for none.
+        </p>
+        <div class="grid-2">
+          <fieldset>
+            <legend>Android</legend>
+            <label>
+              <span>Package name</span>
+              <input name="androidPackageName" value={android.packageName} maxLength={150} placeholder="org.school.classroom" spellcheck={false} autocomplete="off" aria-describedby="apps-hint" onInput={(e) => setAndroid({ ...android, packageName: (e.target as HTMLInputElement).value })} />
+            </label>
+            <label>
+              <span>Signing certificate fingerprints (SHA-256)</span>
+              <textarea name="androidFingerprints" rows={2} value={android.fingerprints} spellcheck={false} aria-describedby="prints-hint" onInput={(e) => setAndroid({ ...android, fingerprints: (e.target as HTMLTextAreaElement).value })} />
+              <span class="hint" id="prints-hint">
+                One per line, as 32 pairs like AB:CD:…; with Play App Signing, the app signing key's.
+              </span>
+            </label>
+          </fieldset>
+          <fieldset>
+            <legend>iOS</legend>
+            <label>
+              <span>Team id</span>
+              <input name="iosTeamId" value={ios.teamId} maxLength={10} placeholder="ABCDE12345" spellcheck={false} autocomplete="off" onInput={(e) => setIos({ ...ios, teamId: (e.target as HTMLInputElement).value })} />
+            </label>
+            <label>
+              <span>Bundle id</span>
+              <input name="iosBundleId" value={ios.bundleId} maxLength={150} placeholder="org.school.classroom" spellcheck={false} autocomplete="off" onInput={(e) => setIos({ ...ios, bundleId: (e.target as HTMLInputElement).value })} />
+            </label>
+          </fieldset>
+        </div>
       </section>
       <section class="panel" aria-labelledby="s-att">
         <h2 id="s-att">Attendance rules</h2>
