@@ -324,6 +324,32 @@ export async function acceptInvitation(db: Db, deps: InvitationDeps, input: { to
   });
 }
 
+interface LockedAdmin {
+  id: string;
+  email: string;
+  role: AdminRole;
+  disabledAt: Date | null;
+}
+
+/**
+ * The organization's owners and admins, locked until the transaction ends, so that changes owners make
+ * of one another at once (disable, enable, a role) are decided one after the other.
+ */
+const lockAdmins = (tx: Db, orgId: string) => tx<LockedAdmin[]>`select id, email, role, disabled_at from admins where org_id = ${orgId} order by id for update`;
+
+/** Whether `target` is the organization's last active owner: never disabled or made an admin. */
+const lastActiveOwner = (all: LockedAdmin[], target: LockedAdmin) =>
+  target.role === 'owner' && !target.disabledAt && !all.some((a) => a.id !== target.id && a.role === 'owner' && !a.disabledAt);
+
+/**
+ * The acting owner as the locked rows say now: their request was let in before it waited for the lock,
+ * and meanwhile they may have been disabled or made an admin (admin_session_revoked).
+ */
+function assertStillOwner(all: LockedAdmin[], by: Acting): void {
+  const actor = all.find((a) => a.id === by.adminId);
+  if (!actor || actor.disabledAt || actor.role !== 'owner') throw new AppError('admin_session_revoked');
+}
+
 /**
  * An owner disables an owner or admin: sign-in refused, every session revoked on every node once this
  * commits, their pending invitations revoked. Not yourself; not the organization's last active owner
@@ -335,14 +361,12 @@ export async function disableAdmin(db: Db, deps: InvitationDeps, input: { orgId:
   if (input.id === input.by.adminId) throw new AppError('cannot_disable_self');
   const now = deps.clock.now();
   return inTx(db, async (tx) => {
-    const all = await tx<{ id: string; email: string; role: AdminRole; disabledAt: Date | null }[]>`select id, email, role, disabled_at from admins
-      where org_id = ${input.orgId} order by id for update`;
+    const all = await lockAdmins(tx, input.orgId);
     const target = all.find((a) => a.id === input.id);
     if (!target) throw new AppError('admin_not_found');
     if (target.disabledAt) return getAdminListing(tx, input.orgId, target.id);
-    if (target.role === 'owner' && !all.some((a) => a.id !== target.id && a.role === 'owner' && !a.disabledAt)) throw new AppError('last_owner');
-    const actor = all.find((a) => a.id === input.by.adminId);
-    if (!actor || actor.disabledAt) throw new AppError('admin_session_revoked');
+    if (lastActiveOwner(all, target)) throw new AppError('last_owner');
+    assertStillOwner(all, input.by);
     await deps.admins.disableIn(tx, target.id);
     await tx`update admin_invitations set revoked_at = ${iso(now)} where invited_by = ${target.id} and accepted_at is null and revoked_at is null`;
     await auditAdminDisabled(tx, now, { orgId: input.orgId, actor: actorOf(input.by), adminId: target.id, email: target.email, requestId: input.requestId ?? null });
@@ -358,10 +382,11 @@ export async function enableAdmin(db: Db, deps: InvitationDeps, input: { orgId: 
   if (input.by.role !== 'owner') throw new AppError('owner_required');
   const now = deps.clock.now();
   return inTx(db, async (tx) => {
-    const [target] = await tx<{ id: string; email: string; disabledAt: Date | null }[]>`select id, email, disabled_at from admins
-      where org_id = ${input.orgId} and id = ${input.id} for update`;
+    const all = await lockAdmins(tx, input.orgId);
+    const target = all.find((a) => a.id === input.id);
     if (!target) throw new AppError('admin_not_found');
     if (!target.disabledAt) return getAdminListing(tx, input.orgId, target.id);
+    assertStillOwner(all, input.by);
     await tx`update admins set disabled_at = null, updated_at = ${iso(now)} where id = ${target.id}`;
     await recordAudit(tx, now, { orgId: input.orgId, actor: actorOf(input.by), action: 'admin.enabled', target: { type: 'admin', id: target.id }, details: { email: target.email }, requestId: input.requestId ?? null });
     return getAdminListing(tx, input.orgId, target.id);
@@ -377,14 +402,12 @@ export async function changeAdminRole(db: Db, deps: InvitationDeps, input: { org
   if (input.by.role !== 'owner') throw new AppError('owner_required');
   const now = deps.clock.now();
   return inTx(db, async (tx) => {
-    const all = await tx<{ id: string; email: string; role: AdminRole; disabledAt: Date | null }[]>`select id, email, role, disabled_at from admins
-      where org_id = ${input.orgId} order by id for update`;
+    const all = await lockAdmins(tx, input.orgId);
     const target = all.find((a) => a.id === input.id);
     if (!target) throw new AppError('admin_not_found');
     if (target.role === input.role) return getAdminListing(tx, input.orgId, target.id);
-    const actor = all.find((a) => a.id === input.by.adminId);
-    if (!actor || actor.disabledAt || actor.role !== 'owner') throw new AppError('admin_session_revoked');
-    if (target.role === 'owner' && !target.disabledAt && !all.some((a) => a.id !== target.id && a.role === 'owner' && !a.disabledAt)) throw new AppError('last_owner');
+    assertStillOwner(all, input.by);
+    if (lastActiveOwner(all, target)) throw new AppError('last_owner');
     await tx`update admins set role = ${input.role}, updated_at = ${iso(now)} where id = ${target.id}`;
     await deps.admins.rereadSessionsIn(tx, target.id);
     await recordAudit(tx, now, { orgId: input.orgId, actor: actorOf(input.by), action: 'admin.role_changed', target: { type: 'admin', id: target.id }, details: { email: target.email, from: target.role, to: input.role }, requestId: input.requestId ?? null });

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { ManualClock } from '../../src/core/clock.ts';
-import { disableAdmin, INVITATION_TTL_MS } from '../../src/services/admin-invitations.ts';
+import { changeAdminRole, disableAdmin, enableAdmin, INVITATION_TTL_MS } from '../../src/services/admin-invitations.ts';
 import { assertError } from '../helpers/assert.ts';
 import { api, createTenant, createTestDatabase, startTestNode, type Tenant } from '../helpers/node.ts';
 import type { Node } from '../../src/server/node.ts';
@@ -241,6 +241,16 @@ t.test('an owner enables a disabled admin and changes roles: at once on every no
   assertError(t, await api(a, 'GET', `/orgs/${school.orgId}`, { bearer: first.bearer }), 401, 'admin_session_revoked');
   t.equal((await api(a, 'GET', `/orgs/${school.orgId}`, { bearer: await signIn(school, first.email) })).status, 200, 'they sign in again');
   t.equal((await api(a, 'POST', `${p}/${first.id}/enable`, { bearer: deputy.bearer })).status, 200, 'enabling an active admin changes nothing');
+
+  // a request let in while `first` was an owner, deciding after they were made an admin: refused
+  const stale = { adminId: first.id, email: first.email, role: 'owner' as const };
+  const deps = { clock, admins: a.app.services.admins, mailEnabled: false, baseUrl: a.url };
+  const third = await adminOf(school, 'third@school.example', 'admin');
+  await t.rejects(disableAdmin(a.app.sql, deps, { orgId: school.orgId, id: third.id, by: stale }), { code: 'admin_session_revoked' });
+  await t.rejects(changeAdminRole(a.app.sql, deps, { orgId: school.orgId, id: third.id, role: 'owner', by: stale }), { code: 'admin_session_revoked' });
+  t.equal((await api(a, 'POST', `${p}/${third.id}/disable`, { bearer: deputy.bearer })).status, 200);
+  await t.rejects(enableAdmin(a.app.sql, deps, { orgId: school.orgId, id: third.id, by: stale }), { code: 'admin_session_revoked' });
+  t.equal((await api(a, 'GET', `${p}/${third.id}`, { bearer: deputy.bearer })).body.data.status, 'DISABLED', 'the stale request changed nothing');
 
   for (const body of [{}, { role: 'teacher' }, { role: 'owner', email: 'x@y.z' }]) assertError(t, await api(a, 'PATCH', `${p}/${first.id}`, { bearer: deputy.bearer, body }), 400, 'validation_failed');
   assertError(t, await api(a, 'PATCH', `${p}/adm_00000000000000000000000000`, { bearer: deputy.bearer, body: { role: 'owner' } }), 404, 'admin_not_found');
