@@ -198,8 +198,10 @@ t.test('settings: allowed origins, attendance rules and retention saved with PAT
   await page.fill('input[name=iosTeamId]', 'ABCDE12345');
   await page.fill('input[name=iosBundleId]', 'org.riverside.classroom');
   await page.click('button:text("Save settings")');
-  await page.waitForSelector('.flash:text("Settings saved.")');
+  // the flash of the save before may still show: wait for the row itself
   const apps = async () => (await getOrg(node.app.sql, tenant.orgId)).mobileApps;
+  await eventually(async () => (await apps()).ios !== null, 10_000);
+  await page.waitForSelector('.flash:text("Settings saved.")');
   t.same(await apps(), { android: { packageName: 'org.riverside.classroom', sha256CertFingerprints: [print] }, ios: { teamId: 'ABCDE12345', bundleId: 'org.riverside.classroom' } });
   const links = await (await fetch(`${node.url}/.well-known/assetlinks.json`)).text();
   t.match(links, /org\.riverside\.classroom/, 'and this server vouches for the Android app');
@@ -211,8 +213,10 @@ t.test('settings: allowed origins, attendance rules and retention saved with PAT
   await page.fill('input[name=iosTeamId]', '');
   await page.fill('input[name=iosBundleId]', '');
   await page.click('button:text("Save settings")');
+  await eventually(async () => (await apps()).ios === null, 10_000);
   await page.waitForSelector('.flash:text("Settings saved.")');
   t.equal((await apps()).ios, null);
+  t.equal((await apps()).android?.packageName, 'org.riverside.classroom', 'the other platform stays');
 });
 
 t.test('meetings: filters in the URL, a live meeting ended after confirming, its attendance downloaded as CSV', async (t) => {
