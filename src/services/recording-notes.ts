@@ -192,6 +192,17 @@ export class RecordingNotes {
    */
   async run(input: Record<string, unknown>, signal: AbortSignal): Promise<void> {
     const notesId = String(input.notesId);
+    try {
+      await this.#steps(notesId, signal);
+    } catch (err) {
+      // a recording deleted while a step read its files (they go after the deletion commits) ends the
+      // job with nothing sent, as at any other step; a retry would wait for a run that is gone
+      if (!signal.aborted && !(await this.#row(notesId))) return;
+      throw err;
+    }
+  }
+
+  async #steps(notesId: string, signal: AbortSignal): Promise<void> {
     let n = await this.#row(notesId);
     if (!n || n.status !== 'RUNNING') return;
     const asr = this.#o.asr;
